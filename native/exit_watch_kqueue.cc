@@ -1,0 +1,120 @@
+// macOS / BSD exit-watch backend: kqueue EVFILT_PROC + NOTE_EXIT, which reports the exit of any
+// process we may see, child or not. kqueue keys a knote by (pid, filter), so several watches of one
+// pid share a knote: the thread reports pids and the common layer fans them out to watch ids.
+// A pipe registered for EVFILT_READ wakes the thread (portable to compatibility libraries that
+// lack EVFILT_USER).
+#include "reapkit.h"
+
+#if REAPKIT_EXIT_WATCH_KQUEUE
+
+#include <fcntl.h>
+#include <sys/event.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "exit_watch.h"
+
+namespace reapkit {
+
+struct ExitBackend {
+  int kq = -1;
+  int wake[2] = {-1, -1};
+};
+
+static void CloseAll(ExitBackend* b) {
+  if (b->kq >= 0) close(b->kq);
+  if (b->wake[0] >= 0) close(b->wake[0]);
+  if (b->wake[1] >= 0) close(b->wake[1]);
+}
+
+int BackendOpen(ExitBackend** out) {
+  auto* b = new ExitBackend();
+  b->kq = kqueue();
+  if (b->kq < 0 || pipe(b->wake) < 0) {
+    int err = errno;
+    CloseAll(b);
+    delete b;
+    return err;
+  }
+  for (int fd : {b->kq, b->wake[0], b->wake[1]}) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  fcntl(b->wake[0], F_SETFL, O_NONBLOCK);
+  fcntl(b->wake[1], F_SETFL, O_NONBLOCK);
+  struct kevent ev;
+  EV_SET(&ev, b->wake[0], EVFILT_READ, EV_ADD, 0, 0, nullptr);
+  if (kevent(b->kq, &ev, 1, nullptr, 0, nullptr) < 0) {
+    int err = errno;
+    CloseAll(b);
+    delete b;
+    return err;
+  }
+  *out = b;
+  return 0;
+}
+
+void BackendClose(ExitBackend* b) {
+  if (b == nullptr) return;
+  CloseAll(b);
+  delete b;
+}
+
+int BackendAdd(ExitBackend* b, uint64_t, int, WatchEntry* entry) {
+  struct kevent ev;
+  EV_SET(&ev, (uintptr_t)entry->pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, nullptr);
+  if (kevent(b->kq, &ev, 1, nullptr, 0, nullptr) < 0) return errno;  // ESRCH: already gone
+  entry->fd = -1;
+  return 0;
+}
+
+void BackendRemove(ExitBackend* b, uint64_t, WatchEntry* entry, bool pid_still_watched) {
+  if (pid_still_watched) return;
+  struct kevent ev;
+  EV_SET(&ev, (uintptr_t)entry->pid, EVFILT_PROC, EV_DELETE, 0, 0, nullptr);
+  kevent(b->kq, &ev, 1, nullptr, 0, nullptr);  // ENOENT after the exit fired: nothing to undo
+}
+
+bool BackendKeysAreIds() { return false; }
+
+// NOTE_EXITSTATUS exists only for our own children on macOS, and the data field is meaningless
+// otherwise, so the status stays unknown here; the TS layer gets the status of its children from
+// the ChildProcess instead.
+int BackendWait(ExitBackend* b, ExitEvent* out, int max) {
+  struct kevent events[64];
+  if (max > 64) max = 64;
+  for (;;) {
+    int n = kevent(b->kq, nullptr, 0, events, max, nullptr);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+      if (events[i].filter == EVFILT_READ) {
+        char drain[64];
+        while (read(b->wake[0], drain, sizeof drain) > 0) {
+        }
+        continue;
+      }
+      if (events[i].filter == EVFILT_PROC && (events[i].fflags & NOTE_EXIT)) {
+        ExitEvent& event = out[count++];
+        event.key = (uint64_t)events[i].ident;
+        event.status_known = false;
+        event.code = -1;
+        event.signal = 0;
+      }
+    }
+    return count;
+  }
+}
+
+void BackendWake(ExitBackend* b) {
+  char one = 1;
+  ssize_t ignored = write(b->wake[1], &one, 1);
+  (void)ignored;
+}
+
+}  // namespace reapkit
+
+#endif  // REAPKIT_EXIT_WATCH_KQUEUE
