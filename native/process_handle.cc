@@ -4,6 +4,7 @@
 // has seen the process go.
 #include <fcntl.h>
 #include <napi.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -114,6 +115,12 @@ class ProcessHandle : public Napi::ObjectWrap<ProcessHandle> {
     if (!ArgInt(info, 0, "signal", &sig)) return info.Env().Undefined();
     if (!open_) return ThrowSystemError(info.Env(), EBADF, "pidfd_send_signal");
 #if REAPKIT_EXIT_WATCH_PIDFD
+    // A pidfd polls readable once its process has exited. The kernel would still accept a signal
+    // for a zombie (and drop it); we report the process as gone instead, before and after reaping.
+    pollfd pfd{fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN)) {
+      return ThrowSystemError(info.Env(), ESRCH, "pidfd_send_signal");
+    }
     if (PidfdSendSignal(fd_, sig) < 0) return ThrowSystemError(info.Env(), errno, "pidfd_send_signal");
 #else
     if (kill(pid_, sig) < 0) return ThrowSystemError(info.Env(), errno, "kill");

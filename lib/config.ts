@@ -1,0 +1,31 @@
+/**
+ * Environment knobs (REAPKIT_*_MS). They are read on shutdown paths, where a throw would abort the
+ * very cleanup they configure, so a bad value never throws: it is clamped (or replaced by the
+ * default) and reported once, as a process warning on stderr.
+ */
+const reported = new Set<string>()
+
+function report(name: string, message: string): void {
+  if (reported.has(name)) return
+  reported.add(name)
+  process.emitWarning(message, { code: 'REAPKIT_ENV_CLAMPED' })
+}
+
+/** Milliseconds from environment variable `name`, or `fallback`; clamped to [min, max]. */
+export function envMs(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw.trim() === '') return fallback
+  const value = Number(raw)
+  if (!Number.isFinite(value)) {
+    report(name, `${name}=${JSON.stringify(raw)} is not a number of milliseconds; using ${fallback}`)
+    return fallback
+  }
+  const clamped = Math.min(max, Math.max(min, Math.round(value)))
+  if (clamped !== value) report(name, `${name}=${raw} is outside ${min}..${max} ms; using ${clamped}`)
+  return clamped
+}
+
+/** Parent poll interval, used only where the kernel cannot notify (DESIGN.md: 2 s). */
+export const PARENT_POLL_MS_DEFAULT = 2000
+/** Exit poll interval, used only where no pidfd or kqueue exists. */
+export const EXIT_POLL_MS_DEFAULT = 100

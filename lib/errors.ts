@@ -1,0 +1,67 @@
+/**
+ * Errors, in the shapes Node users know: system errors carry `code` ('ESRCH'), negative `errno`
+ * and `syscall` (exactly like the errors of Node's own `process.kill`); argument errors are
+ * TypeError / RangeError with Node's `ERR_*` codes; reapkit's own errors have a `code` too.
+ */
+import { constants } from 'node:os'
+
+/** A Node-style system error: `code` ('ESRCH'), `errno` (negative, libuv's convention), `syscall`. */
+export interface SystemError extends Error {
+  code: string
+  errno: number
+  syscall: string
+}
+
+/** Base class of errors reapkit raises itself (not the kernel): always has a string `code`. */
+export class ReapkitError extends Error {
+  readonly code: string
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'ReapkitError'
+    this.code = code
+  }
+}
+
+/** A bounded wait ran out (`code: 'ETIMEDOUT'`). */
+export class TimeoutError extends ReapkitError {
+  readonly timeoutMs: number
+  constructor(message: string, timeoutMs: number) {
+    super('ETIMEDOUT', message)
+    this.name = 'TimeoutError'
+    this.timeoutMs = timeoutMs
+  }
+}
+
+/** A wait cancelled through an AbortSignal, shaped like Node's own AbortError. */
+export class AbortError extends Error {
+  readonly code = 'ABORT_ERR'
+  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'AbortError'
+  }
+}
+
+/** Builds a system error for a condition found without a syscall (e.g. ENOTSUP, or ESRCH known). */
+export function systemError(code: string, syscall: string, detail?: string, cause?: unknown): SystemError {
+  const errno = (constants.errno as Record<string, number>)[code]
+  const message = `${syscall} ${code}${detail ? ` (${detail})` : ''}`
+  const err = new Error(message, cause === undefined ? undefined : { cause }) as SystemError
+  err.code = code
+  err.errno = typeof errno === 'number' ? -errno : 0
+  err.syscall = syscall
+  return err
+}
+
+/** TypeError with Node's `code` property (`ERR_INVALID_ARG_TYPE`, `ERR_UNKNOWN_SIGNAL`, ...). */
+export function typeError(code: string, message: string): TypeError & { code: string } {
+  const err = new TypeError(message) as TypeError & { code: string }
+  err.code = code
+  return err
+}
+
+/** RangeError with Node's `code` property (`ERR_OUT_OF_RANGE`, or reapkit's refusals). */
+export function rangeError(code: string, message: string): RangeError & { code: string } {
+  const err = new RangeError(message) as RangeError & { code: string }
+  err.code = code
+  return err
+}

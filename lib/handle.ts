@@ -1,0 +1,286 @@
+/**
+ * openProcess(pid): a handle pinned to one process. On Linux it holds a pidfd from the moment it is
+ * opened and signals through pidfd_send_signal, so it can never signal a recycled pid. `exited`
+ * resolves by kernel event (pidfd in epoll; kqueue NOTE_EXIT on macOS/BSD), from one background
+ * thread shared by every watch in this thread's environment.
+ *
+ * Without pidfd or kqueue (seccomp, old kernels, no addon) the handle holds only the pid; it
+ * re-checks that the process lives before each signal and learns of its exit by a poll.
+ * capabilities().exitWatch says which applies.
+ */
+import { readFileSync } from 'node:fs'
+import { envMs, EXIT_POLL_MS_DEFAULT } from './config'
+import { ReapkitError, rangeError, systemError } from './errors'
+import { binding, capabilities, type NativeProcessHandle } from './native'
+import { type SignalLike, signalName, signalNumber, validatePid } from './validate'
+
+/** What is known about a process's end. `code`/`signal` are null where the kernel does not say. */
+export interface ExitInfo {
+  pid: number
+  /** Exit code, when the process exited normally and its status was observable (our child). */
+  code: number | null
+  /** Terminating signal, when it was killed and its status was observable (our child). */
+  signal: NodeJS.Signals | null
+}
+
+// ---- The exit-watch registry: one native watcher per environment, refcounted keep-alive. ----
+
+interface Watch {
+  resolve(code: number | null, signal: number | null): void
+  refs: number
+}
+
+const watches = new Map<number, Watch>()
+let watcherStarted = false
+let reffedWatches = 0
+
+function dispatch(id: number, code: number | null, signal: number | null): void {
+  const watch = watches.get(id)
+  if (!watch) return
+  watches.delete(id)
+  if (watch.refs > 0) adjustRef(-1)
+  try {
+    watch.resolve(code, signal)
+  } catch {
+    // resolve() only settles promises; nothing here may throw into the native dispatcher
+  }
+}
+
+function adjustRef(delta: number): void {
+  const before = reffedWatches > 0
+  reffedWatches += delta
+  const after = reffedWatches > 0
+  if (before !== after) binding?.watcherRef(after)
+}
+
+/** A registered kernel exit watch; `cancel()` removes it, `ref(+1/-1)` keeps the loop alive. */
+export interface ExitWatch {
+  readonly promise: Promise<{ code: number | null; signal: number | null }>
+  cancel(): void
+  ref(delta: 1 | -1): void
+}
+
+/** Registers `handle` with the native exit watcher (pidfd or kqueue). */
+export function watchNative(handle: NativeProcessHandle): ExitWatch {
+  const native = binding!
+  if (!watcherStarted) {
+    native.watcherStart(dispatch)
+    watcherStarted = true
+  }
+  let resolve!: Watch['resolve']
+  const promise = new Promise<{ code: number | null; signal: number | null }>((res) => {
+    resolve = (code, signal) => res({ code, signal })
+  })
+  let id: number
+  try {
+    id = native.watch(handle)
+  } catch (err) {
+    // kqueue reports a process that is already gone as ESRCH: that is an exit, not an error.
+    if ((err as { code?: string }).code !== 'ESRCH') throw err
+    resolve(null, null)
+    return { promise, cancel() {}, ref() {} }
+  }
+  const watch: Watch = { resolve, refs: 0 }
+  watches.set(id, watch)
+  return {
+    promise,
+    cancel() {
+      if (!watches.delete(id)) return
+      native.unwatch(id)
+      if (watch.refs > 0) adjustRef(-1)
+    },
+    ref(delta) {
+      if (!watches.has(id)) return
+      const was = watch.refs > 0
+      watch.refs = Math.max(0, watch.refs + delta)
+      if (was !== watch.refs > 0) adjustRef(watch.refs > 0 ? 1 : -1)
+    },
+  }
+}
+
+/** Whether `pid` still runs, for the poll fallback only: ESRCH or a zombie count as gone. */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false
+    // EPERM: it exists, it is just not ours
+  }
+  if (process.platform === 'linux') {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+      if (state === 'Z' || state === 'X') return false
+    } catch {
+      return false // gone between the two looks
+    }
+  }
+  return true
+}
+
+/** The poll fallback of an exit watch, where the kernel cannot notify. */
+export function watchByPoll(pid: number): ExitWatch {
+  const interval = envMs('REAPKIT_EXIT_POLL_MS', EXIT_POLL_MS_DEFAULT, 5, 60_000)
+  let resolve!: (v: { code: null; signal: null }) => void
+  const promise = new Promise<{ code: number | null; signal: number | null }>((res) => (resolve = res))
+  let refs = 0
+  const timer = setInterval(() => {
+    if (isRunning(pid)) return
+    clearInterval(timer)
+    resolve({ code: null, signal: null })
+  }, interval)
+  timer.unref()
+  if (!isRunning(pid)) {
+    clearInterval(timer)
+    resolve({ code: null, signal: null })
+  }
+  return {
+    promise,
+    cancel: () => clearInterval(timer),
+    ref(delta) {
+      refs = Math.max(0, refs + delta)
+      if (refs > 0) timer.ref()
+      else timer.unref()
+    },
+  }
+}
+
+/** Internal: statistics of this environment's native watcher (for tests and diagnostics). */
+export function exitWatcherStats(): { running: boolean; watches: number; reffed: boolean } {
+  return binding ? binding.watcherStats() : { running: false, watches: 0, reffed: false }
+}
+
+// ---- ProcessHandle ----
+
+const constructing = Symbol('ProcessHandle')
+
+/** A handle pinned to one process; see openProcess(). */
+export class ProcessHandle {
+  /** The process id this handle was opened for. */
+  readonly pid: number
+  #native: NativeProcessHandle | null
+  #watch: ExitWatch | null = null
+  #exited: Promise<ExitInfo> | null = null
+  #rejectExited: ((err: Error) => void) | null = null
+  #exitInfo: ExitInfo | null = null
+  #reffed = false
+  #closed = false
+
+  /** @internal use openProcess() */
+  constructor(token: symbol, pid: number, native: NativeProcessHandle | null) {
+    if (token !== constructing) throw new TypeError('Use openProcess(pid) to create a ProcessHandle')
+    this.pid = pid
+    this.#native = native
+    // Without pidfds the handle learns of the exit only from its watch; start it now, so that
+    // signal() can refuse a process it has seen go.
+    if (!capabilities().pidfd) void this.exited.catch(() => {})
+  }
+
+  /** True once close() has been called. */
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  /**
+   * Resolves when the process exits, by kernel event. Rejects (code 'ERR_REAPKIT_HANDLE_CLOSED') if
+   * the handle is closed first; that rejection is pre-handled, so an unawaited `exited` never
+   * becomes an unhandled rejection.
+   */
+  get exited(): Promise<ExitInfo> {
+    if (this.#exited) return this.#exited
+    if (this.#closed) {
+      this.#exited = Promise.reject(closedError(this.pid))
+      this.#exited.catch(() => {})
+      return this.#exited
+    }
+    const watch = this.#native && capabilities().exitWatch !== 'poll' ? watchNative(this.#native) : watchByPoll(this.pid)
+    this.#watch = watch
+    if (this.#reffed) watch.ref(1)
+    this.#exited = new Promise<ExitInfo>((resolve, reject) => {
+      this.#rejectExited = reject
+      void watch.promise.then(({ code, signal }) => {
+        this.#exitInfo = { pid: this.pid, code, signal: signal === null ? null : signalName(signal) }
+        this.#watch = null
+        resolve(this.#exitInfo)
+      })
+    })
+    this.#exited.catch(() => {})
+    return this.#exited
+  }
+
+  /**
+   * Sends `signal` (default SIGTERM) to exactly this process. Throws ESRCH once it has exited
+   * (zombie or reaped): never a signal to a recycled pid. Throws EBADF after close().
+   */
+  signal(signal: SignalLike = 'SIGTERM'): void {
+    const sig = signalNumber(signal)
+    if (this.#closed) throw systemError('EBADF', 'pidfd_send_signal', 'the handle is closed')
+    if (this.#exitInfo) throw systemError('ESRCH', 'pidfd_send_signal', 'the process has exited')
+    if (this.#native) {
+      this.#native.signal(sig)
+      return
+    }
+    // pid-only fallback: not pinned. Re-check right before the syscall to narrow the window.
+    if (!isRunning(this.pid)) throw systemError('ESRCH', 'kill', 'the process has exited')
+    process.kill(this.pid, sig)
+  }
+
+  /** Keeps the event loop alive while `exited` is pending (default: it does not). */
+  ref(): this {
+    if (!this.#reffed) {
+      this.#reffed = true
+      this.#watch?.ref(1)
+    }
+    return this
+  }
+
+  /** Undoes ref(). */
+  unref(): this {
+    if (this.#reffed) {
+      this.#reffed = false
+      this.#watch?.ref(-1)
+    }
+    return this
+  }
+
+  /** Releases the pidfd and any exit watch. Idempotent. */
+  close(): void {
+    if (this.#closed) return
+    this.#closed = true
+    this.#watch?.cancel()
+    this.#watch = null
+    this.#native?.close()
+    if (!this.#exitInfo) this.#rejectExited?.(closedError(this.pid))
+  }
+
+  /** `using handle = openProcess(pid)` closes it at the end of the block. */
+  [Symbol.dispose](): void {
+    this.close()
+  }
+}
+
+function closedError(pid: number): ReapkitError {
+  return new ReapkitError('ERR_REAPKIT_HANDLE_CLOSED', `The handle for pid ${pid} was closed before the process exited`)
+}
+
+export interface OpenProcessOptions {
+  /** Permit a handle on this process itself. Default false. */
+  allowSelf?: boolean
+}
+
+/**
+ * Opens a handle pinned to process `pid`. Throws a system error with code 'ESRCH' if no such
+ * process exists (it already exited and was reaped, or never existed).
+ */
+export function openProcess(pid: number, options: OpenProcessOptions = {}): ProcessHandle {
+  const p = validatePid(pid)
+  if (p === process.pid && options.allowSelf !== true) {
+    throw rangeError('ERR_REAPKIT_SELF', `Refusing a handle on this process itself (pid ${p}); pass { allowSelf: true }`)
+  }
+  const caps = capabilities()
+  if (binding && (caps.pidfd || caps.kqueue)) {
+    return new ProcessHandle(constructing, p, new binding.ProcessHandle(p))
+  }
+  if (!isRunning(p)) throw systemError('ESRCH', 'kill', 'no such process')
+  return new ProcessHandle(constructing, p, null)
+}

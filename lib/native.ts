@@ -1,0 +1,114 @@
+/**
+ * Loads the addon (a prebuild when present, the local build otherwise, through node-gyp-build) and
+ * describes what this platform and build support. If the addon cannot load, reapkit still works
+ * where JavaScript alone can (ChildProcess exits, a getppid poll for parent death) and every
+ * native-only call fails with ENOTSUP carrying the load error as its `cause`.
+ */
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { systemError } from './errors'
+
+/** The native handle class: a pidfd (Linux) or a pid (kqueue platforms), see native/process_handle.cc. */
+export interface NativeProcessHandle {
+  readonly pid: number
+  readonly closed: boolean
+  signal(signal: number): void
+  close(): void
+}
+
+/** The addon's exports, as native/*.cc define them. Callers validate arguments first. */
+export interface Binding {
+  getpgid(pid: number): number
+  setpgid(pid: number, pgid: number): void
+  kill(pid: number, signal: number): void
+  killpg(pgid: number, signal: number): void
+  getppid(): number
+  setParentDeathSignal(signal: number): void
+  getParentDeathSignal(): number
+  setChildSubreaper(on: boolean): void
+  isChildSubreaper(): boolean
+  ProcessHandle: new (pid: number) => NativeProcessHandle
+  watcherStart(dispatch: (id: number, code: number | null, signal: number | null) => void): void
+  watch(handle: NativeProcessHandle): number
+  unwatch(id: number): void
+  watcherRef(ref: boolean): void
+  watcherStats(): { running: boolean; watches: number; reffed: boolean }
+  capabilities: { pidfd: boolean; prctl: boolean; exitWatch: 'pidfd' | 'kqueue' | 'none' }
+}
+
+/** What this platform and build support. */
+export interface Capabilities {
+  /** The native addon loaded. */
+  native: boolean
+  /** pidfds work here at run time (Linux >= 5.3, not blocked by seccomp). */
+  pidfd: boolean
+  /** PR_SET_PDEATHSIG is available (Linux). */
+  pdeathsig: boolean
+  /** PR_SET_CHILD_SUBREAPER is available (Linux). */
+  subreaper: boolean
+  /** The kqueue EVFILT_PROC exit watcher is built in (macOS, the BSDs). */
+  kqueue: boolean
+  /** How watchExit sees a pid exit: by kernel event ('pidfd', 'kqueue') or, where none exists, 'poll'. */
+  exitWatch: 'pidfd' | 'kqueue' | 'poll'
+  /** How watchParent detects parent death by default. */
+  parentWatch: 'pdeathsig' | 'kqueue' | 'poll'
+  /** Why the addon did not load, when it did not. */
+  loadError?: string
+}
+
+function packageRoot(): string {
+  // lib/ under vitest, dist/cjs/ when built: walk up to the folder that holds binding.gyp.
+  let dir = __dirname
+  for (let i = 0; i < 5; i++) {
+    if (existsSync(join(dir, 'binding.gyp')) && existsSync(join(dir, 'package.json'))) {
+      try {
+        if (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name === 'reapkit') return dir
+      } catch {
+        // not ours; keep walking
+      }
+    }
+    dir = dirname(dir)
+  }
+  return join(__dirname, '..', '..')
+}
+
+let loaded: Binding | null = null
+let loadError: Error | null = null
+try {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const load = require('node-gyp-build') as (dir: string) => unknown
+  loaded = load(packageRoot()) as Binding
+} catch (err) {
+  loadError = err instanceof Error ? err : new Error(String(err))
+}
+
+/** The addon, or null when it could not load (see capabilities().loadError). */
+export const binding: Binding | null = loaded
+
+/** The addon, or throws ENOTSUP for `syscall` when it could not load. */
+export function requireBinding(syscall: string): Binding {
+  if (loaded) return loaded
+  throw systemError('ENOTSUP', syscall, 'the reapkit native addon is not loaded', loadError ?? undefined)
+}
+
+let caps: Capabilities | undefined
+
+/** What this platform and build support: `{ native, pidfd, pdeathsig, subreaper, kqueue, parentWatch, ... }`. */
+export function capabilities(): Capabilities {
+  if (caps) return { ...caps }
+  const native = loaded?.capabilities
+  const pidfd = native?.pidfd === true
+  const kqueue = native?.exitWatch === 'kqueue'
+  const prctl = native?.prctl === true
+  caps = {
+    native: loaded !== null,
+    pidfd,
+    pdeathsig: prctl,
+    subreaper: prctl,
+    kqueue,
+    exitWatch: pidfd ? 'pidfd' : kqueue ? 'kqueue' : 'poll',
+    parentWatch: prctl && pidfd ? 'pdeathsig' : kqueue ? 'kqueue' : 'poll',
+    ...(loadError ? { loadError: loadError.message } : {}),
+  }
+  return { ...caps }
+}

@@ -1,0 +1,200 @@
+/**
+ * watchParent({ onExit }): fires once when this process's parent dies.
+ *
+ * - Linux: arms PR_SET_PDEATHSIG (`deathSignal`, default SIGTERM), so the kernel delivers that
+ *   signal even while our event loop is blocked, and watches the original parent's pidfd for the
+ *   exit event that calls `onExit`. The parent pid is recorded first, pinned by a pidfd, and
+ *   getppid() is re-checked after arming: if the parent was already gone, it fires at once (the
+ *   kernel never sends the signal in that case). The re-check compares with the recorded pid, not
+ *   with 1: under a subreaper the new parent is not 1.
+ * - macOS / BSD: kqueue EVFILT_PROC NOTE_EXIT on the original parent (no death signal exists).
+ * - Elsewhere, or without the addon: a getppid poll (default every 2 s, REAPKIT_PARENT_POLL_MS),
+ *   and `mechanism` says 'poll'.
+ *
+ * Caveats of the death signal: the kernel sends it when the *thread* that spawned us exits, not the
+ * parent process; a process started from a Node worker_thread gets it when that worker ends, while
+ * the parent lives (onExit, which watches the process, does not fire then). If nothing handles the
+ * signal, its default action ends this process at once and onExit never runs: that is the
+ * no-orphan guarantee at work. Handle the signal (createKeepalive does), or pass
+ * `deathSignal: false` for a notification only.
+ */
+import { envMs, PARENT_POLL_MS_DEFAULT } from './config'
+import { rangeError, typeError } from './errors'
+import { type ExitWatch, watchNative } from './handle'
+import { binding, capabilities, type NativeProcessHandle } from './native'
+import { type SignalLike, signalName, signalNumber, validateMs } from './validate'
+
+export type ParentWatchMechanism = 'pdeathsig' | 'pidfd' | 'kqueue' | 'poll'
+
+export interface ParentExitInfo {
+  /** The parent that died (as recorded when watching started). */
+  parentPid: number
+  /** Our parent now (a subreaper, or 1), read when the death was detected. */
+  newParentPid: number
+  mechanism: ParentWatchMechanism
+}
+
+export interface WatchParentOptions {
+  /** Called once, asynchronously, when the parent dies. */
+  onExit?: (info: ParentExitInfo) => void
+  /**
+   * Linux only: the signal the kernel sends this process when its parent dies (PR_SET_PDEATHSIG).
+   * Default 'SIGTERM'. `false` or `null`: do not arm it (notification only). Ignored elsewhere.
+   */
+  deathSignal?: SignalLike | false | null
+  /** Poll interval where the kernel cannot notify. Default 2000 ms (REAPKIT_PARENT_POLL_MS). */
+  pollIntervalMs?: number
+  /** Keep the event loop alive while watching. Default false. */
+  ref?: boolean
+}
+
+export interface ParentWatcher {
+  /** How the death is detected. */
+  readonly mechanism: ParentWatchMechanism
+  /** The parent being watched (recorded at start). */
+  readonly parentPid: number
+  /** The armed death signal, or null. */
+  readonly deathSignal: NodeJS.Signals | null
+  /** True once the parent's death was detected. */
+  readonly fired: boolean
+  /** Resolves when the parent dies (never rejects; stays pending after close()). */
+  readonly exited: Promise<ParentExitInfo>
+  /** Stops watching and disarms the death signal (restoring what was armed before). Idempotent. */
+  close(): void
+  ref(): ParentWatcher
+  unref(): ParentWatcher
+}
+
+// PR_SET_PDEATHSIG is one value per process: the watchers that armed it share it, and the last one
+// to close restores what was armed before the first.
+const arming = new Set<object>()
+let armedBefore = 0
+
+function arm(owner: object, sig: number): void {
+  const native = binding!
+  if (arming.size === 0) armedBefore = native.getParentDeathSignal()
+  arming.add(owner)
+  native.setParentDeathSignal(sig)
+}
+
+function disarm(owner: object): void {
+  if (!arming.delete(owner)) return
+  if (arming.size === 0) binding?.setParentDeathSignal(armedBefore)
+}
+
+function currentPpid(): number {
+  return binding ? binding.getppid() : process.ppid
+}
+
+/** Watches this process's parent and fires `onExit` exactly once when it dies. */
+export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
+  if (typeof options !== 'object' || options === null) {
+    throw typeError('ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object')
+  }
+  const { onExit } = options
+  if (onExit !== undefined && typeof onExit !== 'function') {
+    throw typeError('ERR_INVALID_ARG_TYPE', 'The "onExit" option must be a function')
+  }
+  const pollMs =
+    validateMs(options.pollIntervalMs, 'pollIntervalMs') ??
+    envMs('REAPKIT_PARENT_POLL_MS', PARENT_POLL_MS_DEFAULT, 10, 600_000)
+  if (pollMs < 1) throw rangeError('ERR_OUT_OF_RANGE', 'The value of "pollIntervalMs" is out of range. It must be >= 1')
+  const caps = capabilities()
+  const wantSignal = options.deathSignal === undefined ? 'SIGTERM' : options.deathSignal
+  const deathSig = wantSignal === false || wantSignal === null ? 0 : signalNumber(wantSignal, { allowZero: false })
+  let reffed = options.ref === true
+
+  const parentPid = currentPpid()
+  const owner = {}
+  let fired = false
+  let closed = false
+  let watch: ExitWatch | null = null
+  let timer: NodeJS.Timeout | null = null
+  let resolveExited!: (info: ParentExitInfo) => void
+  const exited = new Promise<ParentExitInfo>((resolve) => (resolveExited = resolve))
+
+  const armed = caps.pdeathsig && deathSig !== 0
+  let mechanism: ParentWatchMechanism =
+    caps.pdeathsig && caps.pidfd ? (armed ? 'pdeathsig' : 'pidfd') : caps.kqueue ? 'kqueue' : 'poll'
+
+  const stop = (): void => {
+    watch?.cancel()
+    watch = null
+    if (timer) clearInterval(timer)
+    timer = null
+  }
+  const fire = (): void => {
+    if (fired || closed) return
+    fired = true
+    stop()
+    const info: ParentExitInfo = { parentPid, newParentPid: currentPpid(), mechanism }
+    resolveExited(info)
+    // Asynchronous, so onExit never runs inside watchParent() itself; a throw is an uncaught exception.
+    if (onExit) process.nextTick(onExit, info)
+  }
+
+  // 1. Pin the recorded parent (pidfd / kqueue registration) before arming.
+  let handle: NativeProcessHandle | null = null
+  let parentGone = false
+  if (binding && (mechanism === 'pdeathsig' || mechanism === 'pidfd' || mechanism === 'kqueue') && parentPid > 1) {
+    try {
+      handle = new binding.ProcessHandle(parentPid)
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ESRCH') parentGone = true
+      else mechanism = 'poll'
+    }
+  } else if (mechanism !== 'poll') {
+    // ppid 0 (parent outside our PID namespace) or 1: nothing to pin; the signal alone still works.
+    mechanism = armed ? 'pdeathsig' : 'poll'
+  }
+
+  // 2. Arm the kernel's death signal (Linux), then 3. re-check the parent against the record.
+  if (armed) arm(owner, deathSig)
+  if (parentGone || currentPpid() !== parentPid) {
+    handle?.close()
+    fire()
+  } else if (handle) {
+    watch = watchNative(handle)
+    handle.close() // the watcher holds its own descriptor
+    if (reffed) watch.ref(1)
+    void watch.promise.then(fire)
+  } else if (mechanism === 'poll' || (mechanism === 'pdeathsig' && parentPid > 0)) {
+    timer = setInterval(() => {
+      if (currentPpid() !== parentPid) fire()
+    }, pollMs)
+    if (!reffed) timer.unref()
+  }
+
+  const watcher: ParentWatcher = {
+    mechanism,
+    parentPid,
+    deathSignal: armed ? signalName(deathSig) : null,
+    get fired() {
+      return fired
+    },
+    exited,
+    close() {
+      if (closed) return
+      closed = true
+      stop()
+      disarm(owner)
+    },
+    ref() {
+      if (!reffed) {
+        reffed = true
+        watch?.ref(1)
+        timer?.ref()
+      }
+      return watcher
+    },
+    unref() {
+      if (reffed) {
+        reffed = false
+        watch?.ref(-1)
+        timer?.unref()
+      }
+      return watcher
+    },
+  }
+  return watcher
+}

@@ -1,0 +1,39 @@
+/**
+ * Linux prctl: the parent-death signal and the child-subreaper flag. Elsewhere every call throws a
+ * system error with code 'ENOTSUP' (and capabilities() says false): never a silent no-op.
+ *
+ * Caveat of PR_SET_PDEATHSIG: the signal is sent when the *thread* that created this process exits,
+ * not when the parent process exits. A process spawned from a Node worker_thread gets it when that
+ * worker ends. The setting is cleared by fork (children do not inherit it), by exec of a set-user-ID,
+ * set-group-ID or file-capability binary, and by any change of credentials; it survives a plain exec.
+ */
+import { typeError } from './errors'
+import { requireBinding } from './native'
+import { type SignalLike, signalName, signalNumber } from './validate'
+
+/** Arms (or with `null` / 0, disarms) the signal the kernel sends this process when its parent dies. */
+export function setParentDeathSignal(signal: SignalLike | null): void {
+  const sig = signal === null ? 0 : signalNumber(signal)
+  requireBinding('prctl').setParentDeathSignal(sig)
+}
+
+/** The armed parent-death signal, or null when none is armed. */
+export function getParentDeathSignal(): NodeJS.Signals | null {
+  return signalName(requireBinding('prctl').getParentDeathSignal())
+}
+
+/**
+ * Makes this process a child subreaper (or stops it being one): orphaned descendants are
+ * re-parented to it instead of to PID 1, and it must then reap them. Not inherited across fork.
+ */
+export function setChildSubreaper(on = true): void {
+  if (typeof on !== 'boolean') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "on" argument must be of type boolean. Received ${typeof on}`)
+  }
+  requireBinding('prctl').setChildSubreaper(on)
+}
+
+/** Whether this process is a child subreaper. */
+export function isChildSubreaper(): boolean {
+  return requireBinding('prctl').isChildSubreaper()
+}

@@ -1,0 +1,108 @@
+/**
+ * Input validation, always before any syscall: a bad pid, signal or timeout gets a clear
+ * TypeError / RangeError and never reaches the kernel, so it can never become a stray signal.
+ */
+import { constants } from 'node:os'
+import { rangeError, typeError } from './errors'
+
+/** A signal by name ('SIGTERM') or number (15). */
+export type SignalLike = NodeJS.Signals | number
+
+const signalNumbers = constants.signals as Record<string, number>
+const signalNames = new Map<number, NodeJS.Signals>()
+for (const [name, num] of Object.entries(signalNumbers)) {
+  // Several names share a number on some platforms (SIGIOT/SIGABRT, SIGPOLL/SIGIO): keep the first.
+  if (!signalNames.has(num)) signalNames.set(num, name as NodeJS.Signals)
+}
+
+/** Largest pid the kernel interfaces accept (pid_t is a signed 32-bit integer). */
+const PID_MAX = 2 ** 31 - 1
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (typeof value === 'bigint') return `${value}n`
+  if (value === null) return 'null'
+  if (typeof value === 'object') return `an instance of ${value.constructor?.name ?? 'Object'}`
+  return `${typeof value} ${String(value)}`
+}
+
+/**
+ * A pid we may name in a syscall that acts on a process: an integer in 2..2^31-1. 0, 1 and
+ * negative numbers mean "my group", "init" and "a group" to kill(2), and are never accepted here.
+ */
+export function validatePid(pid: unknown, name = 'pid'): number {
+  if (typeof pid !== 'number') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be of type number. Received ${describe(pid)}`)
+  }
+  if (!Number.isInteger(pid)) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The value of "${name}" is out of range. It must be an integer. Received ${pid}`)
+  }
+  if (pid <= 1 || pid > PID_MAX) {
+    throw rangeError(
+      'ERR_OUT_OF_RANGE',
+      `The value of "${name}" is out of range. It must be >= 2 and <= ${PID_MAX} ` +
+        `(0, 1 and negative values address groups, init or every process). Received ${pid}`,
+    )
+  }
+  return pid
+}
+
+/** A pid for calls that only read or set process-group membership, where 0 means "this process". */
+export function validatePidOrSelf(pid: unknown, name = 'pid'): number {
+  if (pid === undefined || pid === 0) return 0
+  return validatePid(pid, name)
+}
+
+/** Signal name -> number, validating. `allowZero` admits signal 0 (an existence check). */
+export function signalNumber(signal: unknown, { allowZero = true }: { allowZero?: boolean } = {}): number {
+  if (typeof signal === 'string') {
+    const num = signalNumbers[signal]
+    if (num !== undefined) return num
+  } else if (typeof signal === 'number') {
+    if (signal === 0 && allowZero) return 0
+    if (Number.isInteger(signal) && signalNames.has(signal)) return signal
+  } else {
+    throw typeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "signal" argument must be of type string or number. Received ${describe(signal)}`,
+    )
+  }
+  const valid = [...signalNames.entries()].map(([num, name]) => `${name} (${num})`).join(', ')
+  throw typeError(
+    'ERR_UNKNOWN_SIGNAL',
+    `Unknown signal: ${String(signal)}. Valid signals: ${allowZero ? '0 (existence check), ' : ''}${valid}`,
+  )
+}
+
+/** Signal number -> name ('SIGTERM'), or null for 0 / unknown numbers. */
+export function signalName(signal: number): NodeJS.Signals | null {
+  return signalNames.get(signal) ?? null
+}
+
+/**
+ * A duration option: a finite number >= 0 (milliseconds), or `undefined` for the default.
+ * `Infinity` is accepted only where `allowInfinity` says a wait may be unbounded.
+ */
+export function validateMs(value: unknown, name: string, { allowInfinity = false } = {}): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || Number.isNaN(value)) {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" option must be a number of milliseconds. Received ${describe(value)}`)
+  }
+  if (value < 0 || (Number.isFinite(value) ? value > 2 ** 31 - 1 : !allowInfinity)) {
+    throw rangeError(
+      'ERR_OUT_OF_RANGE',
+      `The value of "${name}" is out of range. It must be >= 0 and <= ${2 ** 31 - 1}${allowInfinity ? ' or Infinity' : ''}. Received ${value}`,
+    )
+  }
+  return value
+}
+
+/** An optional AbortSignal option. */
+export function validateAbortSignal(signal: unknown, name = 'signal'): AbortSignal | undefined {
+  if (signal === undefined) return undefined
+  if (typeof signal !== 'object' || signal === null || typeof (signal as AbortSignal).aborted !== 'boolean' ||
+      typeof (signal as AbortSignal).addEventListener !== 'function') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" option must be an AbortSignal. Received ${describe(signal)}`)
+  }
+  return signal as AbortSignal
+}
