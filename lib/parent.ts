@@ -46,6 +46,12 @@ export interface WatchParentOptions {
   pollIntervalMs?: number
   /** Keep the event loop alive while watching. Default false. */
   ref?: boolean
+  /**
+   * The parent this process expects (for example passed down by its spawner). If the parent is
+   * already another process when watching starts, the watcher fires at once. Default: the parent
+   * at the time of the call.
+   */
+  expectedParentPid?: number
 }
 
 export interface ParentWatcher {
@@ -104,7 +110,11 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   const deathSig = wantSignal === false || wantSignal === null ? 0 : signalNumber(wantSignal, { allowZero: false })
   let reffed = options.ref === true
 
-  const parentPid = currentPpid()
+  const expected = options.expectedParentPid
+  if (expected !== undefined && (typeof expected !== 'number' || !Number.isInteger(expected) || expected < 1 || expected > 2 ** 31 - 1)) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The value of "expectedParentPid" is out of range. It must be an integer >= 1. Received ${String(expected)}`)
+  }
+  const parentPid = expected ?? currentPpid()
   const owner = {}
   let fired = false
   let closed = false

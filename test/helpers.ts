@@ -1,0 +1,180 @@
+// Shared test helpers: every process a test starts leads its own process group (or lives in one a
+// test owns), and setup.ts kills every such group after each test, pass or fail. Nothing is ever
+// killed by name; only pgids this file created.
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Readable } from 'node:stream'
+
+export const ROOT = join(__dirname, '..')
+/** The built CommonJS entry; `npm test` builds it first. Fixture scripts load it. */
+export const DIST = join(ROOT, 'dist', 'cjs', 'index.js')
+export const FIXTURES = join(__dirname, 'fixtures')
+
+const groups = new Set<ChildProcess>()
+const children = new Set<ChildProcess>()
+
+/** spawn() a plain child of this test process (same group); cleanup kills it by its ChildProcess. */
+export function spawnChild(command: string, args: string[], options: SpawnOptions = {}): ChildProcess {
+  const child = spawn(command, args, { stdio: 'ignore', ...options })
+  if (child.pid !== undefined) children.add(child)
+  return child
+}
+
+/** spawn() into a new process group (and session) that the test cleanup kills as a whole. */
+export function spawnGroup(command: string, args: string[], options: SpawnOptions = {}): ChildProcess {
+  const child = spawn(command, args, {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    ...options,
+    detached: true,
+    env: { ...process.env, REAPKIT_DIST: DIST, ...options.env },
+  })
+  if (child.pid !== undefined) groups.add(child)
+  return child
+}
+
+/** Runs a fixture script (test/fixtures/NAME) with node, in its own group. */
+export function spawnFixture(name: string, args: string[] = [], options: SpawnOptions = {}): ChildProcess {
+  return spawnGroup(process.execPath, [join(FIXTURES, name), ...args], options)
+}
+
+/** Exited, reaped, or a zombie: all count as gone. */
+export function isGone(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+    return state === 'Z' || state === 'X'
+  } catch {
+    return true
+  }
+}
+
+/** Pids of live (non-zombie) processes in process group `pgid`. */
+export function groupMembers(pgid: number): number[] {
+  const members: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') members.push(Number(entry))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return members
+}
+
+/** Polls `predicate` every 10 ms until true, or throws after `timeoutMs`. Test-side only. */
+export async function waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+/** SIGKILLs every group spawned through this file and waits (bounded) until each is empty. */
+export async function killAllGroups(): Promise<string[]> {
+  const survivors: string[] = []
+  for (const child of children) {
+    // ChildProcess.kill() is a no-op once libuv has reaped the child: never a recycled pid.
+    child.kill('SIGKILL')
+    try {
+      await exitOf(child, 5000)
+    } catch {
+      survivors.push(`child ${child.pid}`)
+    }
+  }
+  children.clear()
+  for (const child of groups) {
+    const pgid = child.pid!
+    try {
+      process.kill(-pgid, 'SIGKILL')
+    } catch {
+      // already empty
+    }
+  }
+  for (const child of groups) {
+    const pgid = child.pid!
+    try {
+      await waitFor(() => groupMembers(pgid).length === 0, 5000, `group ${pgid} to empty`)
+    } catch {
+      survivors.push(`group ${pgid}: ${groupMembers(pgid).join(', ')}`)
+    }
+    child.stdout?.destroy()
+    child.stderr?.destroy()
+  }
+  groups.clear()
+  return survivors
+}
+
+/** Reads newline-delimited JSON from a stream; `next(pred)` waits (bounded) for a matching line. */
+export function jsonLines(stream: Readable) {
+  const seen: any[] = []
+  const waiters: Array<{ pred: (m: any) => boolean; resolve: (m: any) => void }> = []
+  let buf = ''
+  stream.setEncoding('utf8')
+  stream.on('data', (chunk: string) => {
+    buf += chunk
+    let nl: number
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl)
+      buf = buf.slice(nl + 1)
+      if (!line.trim()) continue
+      let msg: any
+      try {
+        msg = JSON.parse(line)
+      } catch {
+        msg = { raw: line }
+      }
+      seen.push(msg)
+      for (const w of [...waiters]) {
+        if (w.pred(msg)) {
+          waiters.splice(waiters.indexOf(w), 1)
+          w.resolve(msg)
+        }
+      }
+    }
+  })
+  return {
+    seen,
+    next(pred: (m: any) => boolean, timeoutMs = 10_000, what = 'a matching line'): Promise<any> {
+      const found = seen.find(pred)
+      if (found) return Promise.resolve(found)
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(w), 1)
+          reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; seen: ${JSON.stringify(seen)}`))
+        }, timeoutMs)
+        const w = {
+          pred,
+          resolve: (m: any) => {
+            clearTimeout(timer)
+            resolve(m)
+          },
+        }
+        waiters.push(w)
+      })
+    },
+  }
+}
+
+/** Waits (bounded) for a ChildProcess to exit; resolves with code/signal. */
+export function exitOf(child: ChildProcess, timeoutMs = 15_000): Promise<{ code: number | null; signal: string | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode })
+  }
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`pid ${child.pid} did not exit within ${timeoutMs} ms`)), timeoutMs)
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code, signal })
+    })
+  })
+}
+
+/** Number of open file descriptors of this process. */
+export function openFds(): number {
+  return readdirSync('/proc/self/fd').length
+}

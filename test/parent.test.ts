@@ -1,0 +1,108 @@
+import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { capabilities, getParentDeathSignal, setParentDeathSignal, watchParent } from '../lib/index'
+import { ROOT, jsonLines, spawnFixture } from './helpers'
+
+const linux = process.platform === 'linux'
+
+/** Starts intermediate -> watcher; returns the watcher's JSON lines and the intermediate. */
+async function startChain(mode: string, deathSignal: string, env: NodeJS.ProcessEnv = {}) {
+  const intermediate = spawnFixture('parent-death.cjs', [mode, deathSignal], { env })
+  const out = jsonLines(intermediate.stdout!)
+  const info = await out.next((m) => m.event === 'intermediate', 15_000, 'the intermediate to start')
+  return { intermediate, out, info }
+}
+
+describe.runIf(linux)('watchParent on Linux', () => {
+  it('SIGKILL of the intermediate: the watching grandchild gets onExit and its death signal', async () => {
+    const { intermediate, out, info } = await startChain('intermediate', 'SIGUSR2')
+    const ready = await out.next((m) => m.event === 'ready', 15_000, 'the watcher to arm')
+    expect(ready).toMatchObject({ parentPid: info.pid, mechanism: 'pdeathsig', deathSignal: 'SIGUSR2', armed: 'SIGUSR2' })
+    intermediate.kill('SIGKILL')
+    const onExit = await out.next((m) => m.event === 'onExit', 10_000, 'onExit')
+    const signal = await out.next((m) => m.event === 'signal', 10_000, 'the death signal')
+    expect(onExit.info).toMatchObject({ parentPid: info.pid, mechanism: 'pdeathsig' })
+    expect(onExit.info.newParentPid).not.toBe(info.pid)
+    expect(signal.signal).toBe('SIGUSR2')
+    expect(out.seen.filter((m) => m.event === 'onExit')).toHaveLength(1) // exactly once
+  })
+
+  it('defaults to SIGTERM, and deathSignal: false watches by pidfd without arming anything', async () => {
+    const a = await startChain('intermediate', 'SIGTERM')
+    expect(await a.out.next((m) => m.event === 'ready')).toMatchObject({ mechanism: 'pdeathsig', armed: 'SIGTERM' })
+    a.intermediate.kill('SIGKILL')
+    await a.out.next((m) => m.event === 'signal' && m.signal === 'SIGTERM', 10_000, 'SIGTERM')
+    await a.out.next((m) => m.event === 'onExit', 10_000, 'onExit')
+
+    const b = await startChain('intermediate', 'none')
+    expect(await b.out.next((m) => m.event === 'ready')).toMatchObject({ mechanism: 'pidfd', deathSignal: null, armed: null })
+    b.intermediate.kill('SIGKILL')
+    expect((await b.out.next((m) => m.event === 'onExit', 10_000, 'onExit')).info.mechanism).toBe('pidfd')
+  })
+
+  it('the race: the parent is already gone when watching starts, so it fires at once', async () => {
+    const { out, info } = await startChain('intermediate-exit', 'SIGUSR2')
+    const ready = await out.next((m) => m.event === 'ready', 15_000, 'the watcher to start')
+    expect(ready.parentPid).toBe(info.pid)
+    const onExit = await out.next((m) => m.event === 'onExit', 10_000, 'onExit')
+    expect(onExit.info.parentPid).toBe(info.pid)
+    expect(onExit.info.newParentPid).not.toBe(info.pid)
+  })
+
+  it('close() disarms the death signal, restoring what was armed before', () => {
+    const before = getParentDeathSignal()
+    try {
+      setParentDeathSignal('SIGHUP')
+      const w1 = watchParent({ deathSignal: 'SIGUSR2' })
+      const w2 = watchParent({ deathSignal: 'SIGUSR2' })
+      expect(getParentDeathSignal()).toBe('SIGUSR2')
+      expect(w1.fired).toBe(false)
+      w1.close()
+      expect(getParentDeathSignal()).toBe('SIGUSR2') // w2 still needs it
+      w2.close()
+      w2.close()
+      expect(getParentDeathSignal()).toBe('SIGHUP')
+    } finally {
+      setParentDeathSignal(before)
+    }
+  })
+})
+
+describe('watchParent without the native addon', () => {
+  it('falls back to a getppid poll and says so', async () => {
+    // A copy of the built package with no build/ and no prebuilds/: the addon cannot load.
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-noaddon-'))
+    try {
+      cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true })
+      cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'))
+      cpSync(join(ROOT, 'binding.gyp'), join(dir, 'binding.gyp'))
+      symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+      const { intermediate, out } = await startChain('intermediate', 'none', {
+        REAPKIT_DIST: join(dir, 'dist', 'cjs', 'index.js'),
+        POLL_MS: '50',
+      })
+      const ready = await out.next((m) => m.event === 'ready', 15_000, 'the watcher to start')
+      expect(ready).toMatchObject({ native: false, mechanism: 'poll' })
+      intermediate.kill('SIGKILL')
+      expect((await out.next((m) => m.event === 'onExit', 10_000, 'onExit')).info.mechanism).toBe('poll')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('watchParent arguments', () => {
+  it('rejects bad options before touching the kernel', () => {
+    const before = linux ? getParentDeathSignal() : null
+    expect(() => watchParent({ onExit: 5 as never })).toThrow(TypeError)
+    expect(() => watchParent({ deathSignal: 'SIGNOPE' as never })).toThrow(expect.objectContaining({ code: 'ERR_UNKNOWN_SIGNAL' }))
+    expect(() => watchParent({ deathSignal: 0 })).toThrow(expect.objectContaining({ code: 'ERR_UNKNOWN_SIGNAL' }))
+    expect(() => watchParent({ pollIntervalMs: -5 })).toThrow(RangeError)
+    expect(() => watchParent({ expectedParentPid: 0 })).toThrow(RangeError)
+    if (linux) expect(getParentDeathSignal()).toBe(before)
+    expect(capabilities().parentWatch).toBe(linux ? 'pdeathsig' : capabilities().kqueue ? 'kqueue' : 'poll')
+  })
+})
+

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest'
+import { exitOf, jsonLines, spawnFixture, spawnGroup, FIXTURES } from './helpers'
+
+const linux = process.platform === 'linux'
+
+describe('worker_threads', () => {
+  it('200 rounds of worker.terminate() with live watchers: no crash, no thread or fd left behind', async () => {
+    const child = spawnFixture('worker-churn.cjs', ['200'])
+    const out = jsonLines(child.stdout!)
+    const result = await out.next((m) => m.rounds === 200, 120_000, 'the churn result')
+    expect(await exitOf(child, 30_000)).toEqual({ code: 0, signal: null })
+    expect(result.delivered).toBe(50) // exits reach watchers inside workers too
+    expect(result.threadsAfter).toBe(result.threadsBefore) // every watcher thread was joined
+    expect(result.fdsAfter).toBe(result.fdsBefore) // every epoll set and pidfd was closed
+  })
+})
+
+describe.runIf(linux)('hostile input', () => {
+  it('every bad input gets its clear error before any syscall, and no signal reaches anyone', async () => {
+    const ns = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, `${FIXTURES}/bad-inputs.cjs`])
+    const out = jsonLines(ns.stdout!)
+    const msg = await out.next((m) => m.event === 'result' || m.event === 'error', 60_000, 'the table result')
+    expect(msg.event, JSON.stringify(msg)).toBe('result')
+    const failed = msg.results.filter((r: { ok: boolean }) => !r.ok)
+    expect(failed).toEqual([])
+    expect(msg.results.length).toBeGreaterThanOrEqual(45)
+    const zero = { SIGUSR2: 0, SIGTERM: 0, SIGHUP: 0, SIGINT: 0, SIGWINCH: 0 }
+    expect(msg.before).toEqual({ runner: zero, sameGroup: zero, otherGroup: zero })
+    expect(msg.prctlUntouched).toBe(true)
+    // The control: the same canaries do count a real signal.
+    expect(msg.after.sameGroup.SIGUSR2).toBe(1)
+    expect(msg.after.otherGroup.SIGUSR2).toBe(1)
+    expect(await exitOf(ns)).toEqual({ code: 0, signal: null })
+  })
+})
