@@ -19,8 +19,10 @@ export interface WatchExitOptions {
   /** Reject with an AbortError (code 'ABORT_ERR') when this signal aborts. */
   signal?: AbortSignal
   /**
-   * Keep the event loop alive while waiting. Default false: a watch never keeps the process alive
-   * unless asked. (A ChildProcess keeps the loop alive by itself unless you unref'd it.)
+   * Keep the event loop alive while this promise is pending. Default true, like Node's
+   * `timers/promises`: an awaited wait must not let the process end silently under it. Pass false
+   * for a background watch that should not hold the process open. (The passive watchers,
+   * ProcessHandle#exited and watchParent, are unref'd unless asked.)
    */
   ref?: boolean
 }
@@ -51,7 +53,7 @@ function start(target: ProcessTarget, options: WatchExitOptions): Promise<ExitIn
   }
   const timeoutMs = validateMs(options.timeoutMs, 'timeoutMs', { allowInfinity: true })
   const abort = validateAbortSignal(options.signal)
-  const ref = options.ref === true
+  const ref = options.ref !== false
 
   if (isChildProcess(target)) return bounded(childExit(target), timeoutMs, abort, ref, () => {})
   if (target instanceof ProcessHandle) {

@@ -106,13 +106,13 @@ describe('watchExit', () => {
     await expect(watchExit(1234, { signal: {} as AbortSignal })).rejects.toMatchObject({ name: 'TypeError' })
   })
 
-  it('does not keep the process alive unless asked (ref: true)', async () => {
+  it('an awaited watchExit keeps the process alive (like timers/promises); ref: false does not', async () => {
     const sleeper = spawnGroup('sleep', ['1000'])
     // unref'd: the script ends at once although the watched process lives on
     const quiet = spawnFixture('watch-ref.cjs', [String(sleeper.pid), 'unref'], { stdio: ['ignore', 'pipe', 'inherit'] })
     expect(await exitOf(quiet, 10_000)).toEqual({ code: 0, signal: null })
-    // ref'd: the script stays until the process exits, then reports it
-    const held = spawnFixture('watch-ref.cjs', [String(sleeper.pid), 'ref'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    // default: the script stays until the process exits, then reports it
+    const held = spawnFixture('watch-ref.cjs', [String(sleeper.pid), 'default'], { stdio: ['ignore', 'pipe', 'inherit'] })
     const out = jsonLines(held.stdout!)
     await out.next((m) => m.event === 'watching')
     await new Promise((r) => setTimeout(r, 300))

