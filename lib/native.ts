@@ -79,7 +79,15 @@ try {
   const load = require('node-gyp-build') as (dir: string) => unknown
   loaded = load(packageRoot()) as Binding
 } catch (err) {
-  loadError = err instanceof Error ? err : new Error(String(err))
+  const cause = err instanceof Error ? err : new Error(String(err))
+  // npm 11 skips dependencies' install scripts unless approved, so on a platform without a
+  // prebuild nothing built the addon: say how to get one.
+  loadError = new Error(
+    `${cause.message}. reapkit ships prebuilds for linux-x64, linux-arm64, darwin-x64 and darwin-arm64; ` +
+      'elsewhere it builds at install time: allow that with `npm install-scripts approve reapkit` ' +
+      '(npm 11 skips install scripts of dependencies unless approved) and reinstall, with a C++ toolchain present.',
+    { cause },
+  )
 }
 
 /** The addon, or null when it could not load (see capabilities().loadError). */

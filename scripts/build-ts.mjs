@@ -1,7 +1,10 @@
-// Compiles lib/ to dist/cjs (CommonJS + .d.ts), then writes the ESM entry dist/esm/index.mjs as a
-// thin wrapper over the same CommonJS module. One implementation means one copy of the
-// process-global state (the exit watcher, the armed death signal) even when an application loads
-// reapkit through both `import` and `require` (Node's "dual package hazard").
+// Builds dist/:
+// - dist/cjs/*.d.ts: tsc type-checks lib/ and emits the declarations;
+// - dist/cjs/index.js: esbuild bundles lib/ (and node-gyp-build, the addon loader) into one
+//   CommonJS file: one file to resolve and compile keeps `require('reapkit')` fast;
+// - dist/esm/index.mjs: a thin ESM wrapper over that same CommonJS module. One implementation means
+//   one copy of the process-global state (the exit watcher, the armed death signal) even when an
+//   application loads reapkit through both `import` and `require` (Node's "dual package hazard").
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -12,7 +15,19 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dist = join(root, 'dist')
 rmSync(dist, { recursive: true, force: true })
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
-execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { stdio: 'inherit' })
+execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json'), '--emitDeclarationOnly'], { stdio: 'inherit' })
+const esbuild = await import('esbuild')
+await esbuild.build({
+  entryPoints: [join(root, 'lib', 'index.ts')],
+  outfile: join(dist, 'cjs', 'index.js'),
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  sourcemap: true,
+  legalComments: 'eof',
+  logLevel: 'warning',
+})
 writeFileSync(join(dist, 'cjs', 'package.json'), '{ "type": "commonjs" }\n')
 
 const require = createRequire(import.meta.url)
