@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 import { capabilities, openProcess, watchExit } from '../lib/index'
 import { exitWatcherStats } from '../lib/handle'
-import { exitOf, isGone, jsonLines, openFds, spawnChild, spawnFixture, spawnGroup, waitFor } from './helpers'
+import { canUnshare, exitOf, isGone, jsonLines, openFds, spawnChild, spawnFixture, spawnGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 
@@ -182,7 +182,7 @@ describe('openProcess', () => {
   })
 })
 
-describe.runIf(linux)('pid reuse (in a private PID namespace)', () => {
+describe.runIf(canUnshare)('pid reuse (in a private PID namespace, as root)', () => {
   it('a handle never signals the process that got its pid after it was reaped', async () => {
     const ns = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, `${__dirname}/fixtures/pid-reuse.cjs`])
     const out = jsonLines(ns.stdout!)

@@ -1,7 +1,7 @@
 // Shared test helpers: every process a test starts leads its own process group (or lives in one a
 // test owns), and setup.ts kills every such group after each test, pass or fail. Nothing is ever
 // killed by name; only pgids this file created.
-import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process'
+import { type ChildProcess, type SpawnOptions, spawn, spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
@@ -38,8 +38,24 @@ export function spawnFixture(name: string, args: string[] = [], options: SpawnOp
   return spawnGroup(process.execPath, [join(FIXTURES, name), ...args], options)
 }
 
+const linux = process.platform === 'linux'
+
+/** `ps` rows (pid, pgid, state) where there is no /proc (macOS, the BSDs). */
+function psRows(): Array<{ pid: number; pgid: number; state: string }> {
+  const r = spawnSync('ps', ['-A', '-o', 'pid=,pgid=,stat='], { encoding: 'utf8' })
+  return r.stdout
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f.length >= 3)
+    .map(([pid, pgid, state]) => ({ pid: Number(pid), pgid: Number(pgid), state: state! }))
+}
+
 /** Exited, reaped, or a zombie: all count as gone. */
 export function isGone(pid: number): boolean {
+  if (!linux) {
+    const row = psRows().find((r) => r.pid === pid)
+    return !row || row.state.startsWith('Z')
+  }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
@@ -51,6 +67,7 @@ export function isGone(pid: number): boolean {
 
 /** Pids of live (non-zombie) processes in process group `pgid`. */
 export function groupMembers(pgid: number): number[] {
+  if (!linux) return psRows().filter((r) => r.pgid === pgid && !r.state.startsWith('Z')).map((r) => r.pid)
   const members: number[] = []
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
@@ -176,5 +193,12 @@ export function exitOf(child: ChildProcess, timeoutMs = 15_000): Promise<{ code:
 
 /** Number of open file descriptors of this process. */
 export function openFds(): number {
-  return readdirSync('/proc/self/fd').length
+  return readdirSync(linux ? '/proc/self/fd' : '/dev/fd').length
 }
+
+/**
+ * Whether this machine lets us make a private PID namespace (`unshare --pid`, as root). Tests that
+ * feed hostile pids or force pid reuse run only inside one; elsewhere they are reported skipped.
+ */
+export const canUnshare: boolean =
+  linux && spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'], { stdio: 'ignore', timeout: 10_000 }).status === 0

@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+// check-addon.cjs PATH: loads one built addon file directly (e.g. the cmake-js build) and checks
+// that its primitives work for real: capabilities, an exit event from the watcher thread, a pidfd
+// handle, and Node-style errors. Exits non-zero on any failure.
+'use strict'
+const { spawn } = require('node:child_process')
+const { resolve } = require('node:path')
+const assert = require('node:assert/strict')
+
+const file = resolve(process.argv[2] || '')
+const b = require(file)
+const timer = setTimeout(() => {
+  console.error('check-addon: timed out')
+  process.exit(1)
+}, 10_000)
+
+const pending = new Map()
+b.watcherStart((id, code, signal) => {
+  const f = pending.get(id)
+  pending.delete(id)
+  if (f) f(code, signal)
+})
+b.watcherRef(true)
+const child = spawn('sleep', ['1000'], { stdio: 'ignore' })
+const handle = new b.ProcessHandle(child.pid)
+const id = b.watch(handle)
+pending.set(id, (code, signal) => {
+  try {
+    assert.ok(signal === null || signal === 9, `signal ${signal}`)
+    assert.throws(() => handle.signal(15), (e) => e.code === 'ESRCH')
+    handle.close()
+    assert.throws(() => b.kill(1, 0), (e) => e.code === 'EINVAL' && e.syscall === 'kill' && e.errno < 0)
+    assert.equal(typeof b.getpgid(0), 'number')
+    assert.equal(b.watcherStats().watches, 0)
+    console.log(`check-addon: ${file} ok ${JSON.stringify(b.capabilities)}`)
+    clearTimeout(timer)
+    b.watcherRef(false)
+  } catch (err) {
+    console.error(err)
+    process.exit(1)
+  }
+})
+handle.signal(9)
