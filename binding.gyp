@@ -23,7 +23,7 @@
       "cflags_cc!": ["-fexceptions", "-std=gnu++17", "-std=gnu++20"],
       "cflags_cc": ["-std=c++17", "-fno-exceptions", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "conditions": [
-        ["'<!(node scripts/has-header.js sys/event.h)'=='1'", {
+        ["'<!(node scripts/has-header.js sys/event.h)'=='1' or OS in ('mac', 'freebsd', 'openbsd', 'netbsd')", {
           "defines": ["REAPKIT_HAVE_SYS_EVENT_H=1"]
         }],
         ["OS=='mac'", {
@@ -31,7 +31,8 @@
             "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
             "GCC_ENABLE_CPP_EXCEPTIONS": "NO",
             "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
-            "MACOSX_DEPLOYMENT_TARGET": "10.15"
+            "MACOSX_DEPLOYMENT_TARGET": "10.15",
+            "OTHER_CPLUSPLUSFLAGS": ["-fno-exceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"]
           }
         }]
       ]

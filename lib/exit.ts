@@ -57,9 +57,9 @@ function start(target: ProcessTarget, options: WatchExitOptions): Promise<ExitIn
 
   if (isChildProcess(target)) return bounded(childExit(target), timeoutMs, abort, ref, () => {})
   if (target instanceof ProcessHandle) {
-    if (ref) target.ref()
+    if (ref) ProcessHandle.hold(target, 1)
     return bounded(target.exited, timeoutMs, abort, ref, () => {
-      if (ref) target.unref()
+      if (ref) ProcessHandle.hold(target, -1)
     })
   }
   if (typeof target !== 'number') {

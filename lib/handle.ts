@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs'
 import { envMs, EXIT_POLL_MS_DEFAULT } from './config'
 import { ReapkitError, rangeError, systemError } from './errors'
 import { binding, capabilities, type NativeProcessHandle } from './native'
-import { type SignalLike, signalName, signalNumber, validatePid } from './validate'
+import { isSelf, type SignalLike, signalName, signalNumber, validatePid } from './validate'
 
 /** What is known about a process's end. `code`/`signal` are null where the kernel does not say. */
 export interface ExitInfo {
@@ -163,7 +163,8 @@ export class ProcessHandle {
   #exited: Promise<ExitInfo> | null = null
   #rejectExited: ((err: Error) => void) | null = null
   #exitInfo: ExitInfo | null = null
-  #reffed = false
+  #userRef = false // ref() / unref()
+  #holds = 0 // internal holds, one per pending watchExit() on this handle
   #closed = false
 
   /** @internal use openProcess() */
@@ -193,9 +194,17 @@ export class ProcessHandle {
       this.#exited.catch(() => {})
       return this.#exited
     }
-    const watch = this.#native && capabilities().exitWatch !== 'poll' ? watchNative(this.#native) : watchByPoll(this.pid)
+    let watch: ExitWatch
+    try {
+      watch = this.#native && capabilities().exitWatch !== 'poll' ? watchNative(this.#native) : watchByPoll(this.pid)
+    } catch (err) {
+      // e.g. EMFILE: a getter rejects rather than throws, and pre-handled like every `exited`
+      this.#exited = Promise.reject(err)
+      this.#exited.catch(() => {})
+      return this.#exited
+    }
     this.#watch = watch
-    if (this.#reffed) watch.ref(1)
+    if (this.#keepsAlive()) watch.ref(1)
     this.#exited = new Promise<ExitInfo>((resolve, reject) => {
       this.#rejectExited = reject
       void watch.promise.then(({ code, signal }) => {
@@ -225,22 +234,31 @@ export class ProcessHandle {
     process.kill(this.pid, sig)
   }
 
-  /** Keeps the event loop alive while `exited` is pending (default: it does not). */
-  ref(): this {
-    if (!this.#reffed) {
-      this.#reffed = true
-      this.#watch?.ref(1)
-    }
+  #keepsAlive(): boolean {
+    return this.#userRef || this.#holds > 0
+  }
+
+  #setRef(change: () => void): this {
+    const before = this.#keepsAlive()
+    change()
+    const after = this.#keepsAlive()
+    if (before !== after) this.#watch?.ref(after ? 1 : -1)
     return this
   }
 
-  /** Undoes ref(). */
+  /** Keeps the event loop alive while `exited` is pending (default: it does not). */
+  ref(): this {
+    return this.#setRef(() => (this.#userRef = true))
+  }
+
+  /** Undoes ref(). Waits in progress through watchExit() keep their own hold. */
   unref(): this {
-    if (this.#reffed) {
-      this.#reffed = false
-      this.#watch?.ref(-1)
-    }
-    return this
+    return this.#setRef(() => (this.#userRef = false))
+  }
+
+  /** @internal watchExit() holds the loop open while it waits on this handle, apart from ref(). */
+  static hold(handle: ProcessHandle, delta: 1 | -1): void {
+    handle.#setRef(() => (handle.#holds = Math.max(0, handle.#holds + delta)))
   }
 
   /** Releases the pidfd and any exit watch. Idempotent. */
@@ -274,7 +292,7 @@ export interface OpenProcessOptions {
  */
 export function openProcess(pid: number, options: OpenProcessOptions = {}): ProcessHandle {
   const p = validatePid(pid)
-  if (p === process.pid && options.allowSelf !== true) {
+  if (isSelf(p) && options.allowSelf !== true) {
     throw rangeError('ERR_REAPKIT_SELF', `Refusing a handle on this process itself (pid ${p}); pass { allowSelf: true }`)
   }
   const caps = capabilities()

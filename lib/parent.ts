@@ -11,7 +11,8 @@
  * - Elsewhere, or without the addon: a getppid poll (default every 2 s, REAPKIT_PARENT_POLL_MS),
  *   and `mechanism` says 'poll'.
  *
- * Caveats of the death signal: the kernel sends it when the *thread* that spawned us exits, not the
+ * Caveats of the death signal: it is armed on the calling thread (from a worker_thread it lapses
+ * when that worker ends); the kernel sends it when the *thread* that spawned us exits, not the
  * parent process; a process started from a Node worker_thread gets it when that worker ends, while
  * the parent lives (onExit, which watches the process, does not fire then). If nothing handles the
  * signal, its default action ends this process at once and onExit never runs: that is the
@@ -71,21 +72,25 @@ export interface ParentWatcher {
   unref(): ParentWatcher
 }
 
-// PR_SET_PDEATHSIG is one value per process: the watchers that armed it share it, and the last one
-// to close restores what was armed before the first.
-const arming = new Set<object>()
+// PR_SET_PDEATHSIG is a setting of the calling thread (it lapses when that thread ends, so arming
+// it from a worker_thread lasts only as long as that worker). Within this thread the watchers that
+// armed it share it: the newest one's signal is in force, and when it closes the newest remaining
+// one's signal is restored, and after the last, what was armed before the first.
+const armedBy = new Map<object, number>() // insertion order = arming order
 let armedBefore = 0
 
 function arm(owner: object, sig: number): void {
   const native = binding!
-  if (arming.size === 0) armedBefore = native.getParentDeathSignal()
-  arming.add(owner)
-  native.setParentDeathSignal(sig)
+  const before = armedBy.size === 0 ? native.getParentDeathSignal() : armedBefore
+  native.setParentDeathSignal(sig) // may throw: then nothing is recorded
+  armedBefore = before
+  armedBy.set(owner, sig)
 }
 
 function disarm(owner: object): void {
-  if (!arming.delete(owner)) return
-  if (arming.size === 0) binding?.setParentDeathSignal(armedBefore)
+  if (!armedBy.delete(owner)) return
+  const newest = [...armedBy.values()].pop()
+  binding?.setParentDeathSignal(newest ?? armedBefore)
 }
 
 function currentPpid(): number {
@@ -158,17 +163,24 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
     mechanism = armed ? 'pdeathsig' : 'poll'
   }
 
-  // 2. Arm the kernel's death signal (Linux), then 3. re-check the parent against the record.
-  if (armed) arm(owner, deathSig)
+  // 2. Register the exit watch (it may fail, e.g. EMFILE: then nothing is armed and nothing leaks),
+  // 3. arm the kernel's death signal (Linux), 4. re-check the parent against the record.
+  try {
+    if (handle && !parentGone) {
+      watch = watchNative(handle)
+      if (reffed) watch.ref(1)
+      void watch.promise.then(fire)
+    }
+    if (armed) arm(owner, deathSig)
+  } catch (err) {
+    stop()
+    throw err
+  } finally {
+    handle?.close() // the watcher holds its own descriptor
+  }
   if (parentGone || currentPpid() !== parentPid) {
-    handle?.close()
     fire()
-  } else if (handle) {
-    watch = watchNative(handle)
-    handle.close() // the watcher holds its own descriptor
-    if (reffed) watch.ref(1)
-    void watch.promise.then(fire)
-  } else if (mechanism === 'poll' || (mechanism === 'pdeathsig' && parentPid > 0)) {
+  } else if (!watch && (mechanism === 'poll' || (mechanism === 'pdeathsig' && parentPid > 0))) {
     timer = setInterval(() => {
       if (currentPpid() !== parentPid) fire()
     }, pollMs)

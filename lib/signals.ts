@@ -5,7 +5,7 @@
  */
 import { rangeError } from './errors'
 import { binding, requireBinding } from './native'
-import { type SignalLike, signalNumber, validatePid, validatePidOrSelf } from './validate'
+import { isSelf, type SignalLike, signalNumber, validatePid, validatePidOrSelf } from './validate'
 
 export interface SignalOptions {
   /** Permit signalling this process itself (kill) or its own process group (killpg). Default false. */
@@ -32,8 +32,11 @@ export function setpgid(pid: number = 0, pgid: number = 0): void {
 export function kill(pid: number, signal: SignalLike = 'SIGTERM', options: SignalOptions = {}): void {
   const p = validatePid(pid)
   const sig = signalNumber(signal)
-  if (p === process.pid && options.allowSelf !== true) {
-    throw rangeError('ERR_REAPKIT_SELF', `Refusing to signal this process itself (pid ${p}); pass { allowSelf: true } to do so`)
+  if (isSelf(p) && options.allowSelf !== true) {
+    throw rangeError(
+      'ERR_REAPKIT_SELF',
+      `Refusing to signal this process itself (pid ${p} is this process or one of its threads); pass { allowSelf: true } to do so`,
+    )
   }
   if (binding) binding.kill(p, sig)
   else process.kill(p, sig) // plain kill(2), same semantics, after the same validation

@@ -2,6 +2,7 @@
  * Input validation, always before any syscall: a bad pid, signal or timeout gets a clear
  * TypeError / RangeError and never reaches the kernel, so it can never become a stray signal.
  */
+import { existsSync } from 'node:fs'
 import { constants } from 'node:os'
 import { rangeError, typeError } from './errors'
 
@@ -45,6 +46,15 @@ export function validatePid(pid: unknown, name = 'pid'): number {
     )
   }
   return pid
+}
+
+/**
+ * True if `pid` names this process: its pid, or (Linux) the id of one of its own threads, which
+ * kill(2) accepts too and which would signal this whole process.
+ */
+export function isSelf(pid: number): boolean {
+  if (pid === process.pid) return true
+  return process.platform === 'linux' && existsSync(`/proc/self/task/${pid}`)
 }
 
 /** A pid for calls that only read or set process-group membership, where 0 means "this process". */

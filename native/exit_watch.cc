@@ -39,6 +39,7 @@ class ExitWatcher {
   bool hook_registered = false;
   bool reffed = false;
   std::atomic<bool> stopping{false};
+  std::atomic<int> failed{0};  // errno of a backend failure that ended the thread, or 0
   uint64_t next_id = 1;
   std::unordered_map<uint64_t, WatchEntry> watches;
 
@@ -47,7 +48,10 @@ class ExitWatcher {
     while (!stopping.load(std::memory_order_acquire)) {
       int n = BackendWait(backend, events, 64);
       if (stopping.load(std::memory_order_acquire)) break;
-      if (n < 0) break;  // the backend descriptor failed: nothing more can be watched
+      if (n < 0) {  // the backend descriptor failed: nothing more can be watched; Watch() says so
+        failed.store(-n, std::memory_order_release);
+        break;
+      }
       if (n == 0) continue;
       auto* batch = new ExitBatch();
       batch->events.assign(events, events + n);
@@ -166,6 +170,11 @@ static Napi::Value WatcherStart(const Napi::CallbackInfo& info) {
   }
   watcher->tsfn = ExitTsfn::New(env, info[0].As<Napi::Function>(), "reapkit.exitWatch", 0, 1, watcher,
                                 ExitWatcher::Finalize);
+  if (env.IsExceptionPending()) {  // creation failed (no C++ exceptions: a pending JS one)
+    BackendClose(watcher->backend);
+    delete watcher;
+    return env.Undefined();
+  }
   watcher->tsfn.Unref(env);
 
   // The thread must not take signals meant for Node (SIGCHLD, SIGTERM handlers run on the loop);
@@ -203,9 +212,15 @@ static Napi::Value Watch(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !UnwrapProcessHandle(info[0], &pid, &fd)) {
     return ThrowTypeError(env, "watch() takes an open ProcessHandle");
   }
-  // Ids are 32-bit (the pidfd backend packs them beside the fd); 0 is the wake-up key.
-  uint64_t id = watcher->next_id;
-  watcher->next_id = (watcher->next_id % 0xFFFFFFFFULL) + 1;
+  int failed = watcher->failed.load(std::memory_order_acquire);
+  if (failed != 0) return ThrowSystemError(env, failed, REAPKIT_EXIT_WATCH_PIDFD ? "epoll_wait" : "kevent");
+  // Ids are 32-bit (the pidfd backend packs them beside the fd); 0 is the wake-up key. After a
+  // wrap-around, skip ids that a long-lived watch still holds.
+  uint64_t id;
+  do {
+    id = watcher->next_id;
+    watcher->next_id = (watcher->next_id % 0xFFFFFFFFULL) + 1;
+  } while (watcher->watches.count(id) != 0);
   WatchEntry entry{pid, -1};
   int err = BackendAdd(watcher->backend, id, fd, &entry);
   if (err != 0) return ThrowSystemError(env, err, REAPKIT_EXIT_WATCH_PIDFD ? "epoll_ctl" : "kevent");

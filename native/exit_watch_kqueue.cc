@@ -3,6 +3,10 @@
 // pid share a knote: the thread reports pids and the common layer fans them out to watch ids.
 // A pipe registered for EVFILT_READ wakes the thread (portable to compatibility libraries that
 // lack EVFILT_USER).
+//
+// Known limit: kqueue names processes by pid. If a watched process exits, is reaped and its pid is
+// reused by a new process between the kernel's event and JS handling it, a watch of the new
+// process added in that window is resolved by the old exit. Linux pidfds have no such window.
 #include "reapkit.h"
 
 #if REAPKIT_EXIT_WATCH_KQUEUE
@@ -43,7 +47,7 @@ int BackendOpen(ExitBackend** out) {
   fcntl(b->wake[0], F_SETFL, O_NONBLOCK);
   fcntl(b->wake[1], F_SETFL, O_NONBLOCK);
   struct kevent ev;
-  EV_SET(&ev, b->wake[0], EVFILT_READ, EV_ADD, 0, 0, nullptr);
+  EV_SET(&ev, b->wake[0], EVFILT_READ, EV_ADD, 0, 0, 0);  // udata 0: intptr_t on older NetBSD
   if (kevent(b->kq, &ev, 1, nullptr, 0, nullptr) < 0) {
     int err = errno;
     CloseAll(b);
@@ -62,7 +66,7 @@ void BackendClose(ExitBackend* b) {
 
 int BackendAdd(ExitBackend* b, uint64_t, int, WatchEntry* entry) {
   struct kevent ev;
-  EV_SET(&ev, (uintptr_t)entry->pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, nullptr);
+  EV_SET(&ev, (uintptr_t)entry->pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, 0);
   if (kevent(b->kq, &ev, 1, nullptr, 0, nullptr) < 0) return errno;  // ESRCH: already gone
   entry->fd = -1;
   return 0;
@@ -71,7 +75,7 @@ int BackendAdd(ExitBackend* b, uint64_t, int, WatchEntry* entry) {
 void BackendRemove(ExitBackend* b, uint64_t, WatchEntry* entry, bool pid_still_watched) {
   if (pid_still_watched) return;
   struct kevent ev;
-  EV_SET(&ev, (uintptr_t)entry->pid, EVFILT_PROC, EV_DELETE, 0, 0, nullptr);
+  EV_SET(&ev, (uintptr_t)entry->pid, EVFILT_PROC, EV_DELETE, 0, 0, 0);
   kevent(b->kq, &ev, 1, nullptr, 0, nullptr);  // ENOENT after the exit fired: nothing to undo
 }
 
@@ -97,7 +101,8 @@ int BackendWait(ExitBackend* b, ExitEvent* out, int max) {
         }
         continue;
       }
-      if (events[i].filter == EVFILT_PROC && (events[i].fflags & NOTE_EXIT)) {
+      // EV_EOF also marks a process knote whose process is gone.
+      if (events[i].filter == EVFILT_PROC && ((events[i].fflags & NOTE_EXIT) || (events[i].flags & EV_EOF))) {
         ExitEvent& event = out[count++];
         event.key = (uint64_t)events[i].ident;
         event.status_known = false;

@@ -16,7 +16,7 @@
 
 #if defined(__linux__)
 #ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434  // the same number on every architecture (new-syscall table)
+#define SYS_pidfd_open 434  // from the unified table of new syscalls (x86-64, arm64, ...; not alpha)
 #endif
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal 424
@@ -83,9 +83,11 @@ class ProcessHandle : public Napi::ObjectWrap<ProcessHandle> {
     fd_ = PidfdOpen(pid);
     if (fd_ < 0) {
       int err = errno;
-      // A kernel race can report EINVAL for a pid that exists but has no tasks left (psutil#2715);
-      // it is gone for our purposes, as systemd also treats it.
-      if (err == EINVAL) err = ESRCH;
+      // A kernel race can report EINVAL for a pid that exists but has no tasks left (psutil#2715):
+      // it is gone for our purposes, as systemd also treats it. But EINVAL also means "a thread
+      // id, not a process" (kernels before 6.9 say so; later ones say ENOENT): if kill() still
+      // finds it, it exists and EINVAL stands.
+      if (err == EINVAL && kill(pid, 0) < 0 && errno == ESRCH) err = ESRCH;
       ThrowSystemError(info.Env(), err, "pidfd_open");
       return;
     }

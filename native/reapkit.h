@@ -7,13 +7,18 @@
 // when the build found <sys/event.h> (REAPKIT_HAVE_SYS_EVENT_H, set by binding.gyp / CMakeLists.txt
 // from a header probe, not from the OS name), so it also builds on Linux against a kqueue
 // compatibility library when REAPKIT_FORCE_KQUEUE is defined.
+// Both macros are always defined (0 or 1), so they can also be used in plain C++ expressions.
 #if defined(__linux__) && !defined(REAPKIT_FORCE_KQUEUE)
 #define REAPKIT_EXIT_WATCH_PIDFD 1
+#define REAPKIT_EXIT_WATCH_KQUEUE 0
 #define REAPKIT_EXIT_WATCH_NAME "pidfd"
 #elif defined(REAPKIT_HAVE_SYS_EVENT_H)
+#define REAPKIT_EXIT_WATCH_PIDFD 0
 #define REAPKIT_EXIT_WATCH_KQUEUE 1
 #define REAPKIT_EXIT_WATCH_NAME "kqueue"
 #else
+#define REAPKIT_EXIT_WATCH_PIDFD 0
+#define REAPKIT_EXIT_WATCH_KQUEUE 0
 #define REAPKIT_EXIT_WATCH_NAME "none"
 #endif
 

@@ -166,6 +166,27 @@ describe('openProcess', () => {
     await new Promise((r) => setTimeout(r, 20))
   })
 
+  it('keeps ref() and the holds of pending watchExit calls apart', async () => {
+    const child = spawnChild('sleep', ['1000'])
+    const h = openProcess(child.pid!)
+    try {
+      void h.exited
+      expect(exitWatcherStats().reffed).toBe(false) // a passive handle does not hold the loop
+      h.ref()
+      await expect(watchExit(h, { timeoutMs: 30 })).rejects.toMatchObject({ code: 'ETIMEDOUT' })
+      expect(exitWatcherStats().reffed).toBe(true) // the user's ref() survives a finished watchExit
+      h.unref()
+      const long = watchExit(h, { timeoutMs: 10_000 })
+      await expect(watchExit(h, { timeoutMs: 30 })).rejects.toMatchObject({ code: 'ETIMEDOUT' })
+      expect(exitWatcherStats().reffed).toBe(true) // the other pending watchExit still holds it
+      child.kill('SIGKILL')
+      await expect(long).resolves.toMatchObject({ pid: child.pid })
+      expect(exitWatcherStats().reffed).toBe(false)
+    } finally {
+      h.close()
+    }
+  })
+
   it('10,000 open/close cycles (with exit watches) leave no file descriptor behind', () => {
     const child = spawnChild('sleep', ['1000'])
     const pid = child.pid!

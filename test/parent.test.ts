@@ -51,16 +51,19 @@ describe.runIf(linux)('watchParent on Linux', () => {
     expect(onExit.info.newParentPid).not.toBe(info.pid)
   })
 
-  it('close() disarms the death signal, restoring what was armed before', () => {
+  it("close() disarms: the newest remaining watcher's signal, then what was armed before", () => {
     const before = getParentDeathSignal()
     try {
       setParentDeathSignal('SIGHUP')
       const w1 = watchParent({ deathSignal: 'SIGUSR2' })
-      const w2 = watchParent({ deathSignal: 'SIGUSR2' })
-      expect(getParentDeathSignal()).toBe('SIGUSR2')
+      const w2 = watchParent({ deathSignal: 'SIGTERM' })
+      const w3 = watchParent({ deathSignal: 'SIGWINCH' })
+      expect(getParentDeathSignal()).toBe('SIGWINCH')
       expect(w1.fired).toBe(false)
+      w3.close()
+      expect(getParentDeathSignal()).toBe('SIGTERM') // back to w2's, not left at w3's
       w1.close()
-      expect(getParentDeathSignal()).toBe('SIGUSR2') // w2 still needs it
+      expect(getParentDeathSignal()).toBe('SIGTERM') // w2 still needs it
       w2.close()
       w2.close()
       expect(getParentDeathSignal()).toBe('SIGHUP')
