@@ -1,5 +1,9 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { canUnshare, exitOf, jsonLines, spawnFixture, spawnGroup, FIXTURES } from './helpers'
+import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, spawnFixture, spawnGroup } from './helpers'
 
 
 describe('worker_threads', () => {
@@ -30,5 +34,29 @@ describe.runIf(canUnshare)('hostile input (in a private PID namespace, as root)'
     expect(msg.after.sameGroup.SIGUSR2).toBe(1)
     expect(msg.after.otherGroup.SIGUSR2).toBe(1)
     expect(await exitOf(ns)).toEqual({ code: 0, signal: null })
+  })
+})
+
+describe.runIf(process.platform === 'linux')('pidfd_open blocked by seccomp', () => {
+  it('falls back at run time, works, and says so in capabilities()', () => {
+    const cc = process.env.CC || 'cc'
+    if (spawnSync(cc, ['--version'], { stdio: 'ignore' }).status !== 0) return expect.fail(`no C compiler (${cc}) to build the seccomp launcher`)
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-seccomp-'))
+    try {
+      const launcher = join(dir, 'no-pidfd')
+      const build = spawnSync(cc, ['-O2', '-o', launcher, join(FIXTURES, 'no-pidfd.c')], { encoding: 'utf8' })
+      expect(build.status, build.stderr).toBe(0)
+      const run = spawnSync(launcher, [process.execPath, join(FIXTURES, 'no-pidfd.cjs')], {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { ...process.env, REAPKIT_DIST: DIST, REAPKIT_EXIT_POLL_MS: '20' },
+      })
+      expect(run.status, run.stderr).toBe(0)
+      const out = JSON.parse(run.stdout.trim().split('\n').pop()!)
+      expect(out.caps).toMatchObject({ native: true, pidfd: false, exitWatch: 'poll', parentWatch: 'poll', pdeathsig: true })
+      expect(out).toMatchObject({ watched: true, afterExit: 'ESRCH', parentMechanism: 'poll', parentDeathSignal: 'SIGUSR2', armed: 'SIGUSR2' })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
