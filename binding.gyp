@@ -12,30 +12,85 @@
         "native/exit_watch_pidfd.cc",
         "native/exit_watch_kqueue.cc"
       ],
-      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")"
+      ],
       "defines": [
         "NAPI_VERSION=8",
         "NAPI_DISABLE_CPP_EXCEPTIONS",
         "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS",
         "NODE_ADDON_API_DISABLE_DEPRECATED"
       ],
-      "cflags!": ["-fexceptions"],
-      "cflags_cc!": ["-fexceptions", "-std=gnu++17", "-std=gnu++20"],
-      "cflags_cc": ["-std=c++17", "-fno-exceptions", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "cflags!": [
+        "-fexceptions"
+      ],
+      "cflags_cc!": [
+        "-fexceptions",
+        "-std=gnu++17",
+        "-std=gnu++20"
+      ],
+      "cflags_cc": [
+        "-std=c++17",
+        "-fno-exceptions",
+        "-fvisibility=hidden",
+        "-Wall",
+        "-Wextra",
+        "-Wno-unused-parameter"
+      ],
       "conditions": [
-        ["'<!(node scripts/has-header.js sys/event.h)'=='1' or OS in ('mac', 'freebsd', 'openbsd', 'netbsd')", {
-          "defines": ["REAPKIT_HAVE_SYS_EVENT_H=1"]
-        }],
-        ["OS=='mac'", {
-          "xcode_settings": {
-            "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
-            "GCC_ENABLE_CPP_EXCEPTIONS": "NO",
-            "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
-            "MACOSX_DEPLOYMENT_TARGET": "10.15",
-            "OTHER_CPLUSPLUSFLAGS": ["-fno-exceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+        [
+          "'<!(node scripts/has-header.js sys/event.h)'=='1' or OS in ('mac', 'freebsd', 'openbsd', 'netbsd')",
+          {
+            "defines": [
+              "REAPKIT_HAVE_SYS_EVENT_H=1"
+            ]
           }
-        }]
+        ],
+        [
+          "OS=='mac'",
+          {
+            "xcode_settings": {
+              "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+              "GCC_ENABLE_CPP_EXCEPTIONS": "NO",
+              "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
+              "MACOSX_DEPLOYMENT_TARGET": "10.15",
+              "OTHER_CPLUSPLUSFLAGS": [
+                "-fno-exceptions",
+                "-Wall",
+                "-Wextra",
+                "-Wno-unused-parameter"
+              ]
+            }
+          }
+        ]
       ]
+    },
+    {
+      "target_name": "reapkit-exec",
+      "type": "executable",
+      "product_dir": "<(PRODUCT_DIR)/helper",
+      "sources": [
+        "native/exec_helper.c"
+      ],
+      "cflags": [
+        "-O2",
+        "-Wall",
+        "-Wextra"
+      ],
+      "conditions": [
+        [
+          "OS=='linux'",
+          {
+            "ldflags": [
+              "-s"
+            ]
+          }
+        ]
+      ],
+      "xcode_settings": {
+        "MACOSX_DEPLOYMENT_TARGET": "10.15",
+        "DEAD_CODE_STRIPPING": "YES"
+      }
     }
   ]
 }

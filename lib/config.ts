@@ -29,3 +29,13 @@ export function envMs(name: string, fallback: number, min: number, max: number):
 export const PARENT_POLL_MS_DEFAULT = 2000
 /** Exit poll interval, used only where no pidfd or kqueue exists. */
 export const EXIT_POLL_MS_DEFAULT = 100
+
+/** SIGTERM -> SIGKILL grace (DESIGN.md: 9 s, room for a server's 8 s drain). REAPKIT_KILL_GRACE_MS. */
+export const KILL_GRACE_MS_DEFAULT = 9000
+/** How long to wait for the kill signal to take effect before reporting survivors. */
+export const KILL_CONFIRM_MS_DEFAULT = 5000
+
+/** The kill grace from the environment (100..300000 ms), or the default. */
+export function killGraceMs(): number {
+  return envMs('REAPKIT_KILL_GRACE_MS', KILL_GRACE_MS_DEFAULT, 100, 300_000)
+}

@@ -13,5 +13,8 @@ export {
   type ParentWatchMechanism,
   type WatchParentOptions,
 } from './parent'
+export { spawn, spawnedInfo, type SpawnOptions, type SpawnedInfo } from './spawn'
+export { killProcessGracefully, type KillOptions, type KillResult, type SignalSent } from './kill'
+export { groupMembers } from './group'
 export { ReapkitError, TimeoutError, AbortError, type SystemError } from './errors'
 export type { SignalLike } from './validate'

@@ -23,6 +23,7 @@ export interface Binding {
   kill(pid: number, signal: number): void
   killpg(pgid: number, signal: number): void
   getppid(): number
+  groupMembers(pgid: number): number[]
   setParentDeathSignal(signal: number): void
   getParentDeathSignal(): number
   setChildSubreaper(on: boolean): void
@@ -52,6 +53,8 @@ export interface Capabilities {
   exitWatch: 'pidfd' | 'kqueue' | 'poll'
   /** How watchParent detects parent death by default. */
   parentWatch: 'pdeathsig' | 'kqueue' | 'poll'
+  /** The exec helper that spawn() uses to join a new group and arm the death signal is present. */
+  execHelper: boolean
   /** Why the addon did not load, when it did not. */
   loadError?: string
 }
@@ -74,10 +77,13 @@ function packageRoot(): string {
 
 let loaded: Binding | null = null
 let loadError: Error | null = null
+let addonDir: string | null = null
 try {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const load = require('node-gyp-build') as (dir: string) => unknown
-  loaded = load(packageRoot()) as Binding
+  const load = require('node-gyp-build') as { path(dir: string): string }
+  const file = load.path(packageRoot())
+  loaded = require(file) as Binding
+  addonDir = dirname(file)
 } catch (err) {
   const cause = err instanceof Error ? err : new Error(String(err))
   // npm 11 skips dependencies' install scripts unless approved, so on a platform without a
@@ -99,6 +105,26 @@ export function requireBinding(syscall: string): Binding {
   throw systemError('ENOTSUP', syscall, 'the reapkit native addon is not loaded', loadError ?? undefined)
 }
 
+let helper: string | null | undefined
+
+/**
+ * The exec helper (native/exec_helper.c) shipped beside the addon: `prebuilds/<platform>-<arch>/`
+ * for a prebuild, `build/Release/helper/` for a local build. null where it is missing.
+ */
+export function execHelperPath(): string | null {
+  if (helper !== undefined) return helper
+  helper = null
+  if (addonDir) {
+    for (const candidate of [join(addonDir, 'reapkit-exec'), join(addonDir, 'helper', 'reapkit-exec')]) {
+      if (existsSync(candidate)) {
+        helper = candidate
+        break
+      }
+    }
+  }
+  return helper
+}
+
 let caps: Capabilities | undefined
 
 /** What this platform and build support: `{ native, pidfd, pdeathsig, subreaper, kqueue, parentWatch, ... }`. */
@@ -116,6 +142,7 @@ export function capabilities(): Capabilities {
     kqueue,
     exitWatch: pidfd ? 'pidfd' : kqueue ? 'kqueue' : 'poll',
     parentWatch: prctl && pidfd ? 'pdeathsig' : kqueue ? 'kqueue' : 'poll',
+    execHelper: execHelperPath() !== null,
     ...(loadError ? { loadError: loadError.message } : {}),
   }
   return { ...caps }

@@ -4,7 +4,9 @@
 // handle, and Node-style errors. Exits non-zero on any failure.
 'use strict'
 const { spawn } = require('node:child_process')
-const { resolve } = require('node:path')
+const { spawnSync } = require('node:child_process')
+const { existsSync } = require('node:fs')
+const { dirname, join, resolve } = require('node:path')
 const assert = require('node:assert/strict')
 
 const file = resolve(process.argv[2] || '')
@@ -32,7 +34,13 @@ pending.set(id, (code, signal) => {
     assert.throws(() => b.kill(1, 0), (e) => e.code === 'EINVAL' && e.syscall === 'kill' && e.errno < 0)
     assert.equal(typeof b.getpgid(0), 'number')
     assert.equal(b.watcherStats().watches, 0)
-    console.log(`check-addon: ${file} ok ${JSON.stringify(b.capabilities)}`)
+    // The exec helper must sit beside the addon (helper/ for a build, the same folder for a prebuild).
+    const helper = [join(dirname(file), 'helper', 'reapkit-exec'), join(dirname(file), 'reapkit-exec')].find(existsSync)
+    assert.ok(helper, 'no reapkit-exec beside the addon')
+    const h = spawnSync(helper, ['1', '0', String(process.pid), 'sh', 'sh', '-c', 'ps -o pgid= -p $$'], { encoding: 'utf8' })
+    assert.equal(h.status, 0, h.stderr)
+    assert.notEqual(Number(h.stdout.trim()), b.getpgid(0), 'the helper did not start a new process group')
+    console.log(`check-addon: ${file} ok ${JSON.stringify(b.capabilities)}, helper ${helper}`)
     clearTimeout(timer)
     b.watcherRef(false)
   } catch (err) {

@@ -13,6 +13,12 @@ export const FIXTURES = join(__dirname, 'fixtures')
 
 const groups = new Set<ChildProcess>()
 const children = new Set<ChildProcess>()
+const extraGroups = new Set<number>()
+
+/** Registers a process group some fixture created, for the after-test cleanup to kill. */
+export function trackGroup(pgid: number): void {
+  if (Number.isInteger(pgid) && pgid > 1) extraGroups.add(pgid)
+}
 
 /** spawn() a plain child of this test process (same group); cleanup kills it by its ChildProcess. */
 export function spawnChild(command: string, args: string[], options: SpawnOptions = {}): ChildProcess {
@@ -104,6 +110,20 @@ export async function killAllGroups(): Promise<string[]> {
     }
   }
   children.clear()
+  for (const pgid of extraGroups) {
+    if (groupMembers(pgid).length === 0) continue // never signal a group id nobody of ours holds
+    try {
+      process.kill(-pgid, 'SIGKILL')
+    } catch {
+      // already empty
+    }
+    try {
+      await waitFor(() => groupMembers(pgid).length === 0, 5000, `group ${pgid} to empty`)
+    } catch {
+      survivors.push(`group ${pgid}: ${groupMembers(pgid).join(', ')}`)
+    }
+  }
+  extraGroups.clear()
   for (const child of groups) {
     const pgid = child.pid!
     try {

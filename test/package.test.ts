@@ -79,7 +79,7 @@ describe.runIf(linuxX64)('the packed tarball', () => {
 
   it('ships the prebuild, the ESM and CJS entries with types, and no build folder', () => {
     const dir = join(project, 'node_modules', 'reapkit')
-    for (const f of ['prebuilds/linux-x64/reapkit.node', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'binding.gyp']) {
+    for (const f of ['prebuilds/linux-x64/reapkit.node', 'prebuilds/linux-x64/reapkit-exec', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'binding.gyp']) {
       expect(existsSync(join(dir, f)), f).toBe(true)
     }
     expect(existsSync(join(dir, 'build'))).toBe(false)
@@ -98,7 +98,8 @@ describe.runIf(linuxX64)('the packed tarball', () => {
       if (label !== '20 (this machine)') expect(out.node.startsWith(`v${label}.`)).toBe(true)
       expect(out.loadedFrom).toBe(join(project, 'node_modules', 'reapkit', 'prebuilds', 'linux-x64', 'reapkit.node'))
       expect(out).toMatchObject({ watchedPid: true, esrch: 'ESRCH', pgid: true, esmSameInstance: true })
-      expect(out.caps).toMatchObject({ native: true, pidfd: true, exitWatch: 'pidfd', parentWatch: 'pdeathsig' })
+      expect(out).toMatchObject({ spawnedGroup: true, spawnedDeathSignal: 'SIGKILL', killed: true })
+      expect(out.caps).toMatchObject({ native: true, pidfd: true, exitWatch: 'pidfd', parentWatch: 'pdeathsig', execHelper: true })
     })
   }
 })

@@ -1,0 +1,252 @@
+/**
+ * killProcessGracefully(target): signal (SIGTERM) the whole process group, wait by kernel event,
+ * and after a bounded grace send the kill signal (SIGKILL) to whatever remains.
+ *
+ * "Done" means no live process remains in the group (zombies do not count; members still running
+ * after the leader exited are waited for too), not merely that the leader exited. A well-behaved
+ * group is not delayed: the call returns as soon as it is gone.
+ *
+ * Every member is pinned (a pidfd on Linux) before it is signalled, and signalled through that
+ * handle: a member that exits and whose pid is reused is never hit. The group is listed again each
+ * time the known members are all gone, so children forked meanwhile are found too.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from './config'
+import { rangeError, typeError } from './errors'
+import { isChildProcess, type ProcessTarget } from './exit'
+import { groupMembers } from './group'
+import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './handle'
+import { binding } from './native'
+import { spawnedInfo } from './spawn'
+import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid } from './validate'
+
+export interface KillOptions {
+  /** The first signal, sent to the whole group. Default 'SIGTERM'. */
+  signal?: SignalLike
+  /** How long to wait after `signal` before sending `killSignal`. Default 9000 (REAPKIT_KILL_GRACE_MS). */
+  graceMs?: number
+  /** The signal for whatever remains after the grace. Default 'SIGKILL'. */
+  killSignal?: SignalLike
+  /** Signal the whole process group. Default: true when the target leads its own group. */
+  group?: boolean
+  /** After `killSignal`, how long to wait for the group to be gone before reporting survivors. Default 5000. */
+  confirmMs?: number
+  /** Cancels the grace wait: escalates to `killSignal` at once. */
+  abortSignal?: AbortSignal
+  /** Permit signalling this process's own group. Default false. */
+  allowSelf?: boolean
+}
+
+export interface SignalSent {
+  signal: NodeJS.Signals
+  /** Milliseconds since the call started. */
+  atMs: number
+  /** How many processes it was sent to. */
+  processes: number
+}
+
+export interface KillResult {
+  pid: number
+  /** The group that was signalled, or null when only the process itself was. */
+  pgid: number | null
+  signalsSent: SignalSent[]
+  /** True when the kill signal had to be sent. */
+  escalated: boolean
+  /** The target's exit code, where known (our own child). */
+  code: number | null
+  /** The signal that ended the target, where known (our own child). */
+  signal: NodeJS.Signals | null
+  /** Processes still alive when the call gave up (empty unless they resisted even SIGKILL). */
+  survivors: number[]
+  durationMs: number
+}
+
+interface Tracked {
+  handle: ProcessHandle
+  exited: Promise<unknown>
+  gone: boolean
+}
+
+const now = (): number => performance.now()
+
+/** Sends signal -> waits by event -> escalates after a bounded grace; resolves to a KillResult. */
+export async function killProcessGracefully(target: ProcessTarget, options: KillOptions = {}): Promise<KillResult> {
+  const started = now()
+  if (typeof options !== 'object' || options === null) throw typeError('ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object')
+  const first = signalNumber(options.signal ?? 'SIGTERM')
+  const last = signalNumber(options.killSignal ?? 'SIGKILL')
+  const graceMs = validateMs(options.graceMs, 'graceMs') ?? killGraceMs()
+  const confirmMs = validateMs(options.confirmMs, 'confirmMs') ?? KILL_CONFIRM_MS_DEFAULT
+  const abort = validateAbortSignal(options.abortSignal, 'abortSignal')
+  if (options.group !== undefined && typeof options.group !== 'boolean') {
+    throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
+  }
+
+  // Who: the pid, a pinned leader handle (if it still runs), the child, the group.
+  let child: ChildProcess | null = null
+  let pid: number
+  let leader: ProcessHandle | null = null
+  let ownLeader = false
+  let knownPgid: number | null = null
+  if (isChildProcess(target)) {
+    child = target
+    if (child.pid === undefined) throw typeError('ERR_INVALID_ARG_VALUE', 'The child process was never spawned (it has no pid)')
+    pid = child.pid
+    const info = spawnedInfo(child)
+    knownPgid = info?.pgid ?? null
+    if (info?.handle && !info.handle.closed) leader = info.handle
+  } else if (target instanceof Handle) {
+    pid = target.pid
+    leader = target.closed ? null : target
+  } else {
+    pid = validatePid(target)
+  }
+  if (isSelf(pid) && options.allowSelf !== true) {
+    throw rangeError('ERR_REAPKIT_SELF', `Refusing to signal this process itself (pid ${pid}); pass { allowSelf: true }`)
+  }
+  // Pin the leader unless it is known to be gone (a ChildProcess that libuv has reaped).
+  const reaped = child !== null && (child.exitCode !== null || child.signalCode !== null)
+  if (!leader && !reaped) {
+    try {
+      leader = openProcess(pid)
+      ownLeader = true
+    } catch {
+      leader = null // gone already
+    }
+  }
+
+  let pgid: number | null = null
+  if (options.group !== false) {
+    if (knownPgid !== null) pgid = knownPgid
+    else if (leader && binding) {
+      try {
+        if (binding.getpgid(pid) === pid) pgid = pid
+      } catch {
+        // exited meanwhile
+      }
+    }
+    if (options.group === true && pgid === null && leader) pgid = pid
+  }
+  if (pgid !== null && binding && options.allowSelf !== true && pgid === binding.getpgid(0)) {
+    throw rangeError('ERR_REAPKIT_SELF', `Refusing to signal this process's own process group (pgid ${pgid}); pass { allowSelf: true }`)
+  }
+
+  const tracked = new Map<number, Tracked>()
+  const signalsSent: SignalSent[] = []
+  let sentTo = new Set<ProcessHandle>() // who got the current phase's signal
+  const childExit = child ? exitOfChild(child) : null
+
+  /** Pins and records the current live members (the leader alone when not a group). */
+  const refresh = (): void => {
+    const pids = pgid !== null ? groupMembers(pgid) : leader && !leader.closed ? [pid] : []
+    for (const p of pids) {
+      if (tracked.has(p)) continue
+      let handle: ProcessHandle
+      if (p === pid && leader) {
+        handle = leader
+      } else {
+        try {
+          handle = openProcess(p)
+        } catch {
+          continue // exited between the listing and the pin
+        }
+        // Pinned now: if it is still in the group, the handle is that member.
+        try {
+          if (pgid !== null && binding && binding.getpgid(p) !== pgid) {
+            handle.close()
+            continue
+          }
+        } catch {
+          handle.close()
+          continue
+        }
+      }
+      const entry: Tracked = { handle, exited: Promise.resolve(), gone: false }
+      entry.exited = handle.exited.then(
+        () => (entry.gone = true),
+        () => (entry.gone = true),
+      )
+      handle.ref()
+      tracked.set(p, entry)
+    }
+  }
+  const live = (): Tracked[] => [...tracked.values()].filter((t) => !t.gone)
+  const send = (sig: number, entries: Tracked[]): void => {
+    let count = 0
+    for (const t of entries) {
+      try {
+        t.handle.signal(sig)
+        count++
+      } catch {
+        // ESRCH: it exited in the meantime; its exit event marks it gone
+      }
+    }
+    if (count > 0) signalsSent.push({ signal: signalName(sig)!, atMs: now() - started, processes: count })
+  }
+  /** Waits until every tracked member is gone and a fresh listing finds no one new, or `until`. */
+  const settle = async (sig: number, until: number, stop?: AbortSignal): Promise<boolean> => {
+    for (;;) {
+      refresh()
+      const pending = live()
+      const fresh = pending.filter((t) => !sentTo.has(t.handle))
+      if (fresh.length > 0) {
+        send(sig, fresh)
+        for (const t of fresh) sentTo.add(t.handle)
+      }
+      if (pending.length === 0) return true
+      const remaining = until - now()
+      if (remaining <= 0 || stop?.aborted) return false
+      let timer: NodeJS.Timeout | undefined
+      let onAbort: (() => void) | undefined
+      await Promise.race([
+        Promise.all(pending.map((t) => t.exited)),
+        new Promise<void>((res) => {
+          timer = setTimeout(res, remaining)
+          if (stop) {
+            onAbort = () => res()
+            stop.addEventListener('abort', onAbort, { once: true })
+          }
+        }),
+      ])
+      if (timer) clearTimeout(timer)
+      if (onAbort) stop?.removeEventListener('abort', onAbort)
+    }
+  }
+
+  let escalated = false
+  let survivors: number[] = []
+  try {
+    const gone = await settle(first, started + graceMs, abort)
+    if (!gone) {
+      escalated = true
+      sentTo = new Set() // everyone still alive gets the kill signal, once
+      const dead = await settle(last, now() + confirmMs)
+      if (!dead) survivors = live().map((t) => t.handle.pid)
+    }
+  } finally {
+    for (const t of tracked.values()) {
+      t.handle.unref()
+      if (t.handle !== leader || ownLeader) t.handle.close()
+    }
+  }
+
+  // The target's own status: from the ChildProcess (exact), else what the kernel told the handle.
+  let code: number | null = null
+  let termSignal: NodeJS.Signals | null = null
+  if (childExit) {
+    // libuv reports the exit once it has reaped the child, right after the group is gone; bounded
+    // in case the child is not ours to reap. The timer must not outlive the wait.
+    let timer: NodeJS.Timeout | undefined
+    const info = await Promise.race([childExit, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
+    clearTimeout(timer)
+    if (info) ({ code, signal: termSignal } = info)
+  }
+  return { pid, pgid, signalsSent, escalated, code, signal: termSignal, survivors, durationMs: now() - started }
+}
+
+function exitOfChild(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode })
+  }
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+}

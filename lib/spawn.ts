@@ -1,0 +1,131 @@
+/**
+ * spawn(): child_process.spawn plus two guarantees, and it returns a real ChildProcess.
+ *
+ * - `group` (default true): the child leads its own process group, so the whole tree it starts
+ *   (unless a member leaves the group with setsid) can be signalled and counted as one.
+ * - `parentDeathSignal` (Linux, default 'SIGKILL'): armed in the child before the target program
+ *   runs, with the getppid re-check, so that if this process dies, even by SIGKILL, the kernel
+ *   signals the child. libuv's spawn has no pre-exec hook, so a small native helper shipped with the
+ *   addon (reapkit-exec) does it and then execs the target in its place: no extra process remains.
+ *   The signal belongs to the *thread* that spawned: a child spawned from a worker_thread receives it
+ *   when that worker ends. It covers the child only: the kernel clears it on fork, so processes the
+ *   child starts itself (a shell's commands, npx's server) are not covered. Stop those through the
+ *   group (killProcessGracefully) while you live; for the case where you are SIGKILLed, the
+ *   `reapkit -- command` wrapper adds a subreaper and a PID namespace.
+ * - A handle pinned to the child (a pidfd), opened synchronously before libuv can reap it, so later
+ *   signals can never hit a recycled pid: see spawnedHandle().
+ *
+ * Where the helper is missing (no addon) the group comes from `detached` (setsid) and no death
+ * signal is armed; spawnedInfo() says what was applied.
+ */
+import * as childProcess from 'node:child_process'
+import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_process'
+import { accessSync, constants as fsConstants } from 'node:fs'
+import { delimiter, isAbsolute, resolve } from 'node:path'
+import { typeError } from './errors'
+import { type ProcessHandle, openProcess } from './handle'
+import { capabilities, execHelperPath } from './native'
+import { type SignalLike, signalName, signalNumber } from './validate'
+
+export interface SpawnOptions extends NodeSpawnOptions {
+  /** Make the child the leader of a new process group. Default true. */
+  group?: boolean
+  /**
+   * Linux: the signal the kernel sends the child when this process (strictly: the spawning thread)
+   * dies. Default 'SIGKILL'; `false` or `null` for none. Ignored where the kernel has no such thing.
+   */
+  parentDeathSignal?: SignalLike | false | null
+}
+
+/** What spawn() applied to a child. */
+export interface SpawnedInfo {
+  /** The child's process group id when it leads its own group, else null. */
+  pgid: number | null
+  /** The armed parent-death signal, or null. */
+  parentDeathSignal: NodeJS.Signals | null
+  /** The pinned handle (closed once the child has exited), or null if the spawn failed. */
+  handle: ProcessHandle | null
+}
+
+const spawned = new WeakMap<ChildProcess, SpawnedInfo>()
+
+/** What spawn() applied to `child`, or undefined for a child it did not start. */
+export function spawnedInfo(child: ChildProcess): SpawnedInfo | undefined {
+  return spawned.get(child)
+}
+
+/** Finds `command` the way execvp will (PATH from the child's env), or null if it would fail. */
+function resolvable(command: string, options: NodeSpawnOptions): boolean {
+  const cwd = typeof options.cwd === 'string' ? options.cwd : options.cwd ? options.cwd.pathname : process.cwd()
+  const executable = (file: string): boolean => {
+    try {
+      accessSync(file, fsConstants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  }
+  if (command.includes('/')) return executable(isAbsolute(command) ? command : resolve(cwd, command))
+  const path = (options.env ?? process.env).PATH ?? '/usr/local/bin:/usr/bin:/bin'
+  return path.split(delimiter).some((dir) => executable(resolve(cwd, dir || '.', command)))
+}
+
+export function spawn(command: string, options?: SpawnOptions): ChildProcess
+export function spawn(command: string, args?: readonly string[], options?: SpawnOptions): ChildProcess
+export function spawn(
+  command: string,
+  argsOrOptions?: readonly string[] | SpawnOptions,
+  maybeOptions?: SpawnOptions,
+): ChildProcess {
+  if (typeof command !== 'string' || command.length === 0) {
+    throw typeError('ERR_INVALID_ARG_TYPE', 'The "command" argument must be a non-empty string')
+  }
+  const args = Array.isArray(argsOrOptions) ? [...(argsOrOptions as readonly string[])] : []
+  const options: SpawnOptions = (Array.isArray(argsOrOptions) ? maybeOptions : (argsOrOptions as SpawnOptions)) ?? {}
+  const { group = true, parentDeathSignal = 'SIGKILL', ...nodeOptions } = options
+  if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
+  const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
+  const sig = capabilities().pdeathsig ? wanted : 0
+
+  // A shell command is run by the shell, as Node does it (the helper then execs the shell).
+  let file = command
+  let argv = args
+  if (nodeOptions.shell) {
+    file = typeof nodeOptions.shell === 'string' ? nodeOptions.shell : '/bin/sh'
+    argv = ['-c', [command, ...args].join(' ')]
+  }
+
+  const helper = execHelperPath()
+  let child: ChildProcess
+  let applied: Omit<SpawnedInfo, 'handle'>
+  if (helper && (group || sig > 0) && resolvable(file, nodeOptions)) {
+    const argv0 = nodeOptions.argv0 ?? file
+    child = childProcess.spawn(helper, [group ? '1' : '0', String(sig), String(process.pid), file, argv0, ...argv], {
+      ...nodeOptions,
+      shell: false,
+      argv0: undefined,
+    })
+    // What the caller asked for, not the helper (the helper is gone after its exec anyway).
+    ;(child as { spawnfile: string }).spawnfile = file
+    ;(child as { spawnargs: string[] }).spawnargs = [argv0, ...argv]
+    applied = { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: sig > 0 ? signalName(sig) : null }
+  } else {
+    // No helper, nothing to arm, or a command execvp would not find: Node's own spawn, so its own
+    // errors ('error' with ENOENT...) reach the caller unchanged. A group then comes from setsid.
+    child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
+    applied = { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null }
+  }
+
+  let handle: ProcessHandle | null = null
+  if (child.pid !== undefined) {
+    // Synchronously, before the event loop can run libuv's reaping: the pid is still this child.
+    try {
+      handle = openProcess(child.pid)
+    } catch {
+      handle = null // exited and reaped already? then nothing can be signalled by pid anyway
+    }
+    child.once('exit', () => handle?.close())
+  }
+  spawned.set(child, { ...applied, handle })
+  return child
+}
