@@ -27,6 +27,11 @@ export function envMs(name: string, fallback: number, min: number, max: number):
 
 /** Parent poll interval, used only where the kernel cannot notify (DESIGN.md: 2 s). */
 export const PARENT_POLL_MS_DEFAULT = 2000
+
+/** The parent poll interval from REAPKIT_PARENT_POLL_INTERVAL_MS (500..60000 ms), or 2000. */
+export function parentPollMs(): number {
+  return envMs('REAPKIT_PARENT_POLL_INTERVAL_MS', PARENT_POLL_MS_DEFAULT, 500, 60_000)
+}
 /** Exit poll interval, used only where no pidfd or kqueue exists. */
 export const EXIT_POLL_MS_DEFAULT = 100
 
@@ -38,4 +43,20 @@ export const KILL_CONFIRM_MS_DEFAULT = 5000
 /** The kill grace from the environment (100..300000 ms), or the default. */
 export function killGraceMs(): number {
   return envMs('REAPKIT_KILL_GRACE_MS', KILL_GRACE_MS_DEFAULT, 100, 300_000)
+}
+
+/** stdin end (or the client's close) -> exit (DESIGN.md: 2 s, as the MCP SDKs). */
+export const CLOSE_TIMEOUT_MS_DEFAULT = 2000
+
+/** The close timeout from REAPKIT_CLOSE_TIMEOUT_MS (250..30000 ms), or 2000. */
+export function closeTimeoutMs(): number {
+  return envMs('REAPKIT_CLOSE_TIMEOUT_MS', CLOSE_TIMEOUT_MS_DEFAULT, 250, 30_000)
+}
+
+/**
+ * The shutdownAll cap from REAPKIT_SHUTDOWN_TIMEOUT_MS (1000..600000 ms), or derived from the
+ * other two (close + grace + 1 s), so that the graceful window is never pre-empted.
+ */
+export function shutdownTimeoutMs(close: number, grace: number): number {
+  return envMs('REAPKIT_SHUTDOWN_TIMEOUT_MS', close + grace + 1000, 1000, 600_000)
 }

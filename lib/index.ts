@@ -16,5 +16,14 @@ export {
 export { spawn, spawnedInfo, type SpawnOptions, type SpawnedInfo } from './spawn'
 export { killProcessGracefully, type KillOptions, type KillResult, type SignalSent } from './kill'
 export { groupMembers } from './group'
+export { closeClient, type CloseClientOptions, type CloseReport } from './close'
+export {
+  Supervisor,
+  type SupervisorOptions,
+  type ProcessRecord,
+  type ProcessStatus,
+  type ShutdownReport,
+} from './supervisor'
+export { type Logger, silentLogger } from './logger'
 export { ReapkitError, TimeoutError, AbortError, type SystemError } from './errors'
 export type { SignalLike } from './validate'

@@ -15,6 +15,7 @@ import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from './config'
 import { rangeError, typeError } from './errors'
 import { isChildProcess, type ProcessTarget } from './exit'
 import { groupMembers } from './group'
+import { type Logger, logEvent } from './logger'
 import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './handle'
 import { binding } from './native'
 import { spawnedInfo } from './spawn'
@@ -35,6 +36,8 @@ export interface KillOptions {
   abortSignal?: AbortSignal
   /** Permit signalling this process's own group. Default false. */
   allowSelf?: boolean
+  /** One structured event per step: signal.sent, group.gone, kill.survivors. Default: silent. */
+  logger?: Logger
 }
 
 export interface SignalSent {
@@ -181,7 +184,11 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
         // ESRCH: it exited in the meantime; its exit event marks it gone
       }
     }
-    if (count > 0) signalsSent.push({ signal: signalName(sig)!, atMs: now() - started, processes: count })
+    if (count > 0) {
+      const sent = { signal: signalName(sig)!, atMs: now() - started, processes: count }
+      signalsSent.push(sent)
+      logEvent(options.logger, 'info', 'signal.sent', { pid, pgid, ...sent })
+    }
   }
   /** Waits until every tracked member is gone and a fresh listing finds no one new, or `until`. */
   const settle = async (sig: number, until: number, stop?: AbortSignal): Promise<boolean> => {
@@ -223,6 +230,8 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
       const dead = await settle(last, now() + confirmMs)
       if (!dead) survivors = live().map((t) => t.handle.pid)
     }
+    if (survivors.length > 0) logEvent(options.logger, 'error', 'kill.survivors', { pid, pgid, survivors })
+    else logEvent(options.logger, 'info', 'group.gone', { pid, pgid, escalated, elapsedMs: now() - started })
   } finally {
     for (const t of tracked.values()) {
       t.handle.unref()

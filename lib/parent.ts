@@ -8,7 +8,7 @@
  *   kernel never sends the signal in that case). The re-check compares with the recorded pid, not
  *   with 1: under a subreaper the new parent is not 1.
  * - macOS / BSD: kqueue EVFILT_PROC NOTE_EXIT on the original parent (no death signal exists).
- * - Elsewhere, or without the addon: a getppid poll (default every 2 s, REAPKIT_PARENT_POLL_MS),
+ * - Elsewhere, or without the addon: a getppid poll (default every 2 s, REAPKIT_PARENT_POLL_INTERVAL_MS),
  *   and `mechanism` says 'poll'.
  *
  * Caveats of the death signal: it is armed on the calling thread (from a worker_thread it lapses
@@ -19,7 +19,7 @@
  * no-orphan guarantee at work. Handle the signal (createKeepalive does), or pass
  * `deathSignal: false` for a notification only.
  */
-import { envMs, PARENT_POLL_MS_DEFAULT } from './config'
+import { parentPollMs } from './config'
 import { rangeError, typeError } from './errors'
 import { type ExitWatch, watchNative } from './handle'
 import { binding, capabilities, type NativeProcessHandle } from './native'
@@ -43,7 +43,7 @@ export interface WatchParentOptions {
    * Default 'SIGTERM'. `false` or `null`: do not arm it (notification only). Ignored elsewhere.
    */
   deathSignal?: SignalLike | false | null
-  /** Poll interval where the kernel cannot notify. Default 2000 ms (REAPKIT_PARENT_POLL_MS). */
+  /** Poll interval where the kernel cannot notify. Default 2000 ms (REAPKIT_PARENT_POLL_INTERVAL_MS). */
   pollIntervalMs?: number
   /** Keep the event loop alive while watching. Default false. */
   ref?: boolean
@@ -106,9 +106,7 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   if (onExit !== undefined && typeof onExit !== 'function') {
     throw typeError('ERR_INVALID_ARG_TYPE', 'The "onExit" option must be a function')
   }
-  const pollMs =
-    validateMs(options.pollIntervalMs, 'pollIntervalMs') ??
-    envMs('REAPKIT_PARENT_POLL_MS', PARENT_POLL_MS_DEFAULT, 10, 600_000)
+  const pollMs = validateMs(options.pollIntervalMs, 'pollIntervalMs') ?? parentPollMs()
   if (pollMs < 1) throw rangeError('ERR_OUT_OF_RANGE', 'The value of "pollIntervalMs" is out of range. It must be >= 1')
   const caps = capabilities()
   const wantSignal = options.deathSignal === undefined ? 'SIGTERM' : options.deathSignal

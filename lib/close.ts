@@ -1,0 +1,159 @@
+/**
+ * closeClient(child): the bounded two-phase close of a stdio server.
+ *
+ * 1. Graceful: run the caller's `close()` (an MCP client's, say) or end the child's stdin, bounded
+ *    by `closeTimeoutMs` (default 2000), then wait for the exit within that same bound.
+ * 2. Forced: killProcessGracefully on the child's process group (SIGTERM, `graceMs`, SIGKILL). Also
+ *    when the child did exit in phase 1 but left members of its group behind (a server started
+ *    through `sh -c` or npx whose wrapper exited first).
+ *
+ * It never waits on pipes: waiting for 'close' would also wait for any grandchild that holds the
+ * child's stdout open, possibly forever. At the end it destroys this process's ends of the child's
+ * stdio, so nothing the child left behind can keep this process from exiting.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { closeTimeoutMs as envCloseTimeoutMs } from './config'
+import { typeError } from './errors'
+import { isChildProcess } from './exit'
+import { groupMembers } from './group'
+import { type KillResult, killProcessGracefully, type SignalSent } from './kill'
+import { type Logger, logEvent } from './logger'
+import { spawnedInfo } from './spawn'
+import { type SignalLike, validateMs } from './validate'
+
+export interface CloseClientOptions {
+  /** The graceful close to try first (e.g. `() => client.close()`). Default: end the child's stdin. */
+  close?: () => unknown
+  /** Bound of phase 1: close, then exit. Default 2000 (REAPKIT_CLOSE_TIMEOUT_MS). */
+  closeTimeoutMs?: number
+  /** Phase 2's SIGTERM -> SIGKILL grace. Default 9000 (REAPKIT_KILL_GRACE_MS). */
+  graceMs?: number
+  /** Phase 2's first signal. Default 'SIGTERM'. */
+  signal?: SignalLike
+  /** Phase 2's last signal. Default 'SIGKILL'. */
+  killSignal?: SignalLike
+  /** One structured event per step. Default: silent. */
+  logger?: Logger
+}
+
+export interface CloseReport {
+  pid: number
+  pgid: number | null
+  /** 'graceful': it left on its own in phase 1; 'forced': phase 2 was needed; 'already-exited'. */
+  phase: 'graceful' | 'forced' | 'already-exited'
+  /** The caller's close() (or stdin end) completed within the bound. */
+  closeCompleted: boolean
+  /** The close() error, if it threw or rejected. */
+  closeError: unknown
+  code: number | null
+  signal: NodeJS.Signals | null
+  signalsSent: SignalSent[]
+  escalated: boolean
+  survivors: number[]
+  /** Phase 1's duration, and the whole call's, in ms. */
+  gracefulMs: number
+  durationMs: number
+}
+
+const now = (): number => performance.now()
+
+function exitOf(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode })
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+}
+
+/** Waits for `promise` at most until `deadline` (performance.now() time); true if it settled. */
+async function within(promise: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const settled = await Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((res) => (timer = setTimeout(res, Math.max(0, deadline - now()), false))),
+  ])
+  clearTimeout(timer)
+  return settled
+}
+
+/** Destroys this process's ends of the child's stdio pipes (never waits for them to drain). */
+function releaseStdio(child: ChildProcess): void {
+  for (const stream of child.stdio) {
+    if (stream && typeof (stream as { destroy?: unknown }).destroy === 'function') (stream as { destroy(): void }).destroy()
+  }
+}
+
+/** The bounded two-phase close; resolves to a report, never rejects for the child's behaviour. */
+export async function closeClient(child: ChildProcess, options: CloseClientOptions = {}): Promise<CloseReport> {
+  if (!isChildProcess(child)) throw typeError('ERR_INVALID_ARG_TYPE', 'The "child" argument must be a ChildProcess')
+  if (child.pid === undefined) throw typeError('ERR_INVALID_ARG_VALUE', 'The child process was never spawned (it has no pid)')
+  if (options.close !== undefined && typeof options.close !== 'function') {
+    throw typeError('ERR_INVALID_ARG_TYPE', 'The "close" option must be a function')
+  }
+  const closeMs = validateMs(options.closeTimeoutMs, 'closeTimeoutMs') ?? envCloseTimeoutMs()
+  const graceMs = validateMs(options.graceMs, 'graceMs')
+  const { logger } = options
+  const pid = child.pid
+  const pgid = spawnedInfo(child)?.pgid ?? null
+  const started = now()
+  const exited = exitOf(child)
+  const groupLeft = (): boolean => pgid !== null && groupMembers(pgid).length > 0
+
+  let phase: CloseReport['phase'] = 'graceful'
+  let closeCompleted = false
+  let closeError: unknown = null
+  let kill: KillResult | null = null
+  let gracefulMs = 0
+  try {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      phase = 'already-exited'
+    } else {
+      // Phase 1: the graceful close, then the exit, both within closeTimeoutMs.
+      const deadline = started + closeMs
+      logEvent(logger, 'info', 'close.attempt', { pid, pgid, closeTimeoutMs: closeMs, via: options.close ? 'close()' : 'stdin end' })
+      const attempt = (async () => {
+        try {
+          if (options.close) await options.close()
+          else child.stdin?.end()
+        } catch (err) {
+          closeError = err
+        }
+      })()
+      closeCompleted = await within(attempt, deadline)
+      const gone = await within(exited, deadline)
+      if (gone) logEvent(logger, 'info', 'close.graceful', { pid, pgid, elapsedMs: now() - started })
+      else {
+        phase = 'forced'
+        logEvent(logger, 'warn', 'close.timeout', { pid, pgid, elapsedMs: now() - started })
+      }
+    }
+    gracefulMs = now() - started
+    // Phase 2: the group kill, also for members that outlived a leader that left in phase 1.
+    if (phase === 'forced' || groupLeft()) {
+      if (phase !== 'forced' && phase !== 'already-exited') phase = 'forced'
+      kill = await killProcessGracefully(child, {
+        ...(graceMs !== undefined ? { graceMs } : {}),
+        ...(options.signal !== undefined ? { signal: options.signal } : {}),
+        ...(options.killSignal !== undefined ? { killSignal: options.killSignal } : {}),
+        ...(logger ? { logger } : {}),
+      })
+    }
+  } finally {
+    releaseStdio(child)
+  }
+  const status = child.exitCode !== null || child.signalCode !== null ? { code: child.exitCode, signal: child.signalCode } : null
+  return {
+    pid,
+    pgid,
+    phase,
+    closeCompleted,
+    closeError,
+    code: status?.code ?? kill?.code ?? null,
+    signal: status?.signal ?? kill?.signal ?? null,
+    signalsSent: kill?.signalsSent ?? [],
+    escalated: kill?.escalated ?? false,
+    survivors: kill?.survivors ?? [],
+    gracefulMs,
+    durationMs: now() - started,
+  }
+}
