@@ -15,7 +15,7 @@ import type { ChildProcess } from 'node:child_process'
 import { closeTimeoutMs as envCloseTimeoutMs } from './config'
 import { typeError } from './errors'
 import { isChildProcess } from './exit'
-import { groupMembers } from './group'
+import { groupMembersSoon } from './group'
 import { type KillResult, killProcessGracefully, type SignalSent } from './kill'
 import { type Logger, logEvent } from './logger'
 import { spawnedInfo } from './spawn'
@@ -97,7 +97,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
   const pgid = spawnedInfo(child)?.pgid ?? null
   const started = now()
   const exited = exitOf(child)
-  const groupLeft = (): boolean => pgid !== null && groupMembers(pgid).length > 0
+  const groupLeft = async (): Promise<boolean> => pgid !== null && (await groupMembersSoon(pgid)).length > 0
 
   let phase: CloseReport['phase'] = 'graceful'
   let closeCompleted = false
@@ -129,7 +129,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     }
     gracefulMs = now() - started
     // Phase 2: the group kill, also for members that outlived a leader that left in phase 1.
-    if (phase === 'forced' || groupLeft()) {
+    if (phase === 'forced' || (await groupLeft())) {
       if (phase !== 'forced' && phase !== 'already-exited') phase = 'forced'
       kill = await killProcessGracefully(child, {
         ...(graceMs !== undefined ? { graceMs } : {}),

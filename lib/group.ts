@@ -6,17 +6,61 @@ import { spawnSync } from 'node:child_process'
 import { binding } from './native'
 import { validatePid } from './validate'
 
-/** Pids of the live (not zombie) members of process group `pgid`. */
+/** Every live process as pgid -> pids, from one scan. */
+function scanGroups(): Map<number, number[]> {
+  const table = new Map<number, number[]>()
+  const add = (pid: number, pgid: number): void => {
+    const list = table.get(pgid)
+    if (list) list.push(pid)
+    else table.set(pgid, [pid])
+  }
+  if (binding && process.platform === 'linux') {
+    const pairs = binding.groupTable()
+    for (let i = 0; i + 1 < pairs.length; i += 2) add(pairs[i]!, pairs[i + 1]!)
+    return table
+  }
+  // macOS / BSD (or no addon): one `ps` listing. Slower, but only used on the stop path.
+  const r = spawnSync('ps', ['-A', '-o', 'pid=,pgid=,stat='], { encoding: 'utf8', timeout: 10_000 })
+  if (r.status !== 0) return table
+  for (const line of r.stdout.split('\n')) {
+    const [pid, group, state] = line.trim().split(/\s+/)
+    if (state && !state.startsWith('Z')) add(Number(pid), Number(group))
+  }
+  return table
+}
+
+/** Pids of the live (not zombie) members of process group `pgid`, now (synchronous). */
 export function groupMembers(pgid: number): number[] {
   const g = validatePid(pgid, 'pgid')
   if (binding && process.platform === 'linux') return binding.groupMembers(g)
-  // macOS / BSD (or no addon): one `ps` listing. Slower, but only used on the stop path.
-  const r = spawnSync('ps', ['-A', '-o', 'pid=,pgid=,stat='], { encoding: 'utf8', timeout: 10_000 })
-  if (r.status !== 0) return []
-  const members: number[] = []
-  for (const line of r.stdout.split('\n')) {
-    const [pid, group, state] = line.trim().split(/\s+/)
-    if (Number(group) === g && state && !state.startsWith('Z')) members.push(Number(pid))
-  }
-  return members
+  return scanGroups().get(g) ?? []
+}
+
+let waiting: Array<{ pgid: number; resolve(members: number[]): void }> = []
+let scheduled = false
+
+/**
+ * The same answer as groupMembers(), from a scan taken after the call: all the calls made before
+ * that scan starts share it. Stopping hundreds of groups at once then costs one scan of the
+ * process table per round instead of one per group.
+ */
+export function groupMembersSoon(pgid: number): Promise<number[]> {
+  const g = validatePid(pgid, 'pgid')
+  return new Promise((resolve) => {
+    waiting.push({ pgid: g, resolve })
+    if (scheduled) return
+    scheduled = true
+    setImmediate(() => {
+      const batch = waiting
+      waiting = []
+      scheduled = false
+      let table: Map<number, number[]>
+      try {
+        table = scanGroups()
+      } catch {
+        table = new Map()
+      }
+      for (const w of batch) w.resolve(table.get(w.pgid) ?? [])
+    })
+  })
 }

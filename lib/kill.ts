@@ -14,7 +14,7 @@ import type { ChildProcess } from 'node:child_process'
 import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from './config'
 import { rangeError, typeError } from './errors'
 import { isChildProcess, type ProcessTarget } from './exit'
-import { groupMembers } from './group'
+import { groupMembersSoon } from './group'
 import { type Logger, logEvent } from './logger'
 import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './handle'
 import { binding } from './native'
@@ -140,8 +140,8 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   const childExit = child ? exitOfChild(child) : null
 
   /** Pins and records the current live members (the leader alone when not a group). */
-  const refresh = (): void => {
-    const pids = pgid !== null ? groupMembers(pgid) : leader && !leader.closed ? [pid] : []
+  const refresh = async (): Promise<void> => {
+    const pids = pgid !== null ? await groupMembersSoon(pgid) : leader && !leader.closed ? [pid] : []
     for (const p of pids) {
       if (tracked.has(p)) continue
       let handle: ProcessHandle
@@ -193,7 +193,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   /** Waits until every tracked member is gone and a fresh listing finds no one new, or `until`. */
   const settle = async (sig: number, until: number, stop?: AbortSignal): Promise<boolean> => {
     for (;;) {
-      refresh()
+      await refresh()
       const pending = live()
       const fresh = pending.filter((t) => !sentTo.has(t.handle))
       if (fresh.length > 0) {

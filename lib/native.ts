@@ -24,6 +24,7 @@ export interface Binding {
   killpg(pgid: number, signal: number): void
   getppid(): number
   groupMembers(pgid: number): number[]
+  groupTable(): Int32Array
   setParentDeathSignal(signal: number): void
   getParentDeathSignal(): number
   setChildSubreaper(on: boolean): void

@@ -17,7 +17,7 @@ import { closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } f
 import { type CloseReport, closeClient } from './close'
 import { ReapkitError, typeError } from './errors'
 import { isChildProcess } from './exit'
-import { groupMembers } from './group'
+import { groupMembers, groupMembersSoon } from './group'
 import { openProcess } from './handle'
 import { type KillResult, killProcessGracefully } from './kill'
 import { type Logger, logEvent, silentLogger } from './logger'
@@ -159,7 +159,9 @@ export class Supervisor extends EventEmitter {
    * (close + grace + 1 s unless set); whatever is left at the cap is SIGKILLed. One report each.
    */
   async shutdownAll(options: { close?: (child: ChildProcess, record: ProcessRecord) => unknown } = {}): Promise<ShutdownReport[]> {
-    const running = [...this.#entries.values()].filter((e) => e.record.status === 'running' || this.#groupLeft(e))
+    const entries = [...this.#entries.values()]
+    const left = await Promise.all(entries.map((e) => (e.record.status === 'running' ? true : this.#groupLeft(e))))
+    const running = entries.filter((_, i) => left[i])
     logEvent(this.#logger, 'info', 'shutdown.start', { processes: running.length, capMs: this.shutdownTimeoutMs })
     const started = performance.now()
     let timer: NodeJS.Timeout | undefined
@@ -232,8 +234,8 @@ export class Supervisor extends EventEmitter {
     }
   }
 
-  #groupLeft(entry: Entry): boolean {
-    return entry.record.pgid !== null && groupMembers(entry.record.pgid).length > 0
+  async #groupLeft(entry: Entry): Promise<boolean> {
+    return entry.record.pgid !== null && (await groupMembersSoon(entry.record.pgid)).length > 0
   }
 
   #checkRequestId(requestId: string | number): void {

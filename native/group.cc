@@ -56,16 +56,13 @@ static Napi::Value GetPpid(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), getppid());
 }
 
-// groupMembers(pgid) -> pids of the live (not zombie) members of process group `pgid`. Linux reads
-// /proc/PID/stat (field 3: state, field 5: pgrp) in one pass; kill(-pgid, 0) cannot tell a group of
-// zombies from a live one. Elsewhere: ENOTSUP (the TS layer falls back to ps).
-static Napi::Value GroupMembers(const Napi::CallbackInfo& info) {
-  int32_t pgid;
-  if (!ArgInt(info, 0, "pgid", &pgid)) return info.Env().Undefined();
 #if defined(__linux__)
+// Calls visit(pid, pgrp) for every live (not zombie) process, from one pass over /proc/PID/stat
+// (field 3: state, field 5: pgrp). Returns 0 or an errno.
+template <typename Visit>
+static int ScanProcesses(Visit visit) {
   DIR* proc = opendir("/proc");
-  if (proc == nullptr) return ThrowSystemError(info.Env(), errno, "opendir");
-  std::vector<int> members;
+  if (proc == nullptr) return errno;
   char path[300];
   char buf[512];
   while (dirent* entry = readdir(proc)) {
@@ -84,22 +81,58 @@ static Napi::Value GroupMembers(const Napi::CallbackInfo& info) {
     char state = close_paren[2];
     int ppid = 0, pgrp = 0;
     if (std::sscanf(close_paren + 3, "%d %d", &ppid, &pgrp) != 2) continue;
-    if (pgrp == pgid && state != 'Z' && state != 'X') members.push_back(std::atoi(name));
+    if (state != 'Z' && state != 'X') visit(std::atoi(name), pgrp);
   }
   closedir(proc);
+  return 0;
+}
+#endif
+
+#ifndef ENOTSUP
+#define ENOTSUP EOPNOTSUPP
+#endif
+
+// groupMembers(pgid) -> pids of the live (not zombie) members of process group `pgid`.
+// kill(-pgid, 0) cannot tell a group of zombies from a live one. Elsewhere: ENOTSUP (the TS layer
+// falls back to ps).
+static Napi::Value GroupMembers(const Napi::CallbackInfo& info) {
+  int32_t pgid;
+  if (!ArgInt(info, 0, "pgid", &pgid)) return info.Env().Undefined();
+#if defined(__linux__)
+  std::vector<int> members;
+  int err = ScanProcesses([&](int pid, int pgrp) {
+    if (pgrp == pgid) members.push_back(pid);
+  });
+  if (err != 0) return ThrowSystemError(info.Env(), err, "opendir");
   Napi::Array out = Napi::Array::New(info.Env(), members.size());
   for (size_t i = 0; i < members.size(); i++) out.Set(static_cast<uint32_t>(i), members[i]);
   return out;
 #else
-#ifndef ENOTSUP
-#define ENOTSUP EOPNOTSUPP
-#endif
   return ThrowSystemError(info.Env(), ENOTSUP, "group_members");
+#endif
+}
+
+// groupTable() -> Int32Array [pid, pgid, pid, pgid, ...] of every live process: one scan that
+// answers for many groups at once (shutting down hundreds of children scans once, not per child).
+static Napi::Value GroupTable(const Napi::CallbackInfo& info) {
+#if defined(__linux__)
+  std::vector<int32_t> pairs;
+  int err = ScanProcesses([&](int pid, int pgrp) {
+    pairs.push_back(pid);
+    pairs.push_back(pgrp);
+  });
+  if (err != 0) return ThrowSystemError(info.Env(), err, "opendir");
+  Napi::Int32Array out = Napi::Int32Array::New(info.Env(), pairs.size());
+  for (size_t i = 0; i < pairs.size(); i++) out[i] = pairs[i];
+  return out;
+#else
+  return ThrowSystemError(info.Env(), ENOTSUP, "group_table");
 #endif
 }
 
 void InitGroup(Napi::Env env, Napi::Object exports) {
   exports.Set("groupMembers", Napi::Function::New(env, GroupMembers, "groupMembers"));
+  exports.Set("groupTable", Napi::Function::New(env, GroupTable, "groupTable"));
   exports.Set("getpgid", Napi::Function::New(env, GetPgid, "getpgid"));
   exports.Set("setpgid", Napi::Function::New(env, SetPgid, "setpgid"));
   exports.Set("kill", Napi::Function::New(env, Kill, "kill"));
