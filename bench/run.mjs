@@ -175,11 +175,16 @@ async function requireTime() {
   return samples
 }
 
+const reaping = await import('./reaping.mjs')
 const started = Date.now()
 const exit = await exitLatency()
 const parent = await parentLatency()
 const idle = await idleCost()
 const req = await requireTime()
+const stop = await reaping.stopTree(quick ? 5 : 30)
+const close = await reaping.closeServer(quick ? 1 : 3)
+const scaling = await reaping.shutdownScaling(quick ? [1, 10, 100] : [1, 10, 100, 500])
+reaping.sweep()
 killAll()
 
 const stat = (xs) => ({ n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) })
@@ -245,10 +250,41 @@ Target: p50 ≤ 1 ms, p99 ≤ 5 ms → ${P.sh.reapkit.p50 <= 1 && P.sh.reapkit.p
 
 n ${R.n} · p50 ${fmt(R.p50)} ms · p99 ${fmt(R.p99)} ms · target < 5 ms → ${R.p50 < 5 ? 'met' : 'NOT met'} (p50)
 
+## Stopping a three-level tree (\`sh\` → \`sh\` → \`sleep\`) and knowing it is gone
+
+"Lag" is how long after the tree's last process really exited (seen here by pidfd) each method
+reported done; negative means it reported before the tree was gone. Survivors are counted when the
+method reports done (zombies do not count).
+
+| method | n | p50 ms | p99 ms | lag p50 ms | lag p99 ms | survivors |
+|---|---:|---:|---:|---:|---:|---:|
+${[['reapkit \`killProcessGracefully\` (SIGTERM, wait by event, confirm)', stop.reapkit], ['tree-kill (SIGTERM via \`ps\` walk; sends only)', stop.treeKill], ['SIGTERM to the group, then \`kill(-pgid, 0)\` every 100 ms', stop.poll100]]
+  .map(([name, rows]) => { const a = stat(rows.map((r) => r.ms)); const l = stat(rows.map((r) => r.lagMs)); return `| ${name} | ${a.n} | ${fmt(a.p50)} | ${fmt(a.p99)} | ${fmt(l.p50)} | ${fmt(l.p99)} | ${rows.reduce((s, r) => s + r.survivors, 0)} |` }).join('\n')}
+
+Target: a well-behaved tree confirmed gone within 5 ms of its last process exiting → ${pct(stop.reapkit.map((r) => r.lagMs), 99) <= 5 ? 'met' : 'NOT met'} (p99 lag). The poll loop waits on zombies: \`kill(-pgid, 0)\` succeeds until someone reaps them (this machine's PID 1 is slow to).
+
+## Closing a server started through \`sh -c\` that ignores stdin end
+
+| method | n | mean ms | survivors |
+|---|---:|---:|---:|
+| reapkit \`closeClient\` (stdin end, 2 s, then SIGTERM to the group) | ${close.reapkit.length} | ${fmt(close.reapkit.reduce((s, r) => s + r.ms, 0) / close.reapkit.length)} | ${close.reapkit.reduce((s, r) => s + r.survivors, 0)} |
+| MCP SDK 1.32.2 \`StdioClientTransport.close()\` | ${close.sdk.length} | ${fmt(close.sdk.reduce((s, r) => s + r.ms, 0) / close.sdk.length)} | ${close.sdk.reduce((s, r) => s + r.survivors, 0)} |
+
+The SDK signals only its direct child (\`sh\`); the real server is left running, re-parented.
+
+## \`Supervisor.shutdownAll\` against the number of children
+
+Each child ignores stdin end and exits on SIGTERM: every stop takes the 250 ms close window, then a
+signal. Wall time should follow the slowest child, not the count.
+
+| children | wall ms | escalated | survivors |
+|---:|---:|---:|---:|
+${scaling.map((r) => `| ${r.n} | ${fmt(r.ms)} | ${r.escalated} | ${r.survivors} |`).join('\n')}
+
 Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/latest.json\`.
 `
 mkdirSync(join(here, 'results'), { recursive: true })
 writeFileSync(join(here, 'results', 'latest.md'), md)
-writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ quick, exit, parent, idle, require: req }, null, 1))
+writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ quick, exit, parent, idle, require: req, stop, close, scaling }, null, 1))
 console.log(md)
 process.exit(0)
