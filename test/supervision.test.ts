@@ -33,6 +33,22 @@ describe('closeClient', () => {
     expect(groupMembers(server.pid!)).toEqual([])
   })
 
+  it('logs one structured event per step', async () => {
+    const events: Array<{ level: string; event: string; signal?: string }> = []
+    const capture = (level: string) => (fields: object) => events.push({ level, ...(fields as { event: string }) })
+    const logger = { debug: capture('debug'), info: capture('info'), warn: capture('warn'), error: capture('error') }
+    const server = spawnTracked('sh', ['-c', "trap '' TERM; sleep 1000"], { stdio: ['pipe', 'ignore', 'ignore'] })
+    await waitFor(() => groupMembers(server.pid!).length === 2, 5000, 'the tree to start')
+    await closeClient(server, { closeTimeoutMs: 100, graceMs: 200, logger })
+    expect(events.map((e) => `${e.level} ${e.event}${e.signal ? ` ${e.signal}` : ''}`)).toEqual([
+      'info close.attempt',
+      'warn close.timeout',
+      'info signal.sent SIGTERM',
+      'info signal.sent SIGKILL',
+      'info group.gone',
+    ])
+  })
+
   it('uses the caller\'s close(), and its rejection is reported, not thrown', async () => {
     const server = spawnTracked('sleep', ['1000'], { stdio: ['pipe', 'ignore', 'ignore'] })
     const report = await closeClient(server, {
@@ -92,6 +108,16 @@ describe('Supervisor', () => {
     ac.abort()
     await follow
     expect(seen.map((r) => `${r.requestId}:${r.status}`)).toEqual(['req-a:running', '7:running', '7:exited', 'req-a:terminated'])
+  })
+
+  it('adopts a child started elsewhere and stops it like its own', async () => {
+    const sup = new Supervisor({ graceMs: 5000, backstop: false })
+    const child = spawnTracked('sleep', ['1000']) // reapkit spawn: own group, known pgid
+    const record = sup.adopt(child, { requestId: 'adopted' })
+    expect(record).toMatchObject({ pid: child.pid, pgid: child.pid, requestId: 'adopted', command: 'sleep', status: 'running' })
+    expect(sup.adopt(child).pid).toBe(child.pid) // idempotent
+    await sup.terminate('adopted')
+    expect(sup.get('adopted')!.status).toBe('terminated')
   })
 
   it('refuses to terminate anything it did not register, and leaves it untouched', async () => {
