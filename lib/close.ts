@@ -15,10 +15,9 @@ import type { ChildProcess } from 'node:child_process'
 import { closeTimeoutMs as envCloseTimeoutMs } from './config'
 import { typeError } from './errors'
 import { isChildProcess } from './exit'
-import { groupMembersSoon } from './group'
 import { type KillResult, killProcessGracefully, type SignalSent } from './kill'
 import { type Logger, logEvent } from './logger'
-import { spawnedInfo } from './spawn'
+import { spawnedGroupMembers, spawnedInfo } from './spawn'
 import { type SignalLike, validateMs } from './validate'
 
 export interface CloseClientOptions {
@@ -57,9 +56,15 @@ export interface CloseReport {
 
 const now = (): number => performance.now()
 
-function exitOf(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode })
-  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+/** The child's exit as a promise, and a way to drop the listener if the call ends first. */
+function exitOf(child: ChildProcess): { promise: Promise<unknown>; dispose(): void } {
+  if (child.exitCode !== null || child.signalCode !== null) return { promise: Promise.resolve(), dispose() {} }
+  let listener!: () => void
+  const promise = new Promise<void>((resolve) => {
+    listener = () => resolve()
+    child.once('exit', listener)
+  })
+  return { promise, dispose: () => child.off('exit', listener) }
 }
 
 /** Waits for `promise` at most until `deadline` (performance.now() time); true if it settled. */
@@ -97,7 +102,14 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
   const pgid = spawnedInfo(child)?.pgid ?? null
   const started = now()
   const exited = exitOf(child)
-  const groupLeft = async (): Promise<boolean> => pgid !== null && (await groupMembersSoon(pgid)).length > 0
+  // Members still in the child's group (never listed again once it was seen empty: see spawn.ts).
+  const groupLeft = async (): Promise<boolean> => {
+    try {
+      return (await spawnedGroupMembers(child)).length > 0
+    } catch {
+      return true // cannot list: let phase 2 stop what it can pin and report it uncertain
+    }
+  }
 
   let phase: CloseReport['phase'] = 'graceful'
   let closeCompleted = false
@@ -120,7 +132,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
         }
       })()
       closeCompleted = await within(attempt, deadline)
-      const gone = await within(exited, deadline)
+      const gone = await within(exited.promise, deadline)
       if (gone) logEvent(logger, 'info', 'close.graceful', { pid, pgid, elapsedMs: now() - started })
       else {
         phase = 'forced'
@@ -139,6 +151,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
       })
     }
   } finally {
+    exited.dispose()
     releaseStdio(child)
   }
   const status = child.exitCode !== null || child.signalCode !== null ? { code: child.exitCode, signal: child.signalCode } : null

@@ -54,9 +54,15 @@ export function closeTimeoutMs(): number {
 }
 
 /**
- * The shutdownAll cap from REAPKIT_SHUTDOWN_TIMEOUT_MS (1000..600000 ms), or derived from the
- * other two (close + grace + 1 s), so that the graceful window is never pre-empted.
+ * The shutdownAll cap: close + grace + 1 s, so that no graceful window is pre-empted.
+ * REAPKIT_SHUTDOWN_TIMEOUT_MS (1000..600000 ms) may lengthen it, never shorten it below that.
  */
 export function shutdownTimeoutMs(close: number, grace: number): number {
-  return envMs('REAPKIT_SHUTDOWN_TIMEOUT_MS', close + grace + 1000, 1000, 600_000)
+  const derived = close + grace + 1000
+  const fromEnv = envMs('REAPKIT_SHUTDOWN_TIMEOUT_MS', derived, 1000, 600_000)
+  if (fromEnv < derived) {
+    report('REAPKIT_SHUTDOWN_TIMEOUT_MS', `REAPKIT_SHUTDOWN_TIMEOUT_MS=${fromEnv} would cut the ${close} ms close and ${grace} ms grace short; using ${derived}`)
+    return derived
+  }
+  return fromEnv
 }

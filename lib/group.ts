@@ -6,8 +6,8 @@ import { spawnSync } from 'node:child_process'
 import { binding } from './native'
 import { validatePid } from './validate'
 
-/** Every live process as pgid -> pids, from one scan. */
-function scanGroups(): Map<number, number[]> {
+/** Every live process as pgid -> pids, from one scan. Throws if the listing fails. */
+export function scanGroups(): Map<number, number[]> {
   const table = new Map<number, number[]>()
   const add = (pid: number, pgid: number): void => {
     const list = table.get(pgid)
@@ -21,7 +21,9 @@ function scanGroups(): Map<number, number[]> {
   }
   // macOS / BSD (or no addon): one `ps` listing. Slower, but only used on the stop path.
   const r = spawnSync('ps', ['-A', '-o', 'pid=,pgid=,stat='], { encoding: 'utf8', timeout: 10_000 })
-  if (r.status !== 0) return table
+  // A listing that failed is not an empty group: say so, never "nobody is left".
+  if (r.error) throw r.error
+  if (r.status !== 0) throw new Error(`ps failed with status ${r.status}: ${r.stderr.trim()}`)
   for (const line of r.stdout.split('\n')) {
     const [pid, group, state] = line.trim().split(/\s+/)
     if (state && !state.startsWith('Z')) add(Number(pid), Number(group))
@@ -36,7 +38,7 @@ export function groupMembers(pgid: number): number[] {
   return scanGroups().get(g) ?? []
 }
 
-let waiting: Array<{ pgid: number; resolve(members: number[]): void }> = []
+let waiting: Array<{ pgid: number; resolve(members: number[]): void; reject(err: unknown): void }> = []
 let scheduled = false
 
 /**
@@ -46,8 +48,8 @@ let scheduled = false
  */
 export function groupMembersSoon(pgid: number): Promise<number[]> {
   const g = validatePid(pgid, 'pgid')
-  return new Promise((resolve) => {
-    waiting.push({ pgid: g, resolve })
+  return new Promise((resolve, reject) => {
+    waiting.push({ pgid: g, resolve, reject })
     if (scheduled) return
     scheduled = true
     setImmediate(() => {
@@ -57,8 +59,9 @@ export function groupMembersSoon(pgid: number): Promise<number[]> {
       let table: Map<number, number[]>
       try {
         table = scanGroups()
-      } catch {
-        table = new Map()
+      } catch (err) {
+        for (const w of batch) w.reject(err) // e.g. EMFILE: unknown, not empty
+        return
       }
       for (const w of batch) w.resolve(table.get(w.pgid) ?? [])
     })

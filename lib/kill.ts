@@ -18,7 +18,7 @@ import { groupMembersSoon } from './group'
 import { type Logger, logEvent } from './logger'
 import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './handle'
 import { binding } from './native'
-import { spawnedInfo } from './spawn'
+import { spawnedGroupMembers, spawnedInfo } from './spawn'
 import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid } from './validate'
 
 export interface KillOptions {
@@ -61,6 +61,11 @@ export interface KillResult {
   signal: NodeJS.Signals | null
   /** Processes still alive when the call gave up (empty unless they resisted even SIGKILL). */
   survivors: number[]
+  /**
+   * True when the group could not be listed (e.g. EMFILE): only the processes already pinned (at
+   * least the target itself) were signalled and confirmed gone; other members may remain.
+   */
+  uncertain: boolean
   durationMs: number
 }
 
@@ -137,11 +142,29 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   const tracked = new Map<number, Tracked>()
   const signalsSent: SignalSent[] = []
   let sentTo = new Set<ProcessHandle>() // who got the current phase's signal
-  const childExit = child ? exitOfChild(child) : null
 
-  /** Pins and records the current live members (the leader alone when not a group). */
+  // A group id is ours to list while the group has been continuously non-empty since we knew it:
+  // while the leader is unreaped its pid (= the id) cannot be reused. Once a listing finds nobody
+  // after the leader exited, the id may go to a stranger: it is never listed again.
+  let groupGone = false
+  let uncertain = false
+  const leaderExited = (): boolean => !leader || leader.closed || tracked.get(pid)?.gone === true
+  const listGroup = async (): Promise<number[]> => {
+    if (pgid === null || groupGone) return []
+    try {
+      const members = child && spawnedInfo(child) ? await spawnedGroupMembers(child) : await groupMembersSoon(pgid)
+      if (members.length === 0 && leaderExited()) groupGone = true
+      return members
+    } catch {
+      uncertain = true // not "empty": unknown. Keep to what is pinned.
+      return []
+    }
+  }
+
+  /** Pins and records the current live members; the pinned leader always, even before it joins its group. */
   const refresh = async (): Promise<void> => {
-    const pids = pgid !== null ? await groupMembersSoon(pgid) : leader && !leader.closed ? [pid] : []
+    const pids = await listGroup()
+    if (leader && !leader.closed && !pids.includes(pid)) pids.push(pid)
     for (const p of pids) {
       if (tracked.has(p)) continue
       let handle: ProcessHandle
@@ -242,20 +265,28 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   // The target's own status: from the ChildProcess (exact), else what the kernel told the handle.
   let code: number | null = null
   let termSignal: NodeJS.Signals | null = null
-  if (childExit) {
+  if (child && survivors.length === 0) {
     // libuv reports the exit once it has reaped the child, right after the group is gone; bounded
-    // in case the child is not ours to reap. The timer must not outlive the wait.
-    let timer: NodeJS.Timeout | undefined
-    const info = await Promise.race([childExit, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
-    clearTimeout(timer)
+    // in case the child is not ours to reap. Neither the timer nor the listener outlives the wait.
+    let info = statusOf(child)
+    if (!info && tracked.get(pid)?.gone) {
+      let timer: NodeJS.Timeout | undefined
+      let listener: (() => void) | undefined
+      await new Promise<void>((res) => {
+        listener = () => res()
+        child!.once('exit', listener)
+        timer = setTimeout(res, 1000)
+      })
+      clearTimeout(timer)
+      child.off('exit', listener!)
+      info = statusOf(child)
+    }
     if (info) ({ code, signal: termSignal } = info)
   }
-  return { pid, pgid, signalsSent, escalated, code, signal: termSignal, survivors, durationMs: now() - started }
+  return { pid, pgid, signalsSent, escalated, code, signal: termSignal, survivors, uncertain, durationMs: now() - started }
 }
 
-function exitOfChild(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (child.exitCode !== null || child.signalCode !== null) {
-    return Promise.resolve({ code: child.exitCode, signal: child.signalCode })
-  }
-  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+/** Reads the child's status now if it has exited (no listener left behind when it has not). */
+function statusOf(child: ChildProcess): { code: number | null; signal: NodeJS.Signals | null } | null {
+  return child.exitCode !== null || child.signalCode !== null ? { code: child.exitCode, signal: child.signalCode } : null
 }

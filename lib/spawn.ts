@@ -20,9 +20,11 @@
  */
 import * as childProcess from 'node:child_process'
 import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_process'
-import { accessSync, constants as fsConstants } from 'node:fs'
+import { accessSync, constants as fsConstants, statSync } from 'node:fs'
 import { delimiter, isAbsolute, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { typeError } from './errors'
+import { groupMembersSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
 import { capabilities, execHelperPath } from './native'
 import { type SignalLike, signalName, signalNumber } from './validate'
@@ -45,6 +47,11 @@ export interface SpawnedInfo {
   parentDeathSignal: NodeJS.Signals | null
   /** The pinned handle (closed once the child has exited), or null if the spawn failed. */
   handle: ProcessHandle | null
+  /**
+   * True once the group was seen empty after the child exited. Its id may then belong to someone
+   * else's group, so reapkit never lists or signals it again.
+   */
+  groupGone: boolean
 }
 
 const spawned = new WeakMap<ChildProcess, SpawnedInfo>()
@@ -54,19 +61,32 @@ export function spawnedInfo(child: ChildProcess): SpawnedInfo | undefined {
   return spawned.get(child)
 }
 
-/** Finds `command` the way execvp will (PATH from the child's env), or null if it would fail. */
+/**
+ * @internal Live members of a spawned child's group; [] once the group was seen empty after the
+ * child exited (and from then on, without listing: the id may have been reused by a stranger).
+ * While the child is unreaped its pid, and so the group id, cannot be reused.
+ */
+export async function spawnedGroupMembers(child: ChildProcess): Promise<number[]> {
+  const info = spawned.get(child)
+  if (!info || info.pgid === null || info.groupGone) return []
+  const members = await groupMembersSoon(info.pgid)
+  if (members.length === 0 && (child.exitCode !== null || child.signalCode !== null)) info.groupGone = true
+  return members
+}
+
+/** Whether execvp would find and run `command` (PATH from the child's env, as glibc searches it). */
 function resolvable(command: string, options: NodeSpawnOptions): boolean {
-  const cwd = typeof options.cwd === 'string' ? options.cwd : options.cwd ? options.cwd.pathname : process.cwd()
+  const cwd = typeof options.cwd === 'string' ? options.cwd : options.cwd ? fileURLToPath(options.cwd) : process.cwd()
   const executable = (file: string): boolean => {
     try {
       accessSync(file, fsConstants.X_OK)
-      return true
+      return statSync(file).isFile()
     } catch {
       return false
     }
   }
   if (command.includes('/')) return executable(isAbsolute(command) ? command : resolve(cwd, command))
-  const path = (options.env ?? process.env).PATH ?? '/usr/local/bin:/usr/bin:/bin'
+  const path = (options.env ?? process.env).PATH ?? '/bin:/usr/bin' // glibc's default when PATH is unset
   return path.split(delimiter).some((dir) => executable(resolve(cwd, dir || '.', command)))
 }
 
@@ -81,8 +101,11 @@ export function spawn(
     throw typeError('ERR_INVALID_ARG_TYPE', 'The "command" argument must be a non-empty string')
   }
   const args = Array.isArray(argsOrOptions) ? [...(argsOrOptions as readonly string[])] : []
-  const options: SpawnOptions = (Array.isArray(argsOrOptions) ? maybeOptions : (argsOrOptions as SpawnOptions)) ?? {}
-  const { group = true, parentDeathSignal = 'SIGKILL', ...nodeOptions } = options
+  // Like Node: spawn(cmd, options), spawn(cmd, args, options) and spawn(cmd, null | undefined, options).
+  const options: SpawnOptions =
+    (Array.isArray(argsOrOptions) || argsOrOptions == null ? maybeOptions : (argsOrOptions as SpawnOptions)) ?? {}
+  // `detached` is the idiom for "let it outlive me": no death signal unless asked for explicitly.
+  const { group = true, parentDeathSignal = options.detached ? false : 'SIGKILL', ...nodeOptions } = options
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
@@ -97,8 +120,10 @@ export function spawn(
 
   const helper = execHelperPath()
   let child: ChildProcess
-  let applied: Omit<SpawnedInfo, 'handle'>
-  if (helper && (group || sig > 0) && resolvable(file, nodeOptions)) {
+  let applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>
+  // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
+  const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
+  if (helper && (group || sig > 0) && !asOtherUser && resolvable(file, nodeOptions)) {
     const argv0 = nodeOptions.argv0 ?? file
     child = childProcess.spawn(helper, [group ? '1' : '0', String(sig), String(process.pid), file, argv0, ...argv], {
       ...nodeOptions,
@@ -124,8 +149,15 @@ export function spawn(
     } catch {
       handle = null // exited and reaped already? then nothing can be signalled by pid anyway
     }
-    child.once('exit', () => handle?.close())
   }
-  spawned.set(child, { ...applied, handle })
+  const info: SpawnedInfo = { ...applied, handle, groupGone: false }
+  spawned.set(child, info)
+  if (child.pid !== undefined) {
+    child.once('exit', () => {
+      handle?.close()
+      // Look once, right after libuv reaped it: if nobody is left, the group is gone for good.
+      if (info.pgid !== null) spawnedGroupMembers(child).catch(() => {})
+    })
+  }
   return child
 }

@@ -4,12 +4,16 @@
  *
  * It signals only what it registered: a pid or request id it does not know is refused with
  * ERR_REAPKIT_NOT_SUPERVISED. That is the security boundary: a caller who can name a pid cannot
- * make us signal someone else's process.
+ * make us signal someone else's process. Every signal goes through a pinned handle, and a group is
+ * never listed again once it was seen empty (its id may then belong to a stranger).
  *
  * A synchronous backstop runs on process 'exit' (which Node also emits after an uncaught exception
- * or an unhandled rejection): every group still registered gets SIGKILL, synchronously. When this
- * process dies without running JavaScript (SIGKILL, an unhandled signal), the kernel's
- * parent-death signal armed by spawn() takes the children instead.
+ * or an unhandled rejection): every registered group still alive gets SIGKILL, synchronously, from
+ * one listing of the process table. It cannot run when this process dies without running
+ * JavaScript: by SIGKILL, or by a signal it does not handle (SIGTERM, SIGINT, SIGHUP with no
+ * listener). Then the kernel's parent-death signal armed by spawn() takes the direct children, but
+ * not processes they started in their groups; handle those signals (and call shutdownAll) if that
+ * matters, or run under the `reapkit -- command` wrapper.
  */
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter, on } from 'node:events'
@@ -17,12 +21,12 @@ import { closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } f
 import { type CloseReport, closeClient } from './close'
 import { ReapkitError, typeError } from './errors'
 import { isChildProcess } from './exit'
-import { groupMembers, groupMembersSoon } from './group'
-import { openProcess } from './handle'
+import { scanGroups } from './group'
+import { type ProcessHandle, openProcess } from './handle'
 import { type KillResult, killProcessGracefully } from './kill'
 import { type Logger, logEvent, silentLogger } from './logger'
 import { binding } from './native'
-import { type SpawnOptions, spawn, spawnedInfo } from './spawn'
+import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedInfo } from './spawn'
 import { validateMs } from './validate'
 
 export type ProcessStatus = 'running' | 'exited' | 'terminated' | 'killed'
@@ -48,23 +52,28 @@ export interface SupervisorOptions {
   closeTimeoutMs?: number
   /** SIGTERM -> SIGKILL grace. Default 9000 (REAPKIT_KILL_GRACE_MS). */
   graceMs?: number
-  /** Cap of shutdownAll. Default close + grace + 1000 (REAPKIT_SHUTDOWN_TIMEOUT_MS). */
+  /** Cap of shutdownAll. Default close + grace + 1000 (REAPKIT_SHUTDOWN_TIMEOUT_MS may lengthen it). */
   shutdownTimeoutMs?: number
   logger?: Logger
   /** Install the synchronous exit backstop. Default true. */
   backstop?: boolean
+  /** How many finished records list() keeps (oldest dropped first). Default 1000. */
+  history?: number
 }
 
 export interface ShutdownReport extends CloseReport {
   requestId: string | number | null
-  /** True when the overall cap ran out and the backstop SIGKILLed it. */
+  /** True when the overall cap ran out and the backstop SIGKILLed what was left. */
   capped: boolean
 }
 
 interface Entry {
+  id: number
   record: ProcessRecord
   child: ChildProcess
-  /** Set while we are stopping it: what the exit then counts as. */
+  /** Pinned while the process runs (spawn's handle, or one opened at adopt time). */
+  handle: ProcessHandle | null
+  /** terminate()/shutdownAll() is stopping it: they, not the exit event, settle its status. */
   stopping: boolean
 }
 
@@ -75,17 +84,29 @@ function installBackstop(): void {
   if (backstopInstalled) return
   backstopInstalled = true
   process.on('exit', () => {
-    for (const s of supervisors) s.killAllSync()
+    if (supervisors.size === 0) return
+    let table: Map<number, number[]> | null = null
+    try {
+      table = scanGroups()
+    } catch {
+      table = null // cannot list: still kill every pinned leader
+    }
+    for (const s of supervisors) s.killAllSync(table)
   })
 }
+
+const running = (e: Entry): boolean => e.record.status === 'running'
 
 export class Supervisor extends EventEmitter {
   readonly closeTimeoutMs: number
   readonly graceMs: number
   readonly shutdownTimeoutMs: number
   readonly #logger: Logger
+  readonly #history: number
   readonly #entries = new Map<number, Entry>()
-  readonly #byRequest = new Map<string | number, number>()
+  readonly #byPid = new Map<number, Entry>()
+  readonly #byRequest = new Map<string | number, Entry>()
+  #nextId = 1
 
   constructor(options: SupervisorOptions = {}) {
     super()
@@ -94,6 +115,7 @@ export class Supervisor extends EventEmitter {
     this.shutdownTimeoutMs =
       validateMs(options.shutdownTimeoutMs, 'shutdownTimeoutMs') ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
     this.#logger = options.logger ?? silentLogger
+    this.#history = options.history ?? 1000
     if (options.backstop !== false) {
       supervisors.add(this)
       installBackstop()
@@ -110,23 +132,27 @@ export class Supervisor extends EventEmitter {
     return child
   }
 
-  /** Registers a child started elsewhere (it should lead its own process group to be stopped whole). */
+  /**
+   * Registers a child started elsewhere. It is stopped as a whole group only if it leads one; a
+   * child that already exited is recorded as 'exited' and never signalled.
+   */
   adopt(child: ChildProcess, options: { requestId?: string | number } = {}): ProcessRecord {
     if (!isChildProcess(child) || child.pid === undefined) {
       throw typeError('ERR_INVALID_ARG_TYPE', 'adopt() takes a spawned ChildProcess')
     }
-    if (this.#entries.has(child.pid)) return { ...this.#entries.get(child.pid)!.record }
+    const known = [...this.#entries.values()].find((e) => e.child === child)
+    if (known) return { ...known.record }
     if (options.requestId !== undefined) this.#checkRequestId(options.requestId)
     const [command = '', ...args] = child.spawnargs
     return { ...this.#register(child, child.spawnfile ?? command, args, options.requestId ?? null).record }
   }
 
-  /** Every registered process (copies). */
+  /** Every registered process (copies), oldest first. */
   list(): ProcessRecord[] {
     return [...this.#entries.values()].map((e) => ({ ...e.record }))
   }
 
-  /** The record for a pid or a request id, or undefined. */
+  /** The record for a pid (the latest process with it) or a request id, or undefined. */
   get(pidOrRequestId: number | string): ProcessRecord | undefined {
     const entry = this.#find(pidOrRequestId)
     return entry ? { ...entry.record } : undefined
@@ -134,7 +160,8 @@ export class Supervisor extends EventEmitter {
 
   /**
    * Stops one registered process and its group: SIGTERM, bounded wait, SIGKILL. Refuses anything it
-   * did not register.
+   * did not register. A process that already exited keeps its status; members it left in its group
+   * are still stopped.
    */
   async terminate(pidOrRequestId: number | string, options: { reason?: string; graceMs?: number } = {}): Promise<KillResult> {
     const entry = this.#find(pidOrRequestId)
@@ -144,30 +171,37 @@ export class Supervisor extends EventEmitter {
         `Refusing to terminate ${JSON.stringify(pidOrRequestId)}: this supervisor did not start or adopt it`,
       )
     }
-    entry.stopping = true
+    const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
-    const result = await killProcessGracefully(entry.child, {
-      graceMs: validateMs(options.graceMs, 'graceMs') ?? this.graceMs,
-      logger: this.#logger,
-    })
-    this.#settle(entry, result.escalated ? 'killed' : 'terminated')
-    return result
+    entry.stopping = true
+    try {
+      const result = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
+      this.#settle(entry, result.escalated ? 'killed' : 'terminated')
+      return result
+    } finally {
+      entry.stopping = false
+      this.#settleIfExited(entry) // e.g. killProcessGracefully threw after the child exited
+    }
   }
 
   /**
-   * Closes every running process in parallel, each through the two-phase close, under one cap
-   * (close + grace + 1 s unless set); whatever is left at the cap is SIGKILLed. One report each.
+   * Closes every running process (and groups left behind by exited ones) in parallel, each through
+   * the two-phase close, under one cap (close + grace + 1 s unless set). Whatever is left at the cap
+   * is SIGKILLed. One report each.
    */
   async shutdownAll(options: { close?: (child: ChildProcess, record: ProcessRecord) => unknown } = {}): Promise<ShutdownReport[]> {
     const entries = [...this.#entries.values()]
-    const left = await Promise.all(entries.map((e) => (e.record.status === 'running' ? true : this.#groupLeft(e))))
-    const running = entries.filter((_, i) => left[i])
-    logEvent(this.#logger, 'info', 'shutdown.start', { processes: running.length, capMs: this.shutdownTimeoutMs })
+    const leftovers = await Promise.all(
+      entries.map((e) => (running(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
+    )
+    const targets = entries.filter((_, i) => leftovers[i])
+    logEvent(this.#logger, 'info', 'shutdown.start', { processes: targets.length, capMs: this.shutdownTimeoutMs })
     const started = performance.now()
-    let timer: NodeJS.Timeout | undefined
-    const cap = new Promise<'cap'>((res) => (timer = setTimeout(res, this.shutdownTimeoutMs, 'cap')))
+    let capTimer: NodeJS.Timeout | undefined
+    const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, this.shutdownTimeoutMs, 'cap')))
     const reports = await Promise.all(
-      running.map(async (entry): Promise<ShutdownReport> => {
+      targets.map(async (entry): Promise<ShutdownReport> => {
+        const wasRunning = running(entry)
         entry.stopping = true
         const close = options.close
         const closing = closeClient(entry.child, {
@@ -176,19 +210,40 @@ export class Supervisor extends EventEmitter {
           logger: this.#logger,
           ...(close ? { close: () => close(entry.child, { ...entry.record }) } : {}),
         })
-        const first = await Promise.race([closing, cap])
-        if (first === 'cap') {
-          this.#killSync(entry)
-          logEvent(this.#logger, 'warn', 'shutdown.capped', { pid: entry.record.pid })
-          const late = await Promise.race([closing, new Promise<null>((res) => setTimeout(res, 1000, null))])
-          this.#settle(entry, 'killed')
-          return { ...(late ?? emptyReport(entry)), requestId: entry.record.requestId, capped: true }
+        try {
+          const first = await Promise.race([closing, cap])
+          if (first !== 'cap') {
+            if (wasRunning) this.#settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated')
+            return { ...first, requestId: entry.record.requestId, capped: false }
+          }
+          const killed = this.#killSync(entry, scanGroupsOrNull())
+          logEvent(this.#logger, 'warn', 'shutdown.capped', { pid: entry.record.pid, killed })
+          let timer: NodeJS.Timeout | undefined
+          const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
+          clearTimeout(timer)
+          if (wasRunning) this.#settle(entry, 'killed')
+          const report: CloseReport = late ?? {
+            pid: entry.record.pid,
+            pgid: entry.record.pgid,
+            phase: 'forced',
+            closeCompleted: false,
+            closeError: null,
+            code: entry.record.exitCode,
+            signal: entry.record.signal,
+            signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: performance.now() - started, processes: killed }] : [],
+            escalated: true,
+            survivors: [],
+            gracefulMs: this.closeTimeoutMs,
+            durationMs: performance.now() - started,
+          }
+          return { ...report, requestId: entry.record.requestId, capped: true }
+        } finally {
+          entry.stopping = false
+          this.#settleIfExited(entry)
         }
-        this.#settle(entry, first.phase === 'graceful' || first.phase === 'already-exited' ? 'exited' : first.escalated ? 'killed' : 'terminated')
-        return { ...first, requestId: entry.record.requestId, capped: false }
       }),
     )
-    clearTimeout(timer)
+    clearTimeout(capTimer)
     logEvent(this.#logger, 'info', 'shutdown.done', { processes: reports.length, elapsedMs: performance.now() - started })
     return reports
   }
@@ -207,9 +262,13 @@ export class Supervisor extends EventEmitter {
     }
   }
 
-  /** The backstop: SIGKILL, synchronously, every group (or process) still registered and alive. */
-  killAllSync(): void {
-    for (const entry of this.#entries.values()) this.#killSync(entry)
+  /**
+   * The backstop: SIGKILL, synchronously, every registered process still running and every member
+   * of its group still alive. `table` is one listing of the process table shared by all entries
+   * (null: list nothing, kill only the pinned leaders).
+   */
+  killAllSync(table: Map<number, number[]> | null = scanGroupsOrNull()): void {
+    for (const entry of this.#entries.values()) this.#killSync(entry, table)
   }
 
   /** Stops tracking (and backstopping) this supervisor's processes; they are not signalled. */
@@ -217,14 +276,30 @@ export class Supervisor extends EventEmitter {
     supervisors.delete(this)
   }
 
-  #killSync(entry: Entry): void {
-    const { pid, pgid } = entry.record
-    const targets = pgid !== null ? groupMembers(pgid) : entry.record.status === 'running' ? [pid] : []
-    for (const p of targets) {
+  /** SIGKILLs what remains of one entry, through pinned handles; returns how many were signalled. */
+  #killSync(entry: Entry, table: Map<number, number[]> | null): number {
+    let killed = 0
+    if (entry.handle && !entry.handle.closed) {
+      try {
+        entry.handle.signal('SIGKILL')
+        killed++
+      } catch {
+        // exited
+      }
+    }
+    const info = spawnedInfo(entry.child)
+    const pgid = entry.record.pgid
+    // The group is ours while its leader is unreaped or until it was seen empty (spawn.ts).
+    const trusted = pgid !== null && table !== null && (running(entry) || (info !== undefined && !info.groupGone))
+    for (const p of trusted ? (table!.get(pgid!) ?? []) : []) {
+      if (p === entry.record.pid) continue
       try {
         const handle = openProcess(p) // pinned, then checked: never a recycled pid
         try {
-          if (pgid === null || !binding || binding.getpgid(p) === pgid) handle.signal('SIGKILL')
+          if (!binding || binding.getpgid(p) === pgid) {
+            handle.signal('SIGKILL')
+            killed++
+          }
         } finally {
           handle.close()
         }
@@ -232,78 +307,117 @@ export class Supervisor extends EventEmitter {
         // gone already
       }
     }
-  }
-
-  async #groupLeft(entry: Entry): Promise<boolean> {
-    return entry.record.pgid !== null && (await groupMembersSoon(entry.record.pgid)).length > 0
+    return killed
   }
 
   #checkRequestId(requestId: string | number): void {
     if (typeof requestId !== 'string' && typeof requestId !== 'number') {
       throw typeError('ERR_INVALID_ARG_TYPE', 'The "requestId" option must be a string or a number')
     }
-    const pid = this.#byRequest.get(requestId)
-    if (pid !== undefined && this.#entries.get(pid)?.record.status === 'running') {
+    const holder = this.#byRequest.get(requestId)
+    if (holder && running(holder)) {
       throw new ReapkitError('ERR_REAPKIT_DUPLICATE_REQUEST', `Request id ${JSON.stringify(requestId)} already has a running process`)
     }
   }
 
+  /** A pid (the latest registered process with it) first, then a request id. */
   #find(pidOrRequestId: number | string): Entry | undefined {
-    if (typeof pidOrRequestId === 'number' && this.#entries.has(pidOrRequestId)) return this.#entries.get(pidOrRequestId)
-    const pid = this.#byRequest.get(pidOrRequestId)
-    return pid === undefined ? undefined : this.#entries.get(pid)
+    if (typeof pidOrRequestId === 'number') {
+      const byPid = this.#byPid.get(pidOrRequestId)
+      if (byPid) return byPid
+    }
+    return this.#byRequest.get(pidOrRequestId)
   }
 
   #register(child: ChildProcess, command: string, args: string[], requestId: string | number | null): Entry {
+    const pid = child.pid!
+    const exited = child.exitCode !== null || child.signalCode !== null
+    const info = spawnedInfo(child)
+    let handle: ProcessHandle | null = info?.handle && !info.handle.closed ? info.handle : null
+    let pgid = info?.pgid ?? null
+    if (!info && !exited) {
+      try {
+        handle = openProcess(pid) // before libuv can reap it: still this child
+        if (binding && binding.getpgid(pid) === pid) pgid = pid
+      } catch {
+        handle = null
+      }
+    }
     const record: ProcessRecord = {
-      pid: child.pid!,
-      pgid: spawnedInfo(child)?.pgid ?? (binding && binding.getpgid(child.pid!) === child.pid ? child.pid! : null),
+      pid,
+      pgid,
       requestId,
       command,
       args,
-      status: 'running',
+      status: exited ? 'exited' : 'running',
       startedAt: new Date(),
-      exitedAt: null,
-      exitCode: null,
-      signal: null,
+      exitedAt: exited ? new Date() : null,
+      exitCode: child.exitCode,
+      signal: child.signalCode,
     }
-    const entry: Entry = { record, child, stopping: false }
-    this.#entries.set(record.pid, entry)
-    if (requestId !== null) this.#byRequest.set(requestId, record.pid)
-    child.once('exit', (code, signal) => {
-      record.exitCode = code
-      record.signal = signal
-      record.exitedAt = new Date()
-      // Its own exit unless we were stopping it; terminate()/shutdownAll() refine the status.
-      if (!entry.stopping) this.#settle(entry, 'exited')
-    })
-    logEvent(this.#logger, 'info', 'process.started', { pid: record.pid, pgid: record.pgid, requestId, command })
-    this.emit('status', { ...record })
+    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: false }
+    this.#entries.set(entry.id, entry)
+    this.#byPid.set(pid, entry)
+    if (requestId !== null) this.#byRequest.set(requestId, entry)
+    if (!exited) {
+      child.once('exit', (code, signal) => {
+        record.exitCode = code
+        record.signal = signal
+        record.exitedAt = new Date()
+        if (!info) handle?.close() // spawn() closes its own
+        if (!entry.stopping) this.#settle(entry, 'exited')
+      })
+    }
+    logEvent(this.#logger, 'info', 'process.started', { pid, pgid, requestId, command })
+    this.#emit(record)
+    this.#prune()
     return entry
   }
 
+  #settleIfExited(entry: Entry): void {
+    if (running(entry) && (entry.child.exitCode !== null || entry.child.signalCode !== null)) this.#settle(entry, 'exited')
+  }
+
+  /** running -> exited | terminated | killed, once: a finished status is final. */
   #settle(entry: Entry, status: ProcessStatus): void {
-    if (entry.record.status === status && status !== 'running') return
+    if (!running(entry) || status === 'running') return
     entry.record.status = status
     entry.record.exitedAt ??= new Date()
     logEvent(this.#logger, 'info', 'process.status', { pid: entry.record.pid, requestId: entry.record.requestId, status })
-    this.emit('status', { ...entry.record })
+    this.#emit(entry.record)
+    this.#prune()
+  }
+
+  #emit(record: ProcessRecord): void {
+    try {
+      this.emit('status', { ...record })
+    } catch (err) {
+      // A listener's error must not break the exit bookkeeping; surface it without throwing here.
+      process.nextTick(() => {
+        throw err
+      })
+    }
+  }
+
+  /** Drops the oldest finished records beyond the history limit. */
+  #prune(): void {
+    let finished = 0
+    for (const e of this.#entries.values()) if (!running(e)) finished++
+    for (const [id, e] of this.#entries) {
+      if (finished <= this.#history) break
+      if (running(e)) continue
+      this.#entries.delete(id)
+      if (this.#byPid.get(e.record.pid) === e) this.#byPid.delete(e.record.pid)
+      if (e.record.requestId !== null && this.#byRequest.get(e.record.requestId) === e) this.#byRequest.delete(e.record.requestId)
+      finished--
+    }
   }
 }
 
-function emptyReport(entry: Entry): CloseReport {
-  return {
-    pid: entry.record.pid,
-    pgid: entry.record.pgid,
-    phase: 'forced',
-    closeCompleted: false,
-    closeError: null,
-    code: entry.record.exitCode,
-    signal: entry.record.signal,
-    signalsSent: [{ signal: 'SIGKILL', atMs: 0, processes: 1 }],
-    escalated: true,
-    survivors: entry.record.pgid !== null ? groupMembers(entry.record.pgid) : [],
-    gracefulMs: 0,
-    durationMs: 0,
+function scanGroupsOrNull(): Map<number, number[]> | null {
+  try {
+    return scanGroups()
+  } catch {
+    return null
   }
 }

@@ -23,6 +23,7 @@
 
 static long number(const char *s) {
   char *end = NULL;
+  if (s[0] == '\0') return -1;
   long v = strtol(s, &end, 10);
   return (end && *end == '\0') ? v : -1;
 }
@@ -56,8 +57,7 @@ int main(int argc, char **argv) {
   }
 #endif
   char *file = argv[4];
-  argv[5] = argv[5][0] ? argv[5] : file;
-  execvp(file, argv + 5);
+  execvp(file, argv + 5); /* argv[5] is argv0 exactly as the caller gave it, even "" */
   int err = errno;
   fprintf(stderr, "reapkit-exec: cannot execute %s: %s\n", file, strerror(err));
   return err == ENOENT ? 127 : 126;

@@ -6,16 +6,21 @@
 //   one copy of the process-global state (the exit watcher, the armed death signal) even when an
 //   application loads reapkit through both `import` and `require` (Node's "dual package hazard").
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
-const dist = join(root, 'dist')
+// Built into a scratch folder and swapped in at the end, so that whatever loads dist/ meanwhile (a
+// running test or bench) never finds it half-built.
+const final = join(root, 'dist')
+const dist = join(root, `.dist-build-${process.pid}`)
 rmSync(dist, { recursive: true, force: true })
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
-execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json'), '--emitDeclarationOnly'], { stdio: 'inherit' })
+execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json'), '--emitDeclarationOnly', '--outDir', join(dist, 'cjs')], {
+  stdio: 'inherit',
+})
 const esbuild = await import('esbuild')
 await esbuild.build({
   entryPoints: [join(root, 'lib', 'index.ts')],
@@ -40,4 +45,12 @@ writeFileSync(
     `export const {\n${names.map((n) => `  ${n},`).join('\n')}\n} = cjs\n`,
 )
 writeFileSync(join(dist, 'esm', 'index.d.mts'), `export * from '../cjs/index.js'\n`)
+const old = join(root, `.dist-old-${process.pid}`)
+try {
+  renameSync(final, old)
+} catch {
+  // no previous build
+}
+renameSync(dist, final)
+rmSync(old, { recursive: true, force: true })
 console.log(`dist/: CommonJS build and ESM wrapper (${names.length} exports)`)

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { capabilities, getpgid, groupMembers, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
-import { exitOf, isGone, jsonLines, spawnFixture, trackGroup, waitFor } from './helpers'
+import { canUnshare, exitOf, FIXTURES, isGone, jsonLines, spawnChild, spawnFixture, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 
@@ -141,10 +141,38 @@ describe('killProcessGracefully', () => {
     expect(timers()).toBe(before)
   })
 
+  it('signals the target itself even where no group of that id exists (group: true on a plain child)', async () => {
+    const plain = spawnChild('sleep', ['1000']) // Node's spawn: in our own group, leads none
+    const r = await killProcessGracefully(plain, { group: true, graceMs: 5000 })
+    expect(r.signalsSent).toMatchObject([{ signal: 'SIGTERM', processes: 1 }])
+    expect(r).toMatchObject({ signal: 'SIGTERM', survivors: [], uncertain: false })
+  })
+
   it('refuses its own process group and bad options before any signal', async () => {
     await expect(killProcessGracefully(process.pid, { group: true })).rejects.toMatchObject({ code: 'ERR_REAPKIT_SELF' })
     await expect(killProcessGracefully(1)).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
     await expect(killProcessGracefully(12345, { signal: 'SIGNOPE' as never })).rejects.toMatchObject({ code: 'ERR_UNKNOWN_SIGNAL' })
     await expect(killProcessGracefully(12345, { graceMs: -1 })).rejects.toMatchObject({ name: 'RangeError' })
+  })
+})
+
+describe.runIf(canUnshare)('a finished child\'s recycled pid (in a private PID namespace, as root)', () => {
+  it('no stop path signals the stranger that now holds the old pid and group id', async () => {
+    const ns = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, `${FIXTURES}/recycle.cjs`])
+    const out = jsonLines(ns.stdout!)
+    const msg = await out.next((m) => m.event === 'result' || m.event === 'error', 60_000, 'the recycle result')
+    expect(msg.event, JSON.stringify(msg)).toBe('result')
+    for (const r of msg.results) expect(r, JSON.stringify(r)).toMatchObject({ untouched: true })
+    expect(msg.results.find((r: { mode: string }) => r.mode === 'adopt').status).toBe('exited')
+    expect(msg.requestIds).toMatchObject({
+      samePid: true,
+      oldStatus: 'exited',
+      oldCommand: 'true',
+      newByPid: 'new',
+      records: 2,
+      secondAlive: true,
+      oldSignals: 0,
+    })
+    expect(await exitOf(ns)).toEqual({ code: 0, signal: null })
   })
 })
