@@ -2,7 +2,6 @@
  * Process-group membership: which live processes are in a group right now. kill(-pgid, 0) is no
  * answer (it succeeds while only zombies remain), so this reads each member's state.
  */
-import { spawnSync } from 'node:child_process'
 import { binding } from './native'
 import { validatePid } from './validate'
 
@@ -20,6 +19,8 @@ export function scanGroups(): Map<number, number[]> {
     return table
   }
   // macOS / BSD (or no addon): one `ps` listing. Slower, but only used on the stop path.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { spawnSync } = require('node:child_process') as typeof import('node:child_process') // on first use only
   const r = spawnSync('ps', ['-A', '-o', 'pid=,pgid=,stat='], { encoding: 'utf8', timeout: 10_000 })
   // A listing that failed is not an empty group: say so, never "nobody is left".
   if (r.error) throw r.error

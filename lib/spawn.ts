@@ -18,7 +18,6 @@
  * Where the helper is missing (no addon) the group comes from `detached` (setsid) and no death
  * signal is armed; spawnedInfo() says what was applied.
  */
-import * as childProcess from 'node:child_process'
 import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_process'
 import { accessSync, constants as fsConstants, statSync } from 'node:fs'
 import { delimiter, isAbsolute, resolve } from 'node:path'
@@ -118,6 +117,10 @@ export function spawn(
     argv = ['-c', [command, ...args].join(' ')]
   }
 
+  // Loaded on first use: child_process pulls in streams and net, which would double the cost of
+  // require('reapkit') for programs that never spawn.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const childProcess = require('node:child_process') as typeof import('node:child_process')
   const helper = execHelperPath()
   let child: ChildProcess
   let applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>
