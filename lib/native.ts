@@ -79,10 +79,23 @@ function packageRoot(): string {
 let loaded: Binding | null = null
 let loadError: Error | null = null
 let addonDir: string | null = null
-try {
+/**
+ * The addon file, in node-gyp-build's order: the local build, then the prebuild for this platform.
+ * The two usual places are checked directly (two stats); anything else (libc or arch tags, other
+ * layouts) goes to node-gyp-build's full search, which costs a few directory listings.
+ */
+function addonFile(root: string): string {
+  const candidates = process.env.PREBUILDS_ONLY
+    ? []
+    : [join(root, 'build', 'Release', 'reapkit.node'), join(root, 'build', 'Debug', 'reapkit.node')]
+  candidates.push(join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'reapkit.node'))
+  for (const file of candidates) if (existsSync(file)) return file
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const load = require('node-gyp-build') as { path(dir: string): string }
-  const file = load.path(packageRoot())
+  return (require('node-gyp-build') as { path(dir: string): string }).path(root)
+}
+
+try {
+  const file = addonFile(packageRoot())
   loaded = require(file) as Binding
   addonDir = dirname(file)
 } catch (err) {

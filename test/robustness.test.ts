@@ -26,7 +26,7 @@ describe.runIf(canUnshare)('hostile input (in a private PID namespace, as root)'
     expect(msg.event, JSON.stringify(msg)).toBe('result')
     const failed = msg.results.filter((r: { ok: boolean }) => !r.ok)
     expect(failed).toEqual([])
-    expect(msg.results.length).toBeGreaterThanOrEqual(45)
+    expect(msg.results.length).toBeGreaterThanOrEqual(70)
     const zero = { SIGUSR2: 0, SIGTERM: 0, SIGHUP: 0, SIGINT: 0, SIGWINCH: 0 }
     expect(msg.before).toEqual({ runner: zero, sameGroup: zero, otherGroup: zero })
     expect(msg.prctlUntouched).toBe(true)
