@@ -66,3 +66,11 @@ export function shutdownTimeoutMs(close: number, grace: number): number {
   }
   return fromEnv
 }
+
+/** The server drain grace (DESIGN.md: 8 s, below the host's 9 s kill grace). REAPKIT_DRAIN_GRACE_MS. */
+export const DRAIN_GRACE_MS_DEFAULT = 8000
+
+/** The drain grace from REAPKIT_DRAIN_GRACE_MS (100..300000 ms), or 8000. */
+export function drainGraceMs(): number {
+  return envMs('REAPKIT_DRAIN_GRACE_MS', DRAIN_GRACE_MS_DEFAULT, 100, 300_000)
+}

@@ -25,5 +25,14 @@ export {
   type ShutdownReport,
 } from './supervisor'
 export { type Logger, silentLogger } from './logger'
+export {
+  createKeepalive,
+  ShuttingDownError,
+  SHUTTING_DOWN_JSONRPC_CODE,
+  type Keepalive,
+  type KeepaliveOptions,
+  type KeepaliveState,
+  type ShutdownReport as KeepaliveReport,
+} from './keepalive'
 export { ReapkitError, TimeoutError, AbortError, type SystemError } from './errors'
 export type { SignalLike } from './validate'

@@ -1,0 +1,308 @@
+/**
+ * createKeepalive(): the SIGTERM keepalive drain for servers (an MCP stdio server, or any process a
+ * supervisor may stop at any moment). Termination becomes a graceful, observable event:
+ *
+ * 1. The first trigger (SIGTERM, SIGINT, SIGHUP, stdin end, the parent's death, or shutdown()) stops
+ *    new work: run() rejects at once with ShuttingDownError.
+ * 2. Work in flight is waited for, up to `graceMs` (default 8000: below the host's 9 s kill grace,
+ *    so the server leaves on its own terms). What is still running then is abandoned (its
+ *    AbortSignal aborts).
+ * 3. onShutdown hooks run in order, each bounded by `hookTimeoutMs`.
+ * 4. stdout and stderr are flushed (bounded), so no JSON-RPC frame is ever cut.
+ * 5. One structured line goes to stderr:
+ *    {"event":"shutdown","reason":"SIGTERM","served":3,"drained":1,"abandoned":0,"refused":2,"elapsedMs":12}
+ * 6. The process exits: 0 when nothing was abandoned, 1 otherwise (`exit: false` leaves that to the
+ *    caller; `closed` resolves with the same report either way).
+ *
+ * Signals that arrive while draining do not cut it short (a host may send stdin end, then SIGTERM),
+ * except a second SIGINT, which is a person pressing Ctrl+C twice: exit at once (130).
+ * It never writes to stdout. It does not keep the process alive by itself until a trigger fires.
+ */
+import { drainGraceMs } from './config'
+import { ReapkitError, typeError } from './errors'
+import { type Logger, logEvent } from './logger'
+import { binding } from './native'
+import { type ParentWatcher, watchParent } from './parent'
+import { validateMs } from './validate'
+
+/** The JSON-RPC error code of ShuttingDownError, in the implementation-defined server-error range
+ * (-32000 to -32099). -32000 and -32001 are taken by the MCP SDKs (connection closed, timeout). */
+export const SHUTTING_DOWN_JSONRPC_CODE = -32099
+
+/** What new work gets while a server drains: `code` 'ERR_REAPKIT_SHUTTING_DOWN', `jsonRpcCode` -32099. */
+export class ShuttingDownError extends ReapkitError {
+  readonly jsonRpcCode = SHUTTING_DOWN_JSONRPC_CODE
+  readonly reason: string
+  constructor(reason: string) {
+    super('ERR_REAPKIT_SHUTTING_DOWN', `The server is shutting down (${reason}) and takes no new work`)
+    this.name = 'ShuttingDownError'
+    this.reason = reason
+  }
+}
+
+export type KeepaliveState = 'running' | 'draining' | 'closing' | 'closed'
+
+export interface ShutdownReport {
+  event: 'shutdown'
+  /** What started it: 'SIGTERM', 'SIGINT', 'SIGHUP', 'stdin-end', 'parent-death', or shutdown()'s reason. */
+  reason: string
+  /** Work items completed since start (drained ones included). */
+  served: number
+  /** Work items that were in flight at the trigger and completed within the grace. */
+  drained: number
+  /** Work items still running when the grace ran out. */
+  abandoned: number
+  /** run() calls refused while shutting down. */
+  refused: number
+  /** From the trigger to this report. */
+  elapsedMs: number
+}
+
+export interface KeepaliveOptions {
+  /** How long to wait for work in flight. Default 8000 (REAPKIT_DRAIN_GRACE_MS). */
+  graceMs?: number
+  /** The signals that start the drain. Default ['SIGTERM', 'SIGINT', 'SIGHUP']; false for none. */
+  signals?: NodeJS.Signals[] | false
+  /** Start the drain when stdin ends or closes (as a stdio server's host closing it). Default true. */
+  stdin?: boolean
+  /** Start the drain when the parent process dies (watchParent, by kernel event). Default true. */
+  parentDeath?: boolean
+  /** Exit the process at the end (0, or 1 if work was abandoned). Default true. */
+  exit?: boolean
+  /** Hooks run in order after the drain, each bounded by hookTimeoutMs. */
+  onShutdown?: Array<(report: ShutdownReport) => unknown> | ((report: ShutdownReport) => unknown)
+  /** Bound of each onShutdown hook. Default 2000. */
+  hookTimeoutMs?: number
+  /** Bound of the stdout/stderr flush. Default 2000. */
+  flushTimeoutMs?: number
+  /** Write the final report line to stderr. Default true. */
+  finalLine?: boolean
+  logger?: Logger
+}
+
+export interface Keepalive {
+  /** Runs `fn` as tracked work; rejects at once with ShuttingDownError once shutting down. */
+  run<T>(fn: (signal: AbortSignal) => T | Promise<T>): Promise<T>
+  /** Lower level: marks one work item started; call the returned done() once when it ends. */
+  begin(): () => void
+  /** Starts the shutdown from code (idempotent); resolves with the report. */
+  shutdown(reason?: string): Promise<ShutdownReport>
+  /** Adds a hook (run after the drain, in order). */
+  onShutdown(hook: (report: ShutdownReport) => unknown): void
+  readonly state: KeepaliveState
+  /** Live counters, and the reason once shutting down. */
+  readonly stats: { inFlight: number; served: number; drained: number; refused: number; reason: string | null }
+  /** The report as it stands now. */
+  report(): ShutdownReport
+  /** Resolves with the final report once the shutdown has completed. */
+  readonly closed: Promise<ShutdownReport>
+  /** Removes every listener and watcher without shutting down (for tests and embedding). */
+  dispose(): void
+}
+
+function boundedWait(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((res) => (timer = setTimeout(res, ms, false))),
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** Waits until everything written so far to `stream` has been handed to the OS (bounded). */
+function flushed(stream: NodeJS.WriteStream, ms: number): Promise<boolean> {
+  if (stream.destroyed || !stream.writable) return Promise.resolve(true)
+  return boundedWait(new Promise<void>((res) => stream.write('', () => res())), ms)
+}
+
+export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
+  if (typeof options !== 'object' || options === null) throw typeError('ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object')
+  const graceMs = validateMs(options.graceMs, 'graceMs') ?? drainGraceMs()
+  const hookTimeoutMs = validateMs(options.hookTimeoutMs, 'hookTimeoutMs') ?? 2000
+  const flushTimeoutMs = validateMs(options.flushTimeoutMs, 'flushTimeoutMs') ?? 2000
+  const signals = options.signals === false ? [] : (options.signals ?? ['SIGTERM', 'SIGINT', 'SIGHUP'])
+  if (!Array.isArray(signals)) throw typeError('ERR_INVALID_ARG_TYPE', 'The "signals" option must be an array of signal names or false')
+  const hooks: Array<(report: ShutdownReport) => unknown> = []
+  if (typeof options.onShutdown === 'function') hooks.push(options.onShutdown)
+  else if (Array.isArray(options.onShutdown)) hooks.push(...options.onShutdown)
+  const { logger } = options
+
+  let state: KeepaliveState = 'running'
+  let reason: string | null = null
+  let inFlight = 0
+  let served = 0
+  let drained = 0
+  let refused = 0
+  let inFlightAtTrigger = 0
+  let abandoned = 0
+  let triggeredAt = 0
+  const controllers = new Set<AbortController>()
+  let drainIdle: (() => void) | null = null
+  let resolveClosed!: (report: ShutdownReport) => void
+  const closed = new Promise<ShutdownReport>((res) => (resolveClosed = res))
+  let shutdownPromise: Promise<ShutdownReport> | null = null
+
+  const report = (): ShutdownReport => ({
+    event: 'shutdown',
+    reason: reason ?? 'none',
+    served,
+    drained,
+    abandoned,
+    refused,
+    elapsedMs: triggeredAt ? Math.round(performance.now() - triggeredAt) : 0,
+  })
+
+  const begin = (): (() => void) => {
+    if (state !== 'running') {
+      refused++
+      throw new ShuttingDownError(reason ?? 'shutdown')
+    }
+    inFlight++
+    let ended = false
+    return () => {
+      if (ended) return
+      ended = true
+      inFlight--
+      served++
+      if (state === 'draining') drained = Math.min(inFlightAtTrigger, drained + 1) // finished within the grace
+      if (inFlight === 0) drainIdle?.()
+    }
+  }
+
+  const run = <T>(fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> => {
+    if (typeof fn !== 'function') return Promise.reject(typeError('ERR_INVALID_ARG_TYPE', 'run() takes a function'))
+    let done: () => void
+    try {
+      done = begin()
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    const controller = new AbortController()
+    controllers.add(controller)
+    let result: Promise<T>
+    try {
+      result = Promise.resolve(fn(controller.signal))
+    } catch (err) {
+      result = Promise.reject(err)
+    }
+    return result.finally(() => {
+      controllers.delete(controller)
+      done()
+    })
+  }
+
+  // ---- triggers ----
+  const listeners: Array<() => void> = []
+  let parentWatcher: ParentWatcher | null = null
+  let sigints = 0
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (sig === 'SIGINT' && ++sigints >= 2) {
+      // A person pressing Ctrl+C twice: leave now, with the conventional status.
+      logEvent(logger, 'warn', 'keepalive.interrupted', { inFlight })
+      process.exit(130)
+    }
+    // The kernel's parent-death signal is SIGTERM too: tell the two apart by the parent.
+    const parentGone = parentWatcher !== null && binding !== null && binding.getppid() !== parentWatcher.parentPid
+    void shutdown(parentGone ? 'parent-death' : sig)
+  }
+  for (const sig of signals) {
+    const handler = (): void => onSignal(sig)
+    process.on(sig, handler)
+    listeners.push(() => process.off(sig, handler))
+  }
+  if (options.stdin !== false) {
+    const onEnd = (): void => void shutdown('stdin-end')
+    process.stdin.on('end', onEnd)
+    process.stdin.on('close', onEnd)
+    listeners.push(() => {
+      process.stdin.off('end', onEnd)
+      process.stdin.off('close', onEnd)
+    })
+  }
+  if (options.parentDeath !== false) {
+    const deathSignal = signals.includes('SIGTERM') ? 'SIGTERM' : false
+    parentWatcher = watchParent({
+      deathSignal,
+      onExit: () => {
+        // The kernel's death signal usually arrives first: when a multi-threaded parent dies, its
+        // main thread goes first, and we are briefly re-parented to a sibling thread, so getppid()
+        // still names the parent. The process-level exit event follows within a few ms: if it
+        // comes right after a drain that the death signal started, that drain was the parent's.
+        if (reason === deathSignal && performance.now() - triggeredAt < 100) reason = 'parent-death'
+        void shutdown('parent-death')
+      },
+    })
+    listeners.push(() => parentWatcher?.close())
+  }
+
+  const dispose = (): void => {
+    for (const remove of listeners.splice(0)) remove()
+  }
+
+  const shutdown = (why = 'shutdown'): Promise<ShutdownReport> => {
+    if (shutdownPromise) return shutdownPromise
+    reason = String(why)
+    triggeredAt = performance.now()
+    inFlightAtTrigger = inFlight
+    state = 'draining'
+    logEvent(logger, 'info', 'keepalive.draining', { reason, inFlight })
+    shutdownPromise = (async () => {
+      // 2. Drain, bounded. A ref'd timer keeps the process alive for the whole grace, even if the
+      // work in flight waits on nothing that would.
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, graceMs)
+          drainIdle = () => {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+        drainIdle = null
+      }
+      abandoned = inFlight
+      if (abandoned > 0) for (const c of controllers) c.abort(new ShuttingDownError(reason!))
+      state = 'closing'
+      // 3. Hooks, in order, each bounded.
+      for (const hook of hooks) {
+        try {
+          const ok = await boundedWait(Promise.resolve().then(() => hook(report())), hookTimeoutMs)
+          if (!ok) logEvent(logger, 'warn', 'keepalive.hook-timeout', { hookTimeoutMs })
+        } catch (err) {
+          logEvent(logger, 'error', 'keepalive.hook-error', { error: String(err) })
+        }
+      }
+      // 4. Flush what was written, so that no JSON-RPC frame is cut; 5. the final line.
+      await flushed(process.stdout, flushTimeoutMs)
+      const final = report()
+      if (options.finalLine !== false) process.stderr.write(JSON.stringify(final) + '\n')
+      await flushed(process.stderr, flushTimeoutMs)
+      state = 'closed'
+      dispose()
+      resolveClosed(final)
+      if (options.exit !== false) process.exit(final.abandoned === 0 ? 0 : 1)
+      return final
+    })()
+    return shutdownPromise
+  }
+
+  return {
+    run,
+    begin,
+    shutdown,
+    onShutdown(hook) {
+      if (typeof hook !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'onShutdown() takes a function')
+      hooks.push(hook)
+    },
+    get state() {
+      return state
+    },
+    get stats() {
+      return { inFlight, served, drained, refused, reason }
+    },
+    report,
+    closed,
+    dispose,
+  }
+}

@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest'
+import { createKeepalive, ShuttingDownError, SHUTTING_DOWN_JSONRPC_CODE } from '../lib/index'
+import { exitOf, isGone, jsonLines, spawnFixture, waitFor } from './helpers'
+
+const linux = process.platform === 'linux'
+
+/** The server's stderr, and its last line parsed as the report. */
+function stderrOf(child: ReturnType<typeof spawnFixture>) {
+  let text = ''
+  child.stderr!.setEncoding('utf8')
+  child.stderr!.on('data', (d: string) => (text += d))
+  return {
+    report: () => JSON.parse(text.trim().split('\n').pop()!),
+    text: () => text,
+  }
+}
+
+function server(env: NodeJS.ProcessEnv = {}, args: string[] = []) {
+  const child = spawnFixture('keepalive-server.cjs', args, { stdio: ['pipe', 'pipe', 'pipe'], env })
+  return { child, out: jsonLines(child.stdout!), err: stderrOf(child) }
+}
+
+describe('createKeepalive (a real server process)', () => {
+  it('SIGTERM: work in flight finishes, new work is refused with the documented code, exit 0, one report line', async () => {
+    const { child, out, err } = server()
+    await out.next((m) => m.event === 'ready')
+    child.stdin!.write('work 400\n')
+    await out.next((m) => m.event === 'started' && m.id === 1)
+    child.kill('SIGTERM')
+    await new Promise((r) => setTimeout(r, 50))
+    child.stdin!.write('work 10\n')
+    const refused = await out.next((m) => m.event === 'refused', 10_000, 'the refusal')
+    expect(refused).toMatchObject({ id: 2, name: 'ShuttingDownError', code: 'ERR_REAPKIT_SHUTTING_DOWN', jsonRpcCode: SHUTTING_DOWN_JSONRPC_CODE })
+    await out.next((m) => m.event === 'done' && m.id === 1, 10_000, 'the slow work to complete')
+    await out.next((m) => m.event === 'hook', 10_000, 'the onShutdown hook')
+    expect(await exitOf(child)).toEqual({ code: 0, signal: null })
+    expect(err.report()).toMatchObject({ event: 'shutdown', reason: 'SIGTERM', served: 1, drained: 1, abandoned: 0, refused: 1 })
+    expect(out.seen.every((m) => m.event !== 'shutdown')).toBe(true) // the report never goes to stdout
+  })
+
+  it('a handler that never finishes is abandoned at the grace: exit 1, abandoned 1', async () => {
+    const { child, out, err } = server({ GRACE_MS: '300' })
+    await out.next((m) => m.event === 'ready')
+    child.stdin!.write('hang\n')
+    await out.next((m) => m.event === 'started')
+    const t0 = Date.now()
+    child.kill('SIGTERM')
+    expect(await exitOf(child)).toEqual({ code: 1, signal: null })
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(290) // the grace was given in full
+    expect(err.report()).toMatchObject({ reason: 'SIGTERM', drained: 0, abandoned: 1 })
+  })
+
+  it('stdin end starts the drain; a later SIGTERM does not cut it short', async () => {
+    const { child, out, err } = server()
+    await out.next((m) => m.event === 'ready')
+    child.stdin!.write('work 300\n')
+    await out.next((m) => m.event === 'started')
+    child.stdin!.end()
+    await new Promise((r) => setTimeout(r, 50))
+    child.kill('SIGTERM')
+    await out.next((m) => m.event === 'done', 10_000, 'the work to complete')
+    expect(await exitOf(child)).toEqual({ code: 0, signal: null })
+    expect(err.report()).toMatchObject({ reason: 'stdin-end', drained: 1, abandoned: 0 })
+  })
+
+  it('a second SIGINT exits at once (130), work still in flight', async () => {
+    const { child, out } = server({ GRACE_MS: '20000' })
+    await out.next((m) => m.event === 'ready')
+    child.stdin!.write('hang\n')
+    await out.next((m) => m.event === 'started')
+    child.kill('SIGINT')
+    await new Promise((r) => setTimeout(r, 100))
+    expect(child.exitCode).toBe(null) // the first one drains
+    child.kill('SIGINT')
+    expect(await exitOf(child, 5000)).toEqual({ code: 130, signal: null })
+  })
+
+  it.runIf(linux)('the host is SIGKILLed: the server notices its parent died, drains and exits', async () => {
+    const { child: host, out, err } = server({}, ['intermediate'])
+    const ready = await out.next((m) => m.event === 'ready')
+    host.stdin!.write('work 300\n')
+    await out.next((m) => m.event === 'started')
+    host.kill('SIGKILL')
+    await out.next((m) => m.event === 'done', 10_000, 'the work to complete')
+    // It exits by itself (a zombie under its new parent counts as gone: PID 1 here reaps lazily).
+    await waitFor(() => isGone(ready.pid), 10_000, 'the server to exit')
+    expect(err.report()).toMatchObject({ reason: 'parent-death', drained: 1, abandoned: 0 })
+  })
+})
+
+describe('createKeepalive (in process)', () => {
+  it('tracks run() and begin()/done(), refuses after shutdown(), reports at any time', async () => {
+    const k = createKeepalive({ exit: false, signals: false, stdin: false, parentDeath: false, finalLine: false, graceMs: 1000 })
+    try {
+      expect(await k.run(() => 42)).toBe(42)
+      const done = k.begin()
+      expect(k.stats).toMatchObject({ inFlight: 1, served: 1 })
+      const closing = k.shutdown('test')
+      expect(k.state).toBe('draining')
+      await expect(k.run(() => 1)).rejects.toBeInstanceOf(ShuttingDownError)
+      expect(() => k.begin()).toThrow(ShuttingDownError)
+      done()
+      done() // idempotent
+      const report = await closing
+      expect(report).toMatchObject({ event: 'shutdown', reason: 'test', served: 2, drained: 1, abandoned: 0, refused: 2 })
+      expect(await k.closed).toEqual(report)
+      expect(k.state).toBe('closed')
+    } finally {
+      k.dispose()
+    }
+  })
+})
