@@ -56,6 +56,9 @@ export interface CloseReport {
 
 const now = (): number => performance.now()
 
+/** How long the child's stdio may take to reach EOF after its group is gone, before it is destroyed. */
+const STDIO_DRAIN_MS = 100
+
 /** The child's exit as a promise, and a way to drop the listener if the call ends first. */
 function exitOf(child: ChildProcess): { promise: Promise<unknown>; dispose(): void } {
   if (child.exitCode !== null || child.signalCode !== null) return { promise: Promise.resolve(), dispose() {} }
@@ -152,6 +155,20 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     }
   } finally {
     exited.dispose()
+    // Once the group is gone its pipes reach EOF at once: let what it wrote last (a server's final
+    // report line on stderr) be read, for a short bounded moment, before this end is destroyed.
+    // A grandchild that escaped the group and still holds a pipe costs at most that moment.
+    if (child.stdio.some((s) => s && !(s as { destroyed?: boolean }).destroyed)) {
+      let listener!: () => void
+      await within(
+        new Promise<void>((res) => {
+          listener = () => res()
+          child.once('close', listener)
+        }),
+        now() + STDIO_DRAIN_MS,
+      )
+      child.off('close', listener)
+    }
     releaseStdio(child)
   }
   const status = child.exitCode !== null || child.signalCode !== null ? { code: child.exitCode, signal: child.signalCode } : null

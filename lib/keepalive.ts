@@ -194,6 +194,10 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
   }
 
   // ---- triggers ----
+  // The kernel's parent-death signal is SIGHUP, its traditional meaning ("your side hung up"), so
+  // that a SIGTERM always means a SIGTERM (see the parent watcher below).
+  const deathSignal: NodeJS.Signals | false =
+    options.parentDeath === false ? false : signals.includes('SIGHUP') ? 'SIGHUP' : signals.includes('SIGTERM') ? 'SIGTERM' : false
   const listeners: Array<() => void> = []
   let parentWatcher: ParentWatcher | null = null
   let sigints = 0
@@ -203,8 +207,16 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
       logEvent(logger, 'warn', 'keepalive.interrupted', { inFlight })
       process.exit(130)
     }
-    // The kernel's parent-death signal is SIGTERM too: tell the two apart by the parent.
-    const parentGone = parentWatcher !== null && binding !== null && binding.getppid() !== parentWatcher.parentPid
+    // A host that signals the whole group kills our parent too: its death (the kernel's SIGHUP,
+    // delivered first when both are pending, or the exit event) can reach us just before the host's
+    // own signal, which is then the cause of both.
+    const byParent = reason === deathSignal || reason === 'parent-death'
+    if (state !== 'running' && byParent && sig !== deathSignal && performance.now() - triggeredAt < 100) {
+      reason = sig
+    }
+    // The death signal itself: if the parent is already gone, say so.
+    const parentGone =
+      sig === deathSignal && parentWatcher !== null && binding !== null && binding.getppid() !== parentWatcher.parentPid
     void shutdown(parentGone ? 'parent-death' : sig)
   }
   for (const sig of signals) {
@@ -222,14 +234,13 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     })
   }
   if (options.parentDeath !== false) {
-    const deathSignal = signals.includes('SIGTERM') ? 'SIGTERM' : false
+    // The death signal reaches us even while the event loop is blocked; the process-level exit
+    // event follows within a few ms (a multi-threaded parent's main thread dies first, and getppid()
+    // still names the parent until the rest of it is gone). A drain that the death signal started
+    // just before that event was the parent's.
     parentWatcher = watchParent({
       deathSignal,
       onExit: () => {
-        // The kernel's death signal usually arrives first: when a multi-threaded parent dies, its
-        // main thread goes first, and we are briefly re-parented to a sibling thread, so getppid()
-        // still names the parent. The process-level exit event follows within a few ms: if it
-        // comes right after a drain that the death signal started, that drain was the parent's.
         if (reason === deathSignal && performance.now() - triggeredAt < 100) reason = 'parent-death'
         void shutdown('parent-death')
       },

@@ -10,7 +10,7 @@
  * handler's AbortSignal and sends no response); the server's transport is closed only after the
  * drain, as the keepalive's first shutdown hook.
  */
-import { type Keepalive, SHUTTING_DOWN_JSONRPC_CODE } from './index'
+import { closeClient, type Keepalive, SHUTTING_DOWN_JSONRPC_CODE, spawn } from './index'
 
 /** The part of the SDK's Transport interface this module relies on (1.x and 2.x alike). */
 export interface McpTransport {
@@ -133,4 +133,145 @@ export function withKeepalive<S extends McpServerLike>(server: S, keepalive: Kee
   // First hook: close the transport only once the drain is over.
   keepalive.onShutdown(() => lowLevel.close())
   return server
+}
+
+// ---- The client side: a drop-in StdioClientTransport ----
+
+/** The SDK's StdioServerParameters: how to start the server. */
+export interface StdioServerParameters {
+  command: string
+  args?: string[]
+  /** The server's environment; default: a safe subset of this one (HOME, LOGNAME, PATH, SHELL, TERM, USER), as the SDK does. */
+  env?: Record<string, string>
+  /** What to do with the server's stderr: 'inherit' (default), 'pipe' (then read `.stderr`), 'ignore', or a stream/fd. */
+  stderr?: 'inherit' | 'pipe' | 'ignore' | 'overlapped' | import('node:stream').Stream | number
+  cwd?: string
+}
+
+export interface StdioClientTransportOptions {
+  /** closeClient's phase 1 bound. Default 2000 (REAPKIT_CLOSE_TIMEOUT_MS). */
+  closeTimeoutMs?: number
+  /** closeClient's SIGTERM -> SIGKILL grace. Default 9000 (REAPKIT_KILL_GRACE_MS). */
+  graceMs?: number
+}
+
+/** Environment variables inherited when none is given, like the SDK's getDefaultEnvironment(). */
+export const DEFAULT_INHERITED_ENV_VARS = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER']
+
+export function getDefaultEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const key of DEFAULT_INHERITED_ENV_VARS) {
+    const value = process.env[key]
+    if (value !== undefined && !value.startsWith('()')) env[key] = value // no exported shell functions
+  }
+  return env
+}
+
+/**
+ * A Transport for the SDK's Client that runs the server with reapkit's spawn (its own process group,
+ * the kernel's parent-death signal) and whose close() is the bounded two-phase closeClient: stdin
+ * end, then SIGTERM to the whole group, then SIGKILL. Same constructor as the SDK's class of this
+ * name, so switching is a change of import.
+ */
+export class StdioClientTransport implements McpTransport {
+  readonly #params: StdioServerParameters
+  readonly #options: StdioClientTransportOptions
+  #child: import('node:child_process').ChildProcess | null = null
+  #stderr: import('node:stream').PassThrough | null = null
+  #buffer = ''
+  #closing: Promise<void> | null = null
+  onmessage?: (message: JsonRpcMessage, extra?: unknown) => void
+  onclose?: () => void
+  onerror?: (error: Error) => void
+
+  constructor(server: StdioServerParameters, options: StdioClientTransportOptions = {}) {
+    this.#params = server
+    this.#options = options
+    if (server.stderr === 'pipe' || server.stderr === 'overlapped') {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { PassThrough } = require('node:stream') as typeof import('node:stream')
+      this.#stderr = new PassThrough() // available before start(), as in the SDK
+    }
+  }
+
+  /** The server's pid once started, else null. */
+  get pid(): number | null {
+    return this.#child?.pid ?? null
+  }
+
+  /** The server's stderr when `stderr: 'pipe'` was given. */
+  get stderr(): import('node:stream').Stream | null {
+    return this.#stderr
+  }
+
+  start(): Promise<void> {
+    if (this.#child) throw new Error('StdioClientTransport already started; Client.connect() starts it')
+    return new Promise((resolve, reject) => {
+      const stderrOption = this.#stderr ? 'pipe' : (this.#params.stderr ?? 'inherit')
+      const child = spawn(this.#params.command, this.#params.args ?? [], {
+        env: this.#params.env ? { ...getDefaultEnvironment(), ...this.#params.env } : getDefaultEnvironment(),
+        stdio: ['pipe', 'pipe', stderrOption as 'pipe'],
+        ...(this.#params.cwd ? { cwd: this.#params.cwd } : {}),
+      })
+      this.#child = child
+      child.once('error', (err) => {
+        reject(err)
+        this.onerror?.(err)
+      })
+      child.once('spawn', () => resolve())
+      child.once('close', () => {
+        this.#child = null
+        this.onclose?.()
+      })
+      child.stdin!.on('error', (err) => this.onerror?.(err))
+      child.stdout!.setEncoding('utf8')
+      child.stdout!.on('data', (chunk: string) => this.#read(chunk))
+      child.stdout!.on('error', (err) => this.onerror?.(err))
+      if (this.#stderr) child.stderr!.pipe(this.#stderr)
+    })
+  }
+
+  #read(chunk: string): void {
+    this.#buffer += chunk
+    let nl: number
+    while ((nl = this.#buffer.indexOf('\n')) >= 0) {
+      const line = this.#buffer.slice(0, nl).replace(/\r$/, '')
+      this.#buffer = this.#buffer.slice(nl + 1)
+      if (!line) continue
+      let message: JsonRpcMessage
+      try {
+        message = JSON.parse(line) as JsonRpcMessage
+      } catch (err) {
+        this.onerror?.(err as Error)
+        continue
+      }
+      this.onmessage?.(message)
+    }
+  }
+
+  send(message: JsonRpcMessage): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const stdin = this.#child?.stdin
+      if (!stdin || stdin.destroyed) return reject(new Error('Not connected'))
+      const json = JSON.stringify(message) + '\n'
+      if (stdin.write(json)) resolve()
+      else stdin.once('drain', resolve)
+    })
+  }
+
+  /** The bounded two-phase close: stdin end, then the whole group is stopped. Never waits on pipes. */
+  close(): Promise<void> {
+    const child = this.#child
+    if (!child) return Promise.resolve()
+    this.#closing ??= closeClient(child, {
+      ...(this.#options.closeTimeoutMs !== undefined ? { closeTimeoutMs: this.#options.closeTimeoutMs } : {}),
+      ...(this.#options.graceMs !== undefined ? { graceMs: this.#options.graceMs } : {}),
+    }).then(() => {
+      if (this.#child === child) {
+        this.#child = null
+        this.onclose?.()
+      }
+    })
+    return this.#closing
+  }
 }

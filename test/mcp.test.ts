@@ -55,3 +55,40 @@ describe('withKeepalive on the MCP SDK 1.x (real client, real server, stdio)', (
     }
   })
 })
+
+describe('StdioClientTransport from reapkit/mcp (the SDK Client on top, unchanged)', () => {
+  it('works as a drop-in, and closes a server behind sh -c that ignores stdin end with no survivors', async () => {
+    const { StdioClientTransport: ReapkitTransport } = await import('../lib/mcp')
+    const { groupMembers } = await import('../lib/index')
+    const transport = new ReapkitTransport(
+      {
+        command: 'sh',
+        args: ['-c', `"${process.execPath}" "${FIXTURES}/mcp-server.mjs"; :`],
+        env: { REAPKIT_DIST: DIST, IGNORE_EOF: '1' },
+        stderr: 'pipe',
+      },
+      { closeTimeoutMs: 300, graceMs: 5000 },
+    )
+    let stderr = ''
+    transport.stderr!.on('data', (d) => (stderr += String(d)))
+    const client = new Client({ name: 'reapkit-test', version: '1.0.0' })
+    await client.connect(transport as never)
+    const pgid = transport.pid!
+    try {
+      expect(groupMembers(pgid).length).toBe(2) // sh and the real server, in their own group
+      expect(await client.callTool({ name: 'quick', arguments: {} })).toMatchObject({ content: [{ text: 'quick' }] })
+      const t0 = Date.now()
+      await client.close()
+      const elapsed = Date.now() - t0
+      expect(groupMembers(pgid)).toEqual([]) // the real server too, not only sh
+      expect(elapsed).toBeLessThan(4000) // the SDK's own close takes 4 s here and leaves the server running
+      // The group's SIGTERM also kills sh, the server's parent: whichever the server notices first is
+      // its reason (an idle server may be gone before its SIGTERM handler runs).
+      const report = JSON.parse(stderr.trim().split('\n').pop()!)
+      expect(report).toMatchObject({ event: 'shutdown', abandoned: 0 })
+      expect(['SIGTERM', 'parent-death']).toContain(report.reason)
+    } finally {
+      for (const pid of groupMembers(pgid)) process.kill(pid, 'SIGKILL')
+    }
+  })
+})
