@@ -123,12 +123,23 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     }
   }
 
+  // Alive, by its pidfd (signal 0 fails once it has exited): its pid, and a group id equal to it, are held.
+  const leaderAlive = (): boolean => {
+    if (!leader || leader.closed) return false
+    try {
+      leader.signal(0)
+      return true
+    } catch {
+      return false
+    }
+  }
   let pgid: number | null = null
   if (options.group !== false) {
     if (knownPgid !== null) pgid = knownPgid
     else if (leader && binding) {
       try {
-        if (binding.getpgid(pid) === pid) pgid = pid
+        // By number, then confirmed through the pidfd: the answer was about this very process.
+        if (binding.getpgid(pid) === pid && leaderAlive()) pgid = pid
       } catch {
         // exited meanwhile
       }
@@ -143,17 +154,30 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   const signalsSent: SignalSent[] = []
   let sentTo = new Set<ProcessHandle>() // who got the current phase's signal
 
-  // A group id is ours to list while the group has been continuously non-empty since we knew it:
-  // while the leader is unreaped its pid (= the id) cannot be reused. Once a listing finds nobody
-  // after the leader exited, the id may go to a stranger: it is never listed again.
+  // A group id is listed only while it is provably the target's: for a child that spawn() started
+  // or Supervisor adopted, by the group-trust rule of spawn.ts (witnesses); for anything else, while
+  // its pinned leader is alive before and after the scan (its pid holds the id). Once that cannot
+  // be proven, the group is never listed again: a straggler may be missed, a stranger never hit.
   let groupGone = false
   let uncertain = false
-  const leaderExited = (): boolean => !leader || leader.closed || tracked.get(pid)?.gone === true
+  const info = child ? spawnedInfo(child) : undefined
   const listGroup = async (): Promise<number[]> => {
     if (pgid === null || groupGone) return []
     try {
-      const members = child && spawnedInfo(child) ? await spawnedGroupMembers(child) : await groupMembersSoon(pgid)
-      if (members.length === 0 && leaderExited()) groupGone = true
+      if (child && info && info.pgid === pgid) {
+        const members = await spawnedGroupMembers(child)
+        if (info.groupGone) groupGone = true
+        return members
+      }
+      if (!leaderAlive()) {
+        groupGone = true
+        return []
+      }
+      const members = await groupMembersSoon(pgid)
+      if (!leaderAlive()) {
+        groupGone = true
+        return []
+      }
       return members
     } catch {
       uncertain = true // not "empty": unknown. Keep to what is pinned.

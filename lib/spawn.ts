@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url'
 import { typeError } from './errors'
 import { groupMembersSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
-import { capabilities, execHelperPath } from './native'
+import { binding, capabilities, execHelperPath } from './native'
 import { type SignalLike, signalName, signalNumber } from './validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
@@ -60,17 +60,129 @@ export function spawnedInfo(child: ChildProcess): SpawnedInfo | undefined {
   return spawned.get(child)
 }
 
+// ---- Group trust ----
+// A process group id is safe to list and signal only while the group is provably the child's:
+// - while the child (its leader) is unreaped, its pid holds the id: listings are trusted, and
+//   every member they find is pinned (a pidfd) as a witness;
+// - the listing right after the leader is reaped (one loop turn later) is trusted too, and pins
+//   witnesses: a stranger would need a whole pid wrap-around within that turn;
+// - after that, a listing is trusted only if a witness is still alive and still in the group after
+//   the scan: the group then never emptied, so its id was never free for reuse.
+// Without a live witness the group is declared gone for good: we may leave a straggler behind, but
+// we never signal a stranger.
+const witnesses = new WeakMap<SpawnedInfo, Map<number, ProcessHandle>>()
+
+function isReaped(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null
+}
+
+function witnessAlive(handle: ProcessHandle, pgid: number): boolean {
+  try {
+    handle.signal(0) // through the pidfd: fails once the process has exited
+    return binding !== null && binding.getpgid(handle.pid) === pgid
+  } catch {
+    return false
+  }
+}
+
+/** Pins members found by a trusted listing as witnesses of the group. */
+function pinWitnesses(info: SpawnedInfo, pgid: number, members: number[]): void {
+  let pinned = witnesses.get(info)
+  if (!pinned) witnesses.set(info, (pinned = new Map()))
+  for (const pid of members) {
+    if (pinned.has(pid)) continue
+    try {
+      const handle = openProcess(pid)
+      if (witnessAlive(handle, pgid)) pinned.set(pid, handle)
+      else handle.close()
+    } catch {
+      // exited meanwhile
+    }
+  }
+}
+
+function declareGone(info: SpawnedInfo): void {
+  info.groupGone = true
+  for (const handle of witnesses.get(info)?.values() ?? []) handle.close()
+  witnesses.delete(info)
+}
+
+/** Whether a listing just taken of `info`'s group can be trusted (see above); drops dead witnesses. */
+function trustedNow(child: ChildProcess, info: SpawnedInfo, pgid: number, firstAfterReap: boolean): boolean {
+  if (!isReaped(child) || firstAfterReap) return true
+  const pinned = witnesses.get(info)
+  let alive = false
+  for (const [pid, handle] of pinned ?? []) {
+    if (witnessAlive(handle, pgid)) alive = true
+    else {
+      handle.close()
+      pinned!.delete(pid)
+    }
+  }
+  return alive
+}
+
 /**
- * @internal Live members of a spawned child's group; [] once the group was seen empty after the
- * child exited (and from then on, without listing: the id may have been reused by a stranger).
- * While the child is unreaped its pid, and so the group id, cannot be reused.
+ * @internal Live members of a spawned (or adopted) child's group, listed only while the group is
+ * provably the child's (see "Group trust"); [] once it is gone, and from then on without listing.
  */
-export async function spawnedGroupMembers(child: ChildProcess): Promise<number[]> {
+export async function spawnedGroupMembers(child: ChildProcess, firstAfterReap = false): Promise<number[]> {
   const info = spawned.get(child)
   if (!info || info.pgid === null || info.groupGone) return []
-  const members = await groupMembersSoon(info.pgid)
-  if (members.length === 0 && (child.exitCode !== null || child.signalCode !== null)) info.groupGone = true
+  const pgid = info.pgid
+  const members = await groupMembersSoon(pgid)
+  if (info.groupGone) return []
+  if (!trustedNow(child, info, pgid, firstAfterReap) || (members.length === 0 && isReaped(child))) {
+    declareGone(info)
+    return []
+  }
+  pinWitnesses(info, pgid, members)
   return members
+}
+
+/**
+ * @internal The same rule, synchronously, against one listing of the process table (`table`, as
+ * the exit backstop takes it once for every child).
+ */
+export function spawnedGroupMembersSync(child: ChildProcess, table: Map<number, number[]>): number[] {
+  const info = spawned.get(child)
+  if (!info || info.pgid === null || info.groupGone) return []
+  if (!trustedNow(child, info, info.pgid, false)) {
+    declareGone(info)
+    return []
+  }
+  return table.get(info.pgid) ?? []
+}
+
+/**
+ * @internal Gives a child that spawn() did not start the same tracking (pinned handle, group trust),
+ * for Supervisor.adopt(). Call it before libuv can reap the child.
+ */
+export function trackChild(child: ChildProcess): SpawnedInfo | undefined {
+  const existing = spawned.get(child)
+  if (existing || child.pid === undefined || isReaped(child)) return existing
+  let handle: ProcessHandle | null = null
+  let pgid: number | null = null
+  try {
+    handle = openProcess(child.pid)
+    if (binding && binding.getpgid(child.pid) === child.pid) pgid = child.pid
+  } catch {
+    return undefined
+  }
+  return register(child, { pgid, parentDeathSignal: null }, handle)
+}
+
+function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>, handle: ProcessHandle | null): SpawnedInfo {
+  const info: SpawnedInfo = { ...applied, handle, groupGone: false }
+  spawned.set(child, info)
+  if (child.pid !== undefined) {
+    child.once('exit', () => {
+      handle?.close()
+      // Look once, right after libuv reaped it: pin what is left, or the group is gone for good.
+      if (info.pgid !== null) spawnedGroupMembers(child, true).catch(() => {})
+    })
+  }
+  return info
 }
 
 /** Whether execvp would find and run `command` (PATH from the child's env, as glibc searches it). */
@@ -103,8 +215,7 @@ export function spawn(
   // Like Node: spawn(cmd, options), spawn(cmd, args, options) and spawn(cmd, null | undefined, options).
   const options: SpawnOptions =
     (Array.isArray(argsOrOptions) || argsOrOptions == null ? maybeOptions : (argsOrOptions as SpawnOptions)) ?? {}
-  // `detached` is the idiom for "let it outlive me": no death signal unless asked for explicitly.
-  const { group = true, parentDeathSignal = options.detached ? false : 'SIGKILL', ...nodeOptions } = options
+  const { group = true, parentDeathSignal = 'SIGKILL', ...nodeOptions } = options
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
@@ -153,14 +264,6 @@ export function spawn(
       handle = null // exited and reaped already? then nothing can be signalled by pid anyway
     }
   }
-  const info: SpawnedInfo = { ...applied, handle, groupGone: false }
-  spawned.set(child, info)
-  if (child.pid !== undefined) {
-    child.once('exit', () => {
-      handle?.close()
-      // Look once, right after libuv reaped it: if nobody is left, the group is gone for good.
-      if (info.pgid !== null) spawnedGroupMembers(child).catch(() => {})
-    })
-  }
+  register(child, applied, handle)
   return child
 }

@@ -19,14 +19,14 @@ import type { ChildProcess } from 'node:child_process'
 import { EventEmitter, on } from 'node:events'
 import { closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from './config'
 import { type CloseReport, closeClient } from './close'
-import { ReapkitError, typeError } from './errors'
+import { ReapkitError, rangeError, typeError } from './errors'
 import { isChildProcess } from './exit'
 import { scanGroups } from './group'
 import { type ProcessHandle, openProcess } from './handle'
 import { type KillResult, killProcessGracefully } from './kill'
 import { type Logger, logEvent, silentLogger } from './logger'
 import { binding } from './native'
-import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedInfo } from './spawn'
+import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedGroupMembersSync, spawnedInfo, trackChild } from './spawn'
 import { validateMs } from './validate'
 
 export type ProcessStatus = 'running' | 'exited' | 'terminated' | 'killed'
@@ -115,7 +115,11 @@ export class Supervisor extends EventEmitter {
     this.shutdownTimeoutMs =
       validateMs(options.shutdownTimeoutMs, 'shutdownTimeoutMs') ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
     this.#logger = options.logger ?? silentLogger
-    this.#history = options.history ?? 1000
+    const history = options.history ?? 1000
+    if (!Number.isSafeInteger(history) || history < 0) {
+      throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${String(history)}`)
+    }
+    this.#history = history
     if (options.backstop !== false) {
       supervisors.add(this)
       installBackstop()
@@ -199,6 +203,9 @@ export class Supervisor extends EventEmitter {
     const started = performance.now()
     let capTimer: NodeJS.Timeout | undefined
     const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, this.shutdownTimeoutMs, 'cap')))
+    // When the cap fires for everyone at once, one listing of the process table serves them all.
+    let capTable: Map<number, number[]> | null | undefined
+    const tableAtCap = (): Map<number, number[]> | null => (capTable === undefined ? (capTable = scanGroupsOrNull()) : capTable)
     const reports = await Promise.all(
       targets.map(async (entry): Promise<ShutdownReport> => {
         const wasRunning = running(entry)
@@ -216,7 +223,7 @@ export class Supervisor extends EventEmitter {
             if (wasRunning) this.#settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated')
             return { ...first, requestId: entry.record.requestId, capped: false }
           }
-          const killed = this.#killSync(entry, scanGroupsOrNull())
+          const killed = this.#killSync(entry, tableAtCap())
           logEvent(this.#logger, 'warn', 'shutdown.capped', { pid: entry.record.pid, killed })
           let timer: NodeJS.Timeout | undefined
           const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
@@ -276,10 +283,23 @@ export class Supervisor extends EventEmitter {
     supervisors.delete(this)
   }
 
-  /** SIGKILLs what remains of one entry, through pinned handles; returns how many were signalled. */
+  /** SIGKILLs what remains of one entry; returns how many processes (or groups) were signalled. */
   #killSync(entry: Entry, table: Map<number, number[]> | null): number {
+    const { child } = entry
+    const pgid = entry.record.pgid
+    const unreaped = child.exitCode === null && child.signalCode === null
     let killed = 0
-    if (entry.handle && !entry.handle.closed) {
+    if (unreaped && pgid !== null && binding) {
+      // The unreaped leader holds the group id: one atomic killpg, no listing needed.
+      try {
+        binding.killpg(pgid, 9)
+        killed++
+      } catch {
+        // gone already
+      }
+      return killed
+    }
+    if (unreaped && entry.handle && !entry.handle.closed) {
       try {
         entry.handle.signal('SIGKILL')
         killed++
@@ -287,12 +307,8 @@ export class Supervisor extends EventEmitter {
         // exited
       }
     }
-    const info = spawnedInfo(entry.child)
-    const pgid = entry.record.pgid
-    // The group is ours while its leader is unreaped or until it was seen empty (spawn.ts).
-    const trusted = pgid !== null && table !== null && (running(entry) || (info !== undefined && !info.groupGone))
-    for (const p of trusted ? (table!.get(pgid!) ?? []) : []) {
-      if (p === entry.record.pid) continue
+    // A leader that is gone: its group only under the group-trust rule (spawn.ts).
+    for (const p of pgid !== null && table !== null ? spawnedGroupMembersSync(child, table) : []) {
       try {
         const handle = openProcess(p) // pinned, then checked: never a recycled pid
         try {
@@ -320,29 +336,24 @@ export class Supervisor extends EventEmitter {
     }
   }
 
-  /** A pid (the latest registered process with it) first, then a request id. */
+  /**
+   * A number is first the pid of a running process, then a request id, then the pid of a finished
+   * one (JSON-RPC ids are small integers; so are pids in a container).
+   */
   #find(pidOrRequestId: number | string): Entry | undefined {
-    if (typeof pidOrRequestId === 'number') {
-      const byPid = this.#byPid.get(pidOrRequestId)
-      if (byPid) return byPid
-    }
-    return this.#byRequest.get(pidOrRequestId)
+    const byPid = typeof pidOrRequestId === 'number' ? this.#byPid.get(pidOrRequestId) : undefined
+    if (byPid && running(byPid)) return byPid
+    return this.#byRequest.get(pidOrRequestId) ?? byPid
   }
 
   #register(child: ChildProcess, command: string, args: string[], requestId: string | number | null): Entry {
     const pid = child.pid!
     const exited = child.exitCode !== null || child.signalCode !== null
-    const info = spawnedInfo(child)
-    let handle: ProcessHandle | null = info?.handle && !info.handle.closed ? info.handle : null
-    let pgid = info?.pgid ?? null
-    if (!info && !exited) {
-      try {
-        handle = openProcess(pid) // before libuv can reap it: still this child
-        if (binding && binding.getpgid(pid) === pid) pgid = pid
-      } catch {
-        handle = null
-      }
-    }
+    // A child spawn() did not start gets the same tracking (pinned handle, group trust), now,
+    // before libuv can reap it.
+    const info = spawnedInfo(child) ?? (exited ? undefined : trackChild(child))
+    const handle: ProcessHandle | null = info?.handle && !info.handle.closed ? info.handle : null
+    const pgid = info?.pgid ?? null
     const record: ProcessRecord = {
       pid,
       pgid,
@@ -364,7 +375,6 @@ export class Supervisor extends EventEmitter {
         record.exitCode = code
         record.signal = signal
         record.exitedAt = new Date()
-        if (!info) handle?.close() // spawn() closes its own
         if (!entry.stopping) this.#settle(entry, 'exited')
       })
     }
@@ -401,11 +411,17 @@ export class Supervisor extends EventEmitter {
 
   /** Drops the oldest finished records beyond the history limit. */
   #prune(): void {
+    // Finished and provably over: its leader reaped and its group (if any) gone.
+    const over = (e: Entry): boolean => {
+      if (running(e) || (e.child.exitCode === null && e.child.signalCode === null)) return false
+      const info = spawnedInfo(e.child)
+      return !info || info.pgid === null || info.groupGone
+    }
     let finished = 0
-    for (const e of this.#entries.values()) if (!running(e)) finished++
+    for (const e of this.#entries.values()) if (over(e)) finished++
     for (const [id, e] of this.#entries) {
       if (finished <= this.#history) break
-      if (running(e)) continue
+      if (!over(e)) continue
       this.#entries.delete(id)
       if (this.#byPid.get(e.record.pid) === e) this.#byPid.delete(e.record.pid)
       if (e.record.requestId !== null && this.#byRequest.get(e.record.requestId) === e) this.#byRequest.delete(e.record.requestId)

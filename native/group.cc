@@ -70,9 +70,19 @@ static int ScanProcesses(Visit visit) {
     if (name[0] < '1' || name[0] > '9') continue;
     std::snprintf(path, sizeof path, "/proc/%s/stat", name);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;  // exited meanwhile
+    if (fd < 0) {
+      if (errno == ENOENT || errno == ESRCH) continue;  // exited meanwhile
+      int err = errno;  // EMFILE and the like: the listing would be incomplete, so it is an error
+      closedir(proc);
+      return err;
+    }
     ssize_t n = read(fd, buf, sizeof buf - 1);
+    int read_err = n < 0 ? errno : 0;
     close(fd);
+    if (n < 0 && read_err != ESRCH && read_err != ENOENT) {
+      closedir(proc);
+      return read_err;
+    }
     if (n <= 0) continue;
     buf[n] = '\0';
     // "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses, so parse after the last ')'.

@@ -78,8 +78,8 @@ writeFileSync(join(dist, 'esm', 'mcp.d.mts'), `export * from '../cjs/mcp.js'\n`)
 const old = join(root, `.dist-old-${process.pid}`)
 try {
   renameSync(final, old)
-} catch {
-  // no previous build
+} catch (err) {
+  if (err.code !== 'ENOENT') throw err // no previous build is fine; anything else is not
 }
 renameSync(dist, final)
 rmSync(old, { recursive: true, force: true })

@@ -158,11 +158,14 @@ describe('killProcessGracefully', () => {
 
 describe.runIf(canUnshare)('a finished child\'s recycled pid (in a private PID namespace, as root)', () => {
   it('no stop path signals the stranger that now holds the old pid and group id', async () => {
-    const ns = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, `${FIXTURES}/recycle.cjs`])
+    // sh is the namespace's init: it reaps orphans as a real init does (Node, as PID 1, would leave
+    // them as zombies, which hold their group ids and so prevent the very reuse this test forces).
+    const ns = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', 'sh', '-c', '"$0" "$1"; :', process.execPath, `${FIXTURES}/recycle.cjs`])
     const out = jsonLines(ns.stdout!)
     const msg = await out.next((m) => m.event === 'result' || m.event === 'error', 60_000, 'the recycle result')
     expect(msg.event, JSON.stringify(msg)).toBe('result')
     for (const r of msg.results) expect(r, JSON.stringify(r)).toMatchObject({ untouched: true })
+    expect(msg.results).toHaveLength(12)
     expect(msg.results.find((r: { mode: string }) => r.mode === 'adopt').status).toBe('exited')
     expect(msg.requestIds).toMatchObject({
       samePid: true,
