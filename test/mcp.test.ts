@@ -3,7 +3,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { ChildProcess } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { SHUTTING_DOWN_JSONRPC_CODE } from '../lib/index'
+import { groupMembers, SHUTTING_DOWN_JSONRPC_CODE } from '../lib/index'
+import { StdioClientTransport as ReapkitTransport } from '../lib/mcp'
 import { DIST, exitOf, FIXTURES } from './helpers'
 
 async function connect(env: NodeJS.ProcessEnv = {}) {
@@ -58,8 +59,6 @@ describe('withKeepalive on the MCP SDK 1.x (real client, real server, stdio)', (
 
 describe('StdioClientTransport from reapkit/mcp (the SDK Client on top, unchanged)', () => {
   it('works as a drop-in, and closes a server behind sh -c that ignores stdin end with no survivors', async () => {
-    const { StdioClientTransport: ReapkitTransport } = await import('../lib/mcp')
-    const { groupMembers } = await import('../lib/index')
     const transport = new ReapkitTransport(
       {
         command: 'sh',
@@ -70,7 +69,7 @@ describe('StdioClientTransport from reapkit/mcp (the SDK Client on top, unchange
       { closeTimeoutMs: 300, graceMs: 5000 },
     )
     let stderr = ''
-    transport.stderr!.on('data', (d) => (stderr += String(d)))
+    transport.stderr!.on('data', (d: Buffer) => (stderr += String(d)))
     const client = new Client({ name: 'reapkit-test', version: '1.0.0' })
     await client.connect(transport as never)
     const pgid = transport.pid!
