@@ -22,29 +22,7 @@ execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json'), '--emitD
   stdio: 'inherit',
 })
 const esbuild = await import('esbuild')
-// reapkit/mcp requires the main bundle at run time (./index.js), so that both entries share one
-// instance of the process-global state.
-await esbuild.build({
-  entryPoints: [join(root, 'lib', 'mcp.ts')],
-  outfile: join(dist, 'cjs', 'mcp.js'),
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  sourcemap: true,
-  minifyWhitespace: true,
-  minifySyntax: true,
-  logLevel: 'warning',
-  plugins: [{
-    name: 'core-external',
-    setup(build) {
-      build.onResolve({ filter: /^\.\/index$/ }, () => ({ path: './index.js', external: true }))
-    },
-  }],
-})
-await esbuild.build({
-  entryPoints: [join(root, 'lib', 'index.ts')],
-  outfile: join(dist, 'cjs', 'index.js'),
+const common = {
   bundle: true,
   platform: 'node',
   format: 'cjs',
@@ -55,6 +33,24 @@ await esbuild.build({
   minifySyntax: true,
   legalComments: 'eof',
   logLevel: 'warning',
+}
+// reapkit/mcp requires the main bundle at run time (./index.js), so that both entries share one
+// instance of the process-global state.
+await esbuild.build({
+  ...common,
+  entryPoints: [join(root, 'lib', 'mcp.ts')],
+  outfile: join(dist, 'cjs', 'mcp.js'),
+  plugins: [{
+    name: 'core-external',
+    setup(build) {
+      build.onResolve({ filter: /^\.\/index$/ }, () => ({ path: './index.js', external: true }))
+    },
+  }],
+})
+await esbuild.build({
+  ...common,
+  entryPoints: [join(root, 'lib', 'index.ts')],
+  outfile: join(dist, 'cjs', 'index.js'),
 })
 writeFileSync(join(dist, 'cjs', 'package.json'), '{ "type": "commonjs" }\n')
 
