@@ -69,6 +69,12 @@ export interface KeepaliveOptions {
   parentDeath?: boolean
   /** Exit the process at the end (0, or 1 if work was abandoned). Default true. */
   exit?: boolean
+  /**
+   * Called once when the drain begins, not awaited before it: for servers whose work in flight waits
+   * on something they must stop themselves (child processes, upstream streams), so that the work
+   * can end within the grace. Its errors are logged.
+   */
+  onDrain?: (reason: string) => unknown
   /** Hooks run in order after the drain, each bounded by hookTimeoutMs. */
   onShutdown?: Array<(report: ShutdownReport) => unknown> | ((report: ShutdownReport) => unknown)
   /** Bound of each onShutdown hook. Default 2000. */
@@ -259,6 +265,11 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     inFlightAtTrigger = inFlight
     state = 'draining'
     logEvent(logger, 'info', 'keepalive.draining', { reason, inFlight })
+    if (options.onDrain) {
+      Promise.resolve()
+        .then(() => options.onDrain!(reason!))
+        .catch((err: unknown) => logEvent(logger, 'error', 'keepalive.drain-hook-error', { error: String(err) }))
+    }
     shutdownPromise = (async () => {
       // 2. Drain, bounded. A ref'd timer keeps the process alive for the whole grace, even if the
       // work in flight waits on nothing that would.

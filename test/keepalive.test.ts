@@ -90,7 +90,16 @@ describe('createKeepalive (a real server process)', () => {
 
 describe('createKeepalive (in process)', () => {
   it('tracks run() and begin()/done(), refuses after shutdown(), reports at any time', async () => {
-    const k = createKeepalive({ exit: false, signals: false, stdin: false, parentDeath: false, finalLine: false, graceMs: 1000 })
+    const drains: string[] = []
+    const k = createKeepalive({
+      exit: false,
+      signals: false,
+      stdin: false,
+      parentDeath: false,
+      finalLine: false,
+      graceMs: 1000,
+      onDrain: (reason) => drains.push(reason),
+    })
     try {
       expect(await k.run(() => 42)).toBe(42)
       const done = k.begin()
@@ -105,6 +114,8 @@ describe('createKeepalive (in process)', () => {
       expect(report).toMatchObject({ event: 'shutdown', reason: 'test', served: 2, drained: 1, abandoned: 0, refused: 2 })
       expect(await k.closed).toEqual(report)
       expect(k.state).toBe('closed')
+      await k.shutdown('again') // idempotent: the same report, onDrain not called again
+      expect(drains).toEqual(['test'])
     } finally {
       k.dispose()
     }
