@@ -18,6 +18,7 @@
  * except a second SIGINT, which is a person pressing Ctrl+C twice: exit at once (130).
  * It never writes to stdout. It does not keep the process alive by itself until a trigger fires.
  */
+import { setMaxListeners } from 'node:events'
 import { drainGraceMs } from './config'
 import { ReapkitError, typeError } from './errors'
 import { type Logger, logEvent } from './logger'
@@ -144,7 +145,9 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
   let inFlightAtTrigger = 0
   let abandoned = 0
   let triggeredAt = 0
-  const controllers = new Set<AbortController>()
+  // One signal for all work: it aborts once, when the drain abandons whatever still runs. (An
+  // AbortController per call cost ~3.6 us, thirty times the call itself.)
+  let abandon: AbortController | null = null
   let drainIdle: (() => void) | null = null
   let resolveClosed!: (report: ShutdownReport) => void
   const closed = new Promise<ShutdownReport>((res) => (resolveClosed = res))
@@ -185,18 +188,18 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     } catch (err) {
       return Promise.reject(err)
     }
-    const controller = new AbortController()
-    controllers.add(controller)
+    if (!abandon) {
+      abandon = new AbortController()
+      // Every call may add a listener to this one signal: many at once are expected, not a leak.
+      setMaxListeners(0, abandon.signal)
+    }
     let result: Promise<T>
     try {
-      result = Promise.resolve(fn(controller.signal))
+      result = Promise.resolve(fn(abandon.signal))
     } catch (err) {
       result = Promise.reject(err)
     }
-    return result.finally(() => {
-      controllers.delete(controller)
-      done()
-    })
+    return result.finally(done)
   }
 
   // ---- triggers ----
@@ -284,7 +287,7 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
         drainIdle = null
       }
       abandoned = inFlight
-      if (abandoned > 0) for (const c of controllers) c.abort(new ShuttingDownError(reason!))
+      if (abandoned > 0) abandon?.abort(new ShuttingDownError(reason!))
       state = 'closing'
       // 3. Hooks, in order, each bounded.
       for (const hook of hooks) {
