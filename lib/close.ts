@@ -19,6 +19,7 @@ import { type KillResult, killProcessGracefully, type SignalSent } from './kill'
 import { type Logger, logEvent } from './logger'
 import { spawnedGroupMembers, spawnedInfo } from './spawn'
 import { type SignalLike, validateMs } from './validate'
+import { childExit, settlesWithin } from './wait'
 
 export interface CloseClientOptions {
   /** The graceful close to try first (e.g. `() => client.close()`). Default: end the child's stdin. */
@@ -59,31 +60,6 @@ const now = (): number => performance.now()
 /** How long the child's stdio may take to reach EOF after its group is gone, before it is destroyed. */
 const STDIO_DRAIN_MS = 100
 
-/** The child's exit as a promise, and a way to drop the listener if the call ends first. */
-function exitOf(child: ChildProcess): { promise: Promise<unknown>; dispose(): void } {
-  if (child.exitCode !== null || child.signalCode !== null) return { promise: Promise.resolve(), dispose() {} }
-  let listener!: () => void
-  const promise = new Promise<void>((resolve) => {
-    listener = () => resolve()
-    child.once('exit', listener)
-  })
-  return { promise, dispose: () => child.off('exit', listener) }
-}
-
-/** Waits for `promise` at most until `deadline` (performance.now() time); true if it settled. */
-async function within(promise: Promise<unknown>, deadline: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const settled = await Promise.race([
-    promise.then(
-      () => true,
-      () => true,
-    ),
-    new Promise<boolean>((res) => (timer = setTimeout(res, Math.max(0, deadline - now()), false))),
-  ])
-  clearTimeout(timer)
-  return settled
-}
-
 /** Destroys this process's ends of the child's stdio pipes (never waits for them to drain). */
 function releaseStdio(child: ChildProcess): void {
   for (const stream of child.stdio) {
@@ -104,7 +80,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
   const pid = child.pid
   const pgid = spawnedInfo(child)?.pgid ?? null
   const started = now()
-  const exited = exitOf(child)
+  const exited = childExit(child)
   // Members still in the child's group (never listed again once it was seen empty: see spawn.ts).
   const groupLeft = async (): Promise<boolean> => {
     try {
@@ -134,8 +110,8 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
           closeError = err
         }
       })()
-      closeCompleted = await within(attempt, deadline)
-      const gone = await within(exited.promise, deadline)
+      closeCompleted = await settlesWithin(attempt, deadline - now())
+      const gone = await settlesWithin(exited.promise, deadline - now())
       if (gone) logEvent(logger, 'info', 'close.graceful', { pid, pgid, elapsedMs: now() - started })
       else {
         phase = 'forced'
@@ -160,13 +136,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     // A grandchild that escaped the group and still holds a pipe costs at most that moment.
     if (child.stdio.some((s) => s && !(s as { destroyed?: boolean }).destroyed)) {
       let listener!: () => void
-      await within(
-        new Promise<void>((res) => {
-          listener = () => res()
-          child.once('close', listener)
-        }),
-        now() + STDIO_DRAIN_MS,
-      )
+      await settlesWithin(new Promise<void>((res) => child.once('close', (listener = res))), STDIO_DRAIN_MS)
       child.off('close', listener)
     }
     releaseStdio(child)

@@ -25,6 +25,7 @@ import { type Logger, logEvent } from './logger'
 import { binding } from './native'
 import { type ParentWatcher, watchParent } from './parent'
 import { validateMs } from './validate'
+import { settlesWithin } from './wait'
 
 /** The JSON-RPC error code of ShuttingDownError, in the implementation-defined server-error range
  * (-32000 to -32099). -32000 and -32001 are taken by the MCP SDKs (connection closed, timeout). */
@@ -107,21 +108,10 @@ export interface Keepalive {
   dispose(): void
 }
 
-function boundedWait(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    promise.then(
-      () => true,
-      () => true,
-    ),
-    new Promise<boolean>((res) => (timer = setTimeout(res, ms, false))),
-  ]).finally(() => clearTimeout(timer))
-}
-
 /** Waits until everything written so far to `stream` has been handed to the OS (bounded). */
 function flushed(stream: NodeJS.WriteStream, ms: number): Promise<boolean> {
   if (stream.destroyed || !stream.writable) return Promise.resolve(true)
-  return boundedWait(new Promise<void>((res) => stream.write('', () => res())), ms)
+  return settlesWithin(new Promise<void>((res) => stream.write('', () => res())), ms)
 }
 
 export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
@@ -292,7 +282,7 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
       // 3. Hooks, in order, each bounded.
       for (const hook of hooks) {
         try {
-          const ok = await boundedWait(Promise.resolve().then(() => hook(report())), hookTimeoutMs)
+          const ok = await settlesWithin(Promise.resolve().then(() => hook(report())), hookTimeoutMs)
           if (!ok) logEvent(logger, 'warn', 'keepalive.hook-timeout', { hookTimeoutMs })
         } catch (err) {
           logEvent(logger, 'error', 'keepalive.hook-error', { error: String(err) })

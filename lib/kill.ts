@@ -19,6 +19,7 @@ import { type Logger, logEvent } from './logger'
 import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './handle'
 import { binding } from './native'
 import { spawnedGroupMembers, spawnedInfo } from './spawn'
+import { childExit, settlesWithin } from './wait'
 import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid } from './validate'
 
 export interface KillOptions {
@@ -294,15 +295,9 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     // in case the child is not ours to reap. Neither the timer nor the listener outlives the wait.
     let info = statusOf(child)
     if (!info && tracked.get(pid)?.gone) {
-      let timer: NodeJS.Timeout | undefined
-      let listener: (() => void) | undefined
-      await new Promise<void>((res) => {
-        listener = () => res()
-        child!.once('exit', listener)
-        timer = setTimeout(res, 1000)
-      })
-      clearTimeout(timer)
-      child.off('exit', listener!)
+      const exit = childExit(child)
+      await settlesWithin(exit.promise, 1000)
+      exit.dispose()
       info = statusOf(child)
     }
     if (info) ({ code, signal: termSignal } = info)

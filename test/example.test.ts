@@ -10,6 +10,17 @@ import { exitOf, ROOT, trackGroup, waitFor } from './helpers'
 type Rec = { pid: number; requestId: string | number; status: string; signal: string | null }
 const parse = (r: unknown) => JSON.parse((r as { content: Array<{ text: string }> }).content[0]!.text)
 
+/** Asks list_processes (bounded: 100 tries, 20 ms apart) until a running process shows up. */
+async function firstRunning(client: Client): Promise<Rec | undefined> {
+  for (let i = 0; i < 100; i++) {
+    const list = parse(await client.callTool({ name: 'list_processes', arguments: {} })) as Rec[]
+    const running = list.find((p) => p.status === 'running')
+    if (running) return running
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return undefined
+}
+
 describe('examples/process-server', () => {
   it('runs, lists and terminates processes; cancellation stops a run; nothing is left behind', async () => {
     const transport = new StdioClientTransport({
@@ -29,12 +40,7 @@ describe('examples/process-server', () => {
 
       // a long run, terminated through terminate_process by pid
       const long = client.callTool({ name: 'run_command', arguments: { command: 'sleep', args: ['1000'] } })
-      let running: Rec | undefined
-      for (let i = 0; i < 100 && !running; i++) {
-        const list = parse(await client.callTool({ name: 'list_processes', arguments: {} })) as Rec[]
-        running = list.find((p) => p.status === 'running')
-        if (!running) await new Promise((r) => setTimeout(r, 20))
-      }
+      const running = await firstRunning(client)
       expect(running).toBeDefined()
       started.push(running!.pid)
       trackGroup(running!.pid)
@@ -49,12 +55,7 @@ describe('examples/process-server', () => {
       // cancellation: the client aborts the call, the server stops that request's process
       const ac = new AbortController()
       const cancelled = client.callTool({ name: 'run_command', arguments: { command: 'sleep', args: ['1000'] } }, undefined, { signal: ac.signal })
-      let victim: Rec | undefined
-      for (let i = 0; i < 100 && !victim; i++) {
-        const list = parse(await client.callTool({ name: 'list_processes', arguments: {} })) as Rec[]
-        victim = list.find((p) => p.status === 'running')
-        if (!victim) await new Promise((r) => setTimeout(r, 20))
-      }
+      const victim = await firstRunning(client)
       expect(victim).toBeDefined()
       started.push(victim!.pid)
       trackGroup(victim!.pid)
@@ -66,12 +67,7 @@ describe('examples/process-server', () => {
 
       // shutting down stops everything the server still runs
       void client.callTool({ name: 'run_command', arguments: { command: 'sleep', args: ['1000'] } }).catch(() => {})
-      let last: Rec | undefined
-      for (let i = 0; i < 100 && !last; i++) {
-        const list = parse(await client.callTool({ name: 'list_processes', arguments: {} })) as Rec[]
-        last = list.find((p) => p.status === 'running')
-        if (!last) await new Promise((r) => setTimeout(r, 20))
-      }
+      const last = await firstRunning(client)
       started.push(last!.pid)
       trackGroup(last!.pid)
       const t0 = Date.now()

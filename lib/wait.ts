@@ -1,0 +1,28 @@
+/**
+ * Bounded waits shared by the stop paths: every wait in reapkit has a bound, and neither its timer
+ * nor its listener outlives it.
+ */
+import type { ChildProcess } from 'node:child_process'
+
+/** Waits at most `ms` for `promise` to settle (either way); true if it did. The timer is cleared. */
+export function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((res) => (timer = setTimeout(res, Math.max(0, ms), false))),
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** The child's exit (libuv has reaped it) as a promise, and a way to drop the listener early. */
+export function childExit(child: ChildProcess): { promise: Promise<void>; dispose(): void } {
+  if (child.exitCode !== null || child.signalCode !== null) return { promise: Promise.resolve(), dispose() {} }
+  let listener!: () => void
+  const promise = new Promise<void>((resolve) => {
+    listener = () => resolve()
+    child.once('exit', listener)
+  })
+  return { promise, dispose: () => child.off('exit', listener) }
+}
