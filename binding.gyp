@@ -39,7 +39,7 @@
       ],
       "conditions": [
         [
-          "'<!(node scripts/has-header.js sys/event.h)'=='1' or OS in ('mac', 'freebsd', 'openbsd', 'netbsd')",
+          "'<!(node scripts/probe-cc.js header sys/event.h)'=='1' or OS in ('mac', 'freebsd', 'openbsd', 'netbsd')",
           {
             "defines": [
               "REAPKIT_HAVE_SYS_EVENT_H=1"
@@ -83,6 +83,44 @@
           {
             "ldflags": [
               "-s"
+            ]
+          }
+        ]
+      ],
+      "xcode_settings": {
+        "MACOSX_DEPLOYMENT_TARGET": "10.15",
+        "DEAD_CODE_STRIPPING": "YES"
+      }
+    },
+    {
+      "target_name": "reapkit-supervise",
+      "type": "executable",
+      "product_dir": "<(PRODUCT_DIR)/helper",
+      "sources": [
+        "native/supervise.c"
+      ],
+      "defines": [
+        "REAPKIT_VERSION=<!(node -p \"require('./package.json').version\")"
+      ],
+      "cflags": [
+        "-O2",
+        "-Wall",
+        "-Wextra"
+      ],
+      "conditions": [
+        [
+          "OS=='linux'",
+          {
+            "ldflags": [
+              "-s"
+            ]
+          }
+        ],
+        [
+          "OS=='linux' and '<!(node scripts/probe-cc.js static)'=='1'",
+          {
+            "ldflags": [
+              "-static"
             ]
           }
         ]

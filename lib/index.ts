@@ -1,7 +1,7 @@
 /**
  * reapkit: exact process-lifecycle primitives for Node.js. See README.md for the overview.
  */
-export { capabilities, type Capabilities } from './native'
+export { capabilities, type Capabilities, supervisorPath } from './native'
 export { getpgid, setpgid, kill, killpg, type SignalOptions } from './signals'
 export { setParentDeathSignal, getParentDeathSignal, setChildSubreaper, isChildSubreaper } from './prctl'
 export { openProcess, ProcessHandle, type ExitInfo, type OpenProcessOptions } from './handle'

@@ -56,6 +56,8 @@ export interface Capabilities {
   parentWatch: 'pdeathsig' | 'kqueue' | 'poll'
   /** The exec helper that spawn() uses to join a new group and arm the death signal is present. */
   execHelper: boolean
+  /** The native supervisor of the `reapkit` command is present (supervisorPath()). */
+  supervisor: boolean
   /** Why the addon did not load, when it did not. */
   loadError?: string
 }
@@ -119,24 +121,39 @@ export function requireBinding(syscall: string): Binding {
   throw systemError('ENOTSUP', syscall, 'the reapkit native addon is not loaded', loadError ?? undefined)
 }
 
-let helper: string | null | undefined
+const executables = new Map<string, string | null>()
+
+/** An executable shipped beside the addon: the prebuild's folder, or `helper/` beside a local build. */
+function shippedExecutable(name: string): string | null {
+  const known = executables.get(name)
+  if (known !== undefined) return known
+  let found: string | null = null
+  if (addonDir) {
+    for (const candidate of [join(addonDir, name), join(addonDir, 'helper', name)]) {
+      if (existsSync(candidate)) {
+        found = candidate
+        break
+      }
+    }
+  }
+  executables.set(name, found)
+  return found
+}
 
 /**
  * The exec helper (native/exec_helper.c) shipped beside the addon: `prebuilds/<platform>-<arch>/`
  * for a prebuild, `build/Release/helper/` for a local build. null where it is missing.
  */
 export function execHelperPath(): string | null {
-  if (helper !== undefined) return helper
-  helper = null
-  if (addonDir) {
-    for (const candidate of [join(addonDir, 'reapkit-exec'), join(addonDir, 'helper', 'reapkit-exec')]) {
-      if (existsSync(candidate)) {
-        helper = candidate
-        break
-      }
-    }
-  }
-  return helper
+  return shippedExecutable('reapkit-exec')
+}
+
+/**
+ * The native supervisor behind the `reapkit` command (native/supervise.c), for hosts that start
+ * servers themselves: `spawn(supervisorPath(), ['--', 'uvx', 'some-server'])`. null where missing.
+ */
+export function supervisorPath(): string | null {
+  return shippedExecutable('reapkit-supervise')
 }
 
 let caps: Capabilities | undefined
@@ -157,6 +174,7 @@ export function capabilities(): Capabilities {
     exitWatch: pidfd ? 'pidfd' : kqueue ? 'kqueue' : 'poll',
     parentWatch: prctl && pidfd ? 'pdeathsig' : kqueue ? 'kqueue' : 'poll',
     execHelper: execHelperPath() !== null,
+    supervisor: supervisorPath() !== null,
     ...(loadError ? { loadError: loadError.message } : {}),
   }
   return { ...caps }

@@ -40,7 +40,12 @@ pending.set(id, (code, signal) => {
     const h = spawnSync(helper, ['1', '0', String(process.pid), 'sh', 'sh', '-c', 'ps -o pgid= -p $$'], { encoding: 'utf8' })
     assert.equal(h.status, 0, h.stderr)
     assert.notEqual(Number(h.stdout.trim()), b.getpgid(0), 'the helper did not start a new process group')
-    console.log(`check-addon: ${file} ok ${JSON.stringify(b.capabilities)}, helper ${helper}`)
+    // So must the native supervisor of the `reapkit` command: it runs, forwards the exit status.
+    const supervisor = [join(dirname(file), 'helper', 'reapkit-supervise'), join(dirname(file), 'reapkit-supervise')].find(existsSync)
+    assert.ok(supervisor, 'no reapkit-supervise beside the addon')
+    const s = spawnSync(supervisor, ['--', 'sh', '-c', 'exit 7'], { encoding: 'utf8', timeout: 5000 })
+    assert.equal(s.status, 7, `reapkit-supervise: status ${s.status} ${s.stderr}`)
+    console.log(`check-addon: ${file} ok ${JSON.stringify(b.capabilities)}, helpers ${helper} ${supervisor}`)
     clearTimeout(timer)
     b.watcherRef(false)
   } catch (err) {

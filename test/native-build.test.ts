@@ -29,4 +29,15 @@ describe.runIf(haveCompiler && process.platform === 'linux')('native sources', (
     )
     expect(r.status, r.stderr).toBe(0)
   })
+
+  it('the native supervisor compiles with the kqueue parent watch and without Linux-only calls (compile only)', () => {
+    const cc = process.env.CC || 'cc'
+    const r = spawnSync(
+      cc,
+      ['-std=c99', '-D_POSIX_C_SOURCE=200809L', '-D_DEFAULT_SOURCE', '-fsyntax-only', '-Wall', '-Wextra', '-Werror',
+        '-DREAPKIT_FORCE_KQUEUE', `-I${join(ROOT, 'test', 'kqueue-stub')}`, join(ROOT, 'native', 'supervise.c')],
+      { encoding: 'utf8', timeout: 60_000 },
+    )
+    expect(r.status, r.stderr).toBe(0)
+  })
 })

@@ -1,5 +1,5 @@
-/* A minimal macOS-shaped <sys/event.h>, for a COMPILE-ONLY check of native/exit_watch_kqueue.cc on
- * Linux (test/native-build.test.ts). It declares the kqueue API's shapes; it implements nothing and
+/* A minimal macOS-shaped <sys/event.h>, for a COMPILE-ONLY check of native/exit_watch_kqueue.cc and
+ * native/supervise.c on Linux (test/native-build.test.ts). It declares the kqueue API's shapes; it implements nothing and
  * is never linked or run. Behaviour is tested on macOS by .github/workflows/prebuild.yml. */
 #pragma once
 #include <stdint.h>
@@ -26,6 +26,12 @@ struct kevent {
     kevp_->ident = (a), kevp_->filter = (b), kevp_->flags = (c), kevp_->fflags = (d);         \
     kevp_->data = (e), kevp_->udata = (f);                                                    \
   } while (0)
-extern "C" int kqueue(void);
-extern "C" int kevent(int kq, const struct kevent *changelist, int nchanges, struct kevent *eventlist,
+#ifdef __cplusplus
+extern "C" {
+#endif
+int kqueue(void);
+int kevent(int kq, const struct kevent *changelist, int nchanges, struct kevent *eventlist,
                       int nevents, const struct timespec *timeout);
+#ifdef __cplusplus
+}
+#endif

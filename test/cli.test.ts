@@ -1,0 +1,204 @@
+// The `reapkit` command (bin/reapkit, which execs the native supervisor native/supervise.c), on real
+// process trees. Every process these tests start is in a group the cleanup kills (spawnGroup) or is
+// registered with trackGroup as soon as its pid is known, including the setsid escapees.
+import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { canUnshare, DIST, exitOf, FIXTURES, isGone, jsonLines, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
+
+const BIN = join(ROOT, 'bin', 'reapkit')
+const TREE = join(FIXTURES, 'tree.sh')
+const linux = process.platform === 'linux'
+const dir = mkdtempSync(join(tmpdir(), 'reapkit-cli-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const tempFile = () => join(dir, `tree-${++files}`)
+
+/** `/proc/PID/stat` fields after the command name: [state, ppid, pgrp, ...], or null when gone. */
+function stat(pid: number): string[] | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return s.slice(s.lastIndexOf(')') + 2).split(' ')
+  } catch {
+    return null
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** The tree.sh processes, by level, once all four have written their line (bounded wait). */
+async function readTree(out: string): Promise<Record<string, number>> {
+  let tree: Record<string, number> = {}
+  await waitFor(
+    () => {
+      try {
+        tree = Object.fromEntries(
+          readFileSync(out, 'utf8').trim().split('\n').map((l) => [l.split(' ')[0], Number(l.split(' ')[1])]),
+        )
+      } catch {
+        return false
+      }
+      return ['1', '2', '3', 'escapee'].every((k) => tree[k]! > 0)
+    },
+    10_000,
+    'the tree to start',
+  )
+  // Cleanup: the command's group (level 1 leads it) and the escapee's own group and session.
+  trackGroup(tree['1']!)
+  trackGroup(tree.escapee!)
+  return tree
+}
+
+const alive = (pids: number[]) => pids.filter((p) => !isGone(p))
+
+describe.runIf(linux)('reapkit -- command', () => {
+  it('passes exit codes and signal deaths through (128 + n); 127 for a missing command, 125 for bad options', async () => {
+    const run = (args: string[]) => spawnSync(BIN, args, { encoding: 'utf8', timeout: 10_000 })
+    expect(run(['--', 'sh', '-c', 'exit 42']).status).toBe(42)
+    expect(run(['--', 'sh', '-c', 'kill -USR1 $$']).status).toBe(128 + 10)
+    expect(run(['sh', '-c', 'exit 3']).status).toBe(3) // the `--` is optional before a command
+    const missing = run(['--', 'reapkit-no-such-command'])
+    expect(missing.status).toBe(127)
+    expect(missing.stderr).toMatch(/cannot execute reapkit-no-such-command/)
+    for (const bad of [['--grace', 'soon', '--', 'true'], ['--signal', 'SIGNOPE', '--', 'true'], ['--bogus', '--', 'true'], []]) {
+      const r = run(bad)
+      expect(r.status, bad.join(' ')).toBe(125)
+      expect(r.stderr, bad.join(' ')).toMatch(/^reapkit: /)
+    }
+    expect(run(['--version']).stdout).toBe(`reapkit ${require('../package.json').version}\n`)
+    expect(run(['--help']).stdout).toMatch(/usage: reapkit \[options\] -- command/)
+  })
+
+  it('leaves stdio to the command: 1 MiB through `reapkit -- cat` comes back byte for byte; stdin end reaches it', async () => {
+    const data = randomBytes(1 << 20)
+    const r = spawnSync(BIN, ['--', 'sh', '-c', 'cat; echo eof >&2; exit 3'], { input: data, timeout: 10_000 })
+    expect(r.status).toBe(3)
+    expect(Buffer.compare(r.stdout, data)).toBe(0)
+    expect(r.stderr.toString()).toBe('eof\n')
+  })
+
+  it('SIGTERM to the wrapper reaches the group; a child that ignores it is SIGKILLed after the grace, not before', async () => {
+    const grace = 600
+    const w = spawnGroup(BIN, ['--verbose', '--grace', String(grace), '--', 'sh', '-c',
+      "trap 'echo got-term' TERM; echo ready; while :; do sleep 0.05; done"], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const out = jsonLines(w.stdout!)
+    const events = jsonLines(w.stderr!)
+    await out.next((m) => m.raw === 'ready', 10_000, 'ready')
+    const start = await events.next((m) => m.event === 'start')
+    trackGroup(start.pgid)
+    const t0 = performance.now()
+    w.kill('SIGTERM')
+    await out.next((m) => m.raw === 'got-term', 5000, 'the SIGTERM to reach the command')
+    const { code } = await exitOf(w, 10_000)
+    const elapsed = performance.now() - t0
+    expect(code).toBe(128 + 9)
+    expect(elapsed).toBeGreaterThanOrEqual(grace - 10) // ms clocks round: allow one tick
+    const names = events.seen.map((e) => e.event)
+    expect(names.indexOf('stop')).toBeLessThan(names.indexOf('escalate'))
+    expect(events.seen.find((e) => e.event === 'escalate').why).toBe('grace')
+    expect(events.seen.at(-1)).toMatchObject({ event: 'exit', code: 137, survivors: 0 })
+  })
+
+  it('host SIGKILLed: a three-level tree whose innermost process double-forks and calls setsid is gone entirely', async () => {
+    // Control first: the same tree without the wrapper outlives its SIGKILLed host (so this test can fail).
+    const bareOut = tempFile()
+    const bare = spawnGroup('sh', ['-c', `sh ${TREE} 1 ${bareOut} & wait`])
+    const bareTree = await readTree(bareOut)
+    trackGroup(bare.pid!)
+    process.kill(bare.pid!, 'SIGKILL')
+    await exitOf(bare, 5000)
+    await new Promise((r) => setTimeout(r, 1000))
+    expect(alive(Object.values(bareTree)).length, 'control: survivors without the wrapper').toBe(4)
+
+    const out = tempFile()
+    const host = spawnGroup('sh', ['-c', `"${BIN}" --close-timeout 300 --grace 500 -- sh ${TREE} 1 ${out} & wait`])
+    const tree = await readTree(out)
+    const [wrapper] = childrenOf(host.pid!)
+    expect(stat(tree['1']!)![1], 'the command is the wrapper\'s child').toBe(String(wrapper))
+    expect(stat(tree['1']!)![2], 'the command leads its own group').toBe(String(tree['1']))
+    await waitFor(() => stat(tree.escapee!)?.[1] === String(wrapper), 5000, 'the escapee to be adopted by the wrapper')
+    process.kill(host.pid!, 'SIGKILL')
+    const pids = [...Object.values(tree), wrapper!]
+    await waitFor(() => alive(pids).length === 0, 10_000, `the tree to be gone (alive: ${alive(pids)})`)
+  })
+
+  it.runIf(canUnshare)('--isolate: SIGKILL the supervisor itself and the whole tree, setsid escapee included, is gone', async () => {
+    const info = spawnSync(BIN, ['--isolate', '--', 'sh', '-c', 'echo $$ $(ls /proc | grep -c "^[0-9]"); exit 3'], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    })
+    expect(info.status).toBe(3)
+    expect(info.stdout.trim().split(' ')[0], 'the command is pid 2 of its namespace (our init is 1)').toBe('2')
+    expect(Number(info.stdout.trim().split(' ')[1]), 'its /proc shows its namespace only').toBeLessThan(10)
+
+    const out = tempFile()
+    const w = spawnGroup(BIN, ['--isolate', '--', 'sh', TREE, '1', out])
+    await waitFor(() => (readFileSync(out, { encoding: 'utf8', flag: 'a+' }).match(/\n/g) ?? []).length >= 4, 10_000, 'the tree')
+    const [init] = childrenOf(w.pid!)
+    const ns = readlinkSync(`/proc/${init}/ns/pid`)
+    const members = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number).filter((pid) => {
+      try {
+        return readlinkSync(`/proc/${pid}/ns/pid`) === ns
+      } catch {
+        return false
+      }
+    })
+    for (const pid of members) trackGroup(Number(stat(pid)?.[2]))
+    expect(members.length, 'init, three levels, the escapee (and their sleeps)').toBeGreaterThanOrEqual(5)
+    expect(members.filter((p) => stat(p)?.[3] !== stat(init!)?.[3]).length, 'the escapee left the session').toBeGreaterThan(0)
+    process.kill(w.pid!, 'SIGKILL')
+    await waitFor(() => alive(members).length === 0, 5000, `the namespace to be gone (alive: ${alive(members)})`)
+  })
+
+  it('carries a real MCP session (SDK client and server) and leaves nothing when the client closes', async () => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js')
+    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js')
+    const { openProcess } = require(DIST)
+    const transport = new StdioClientTransport({ command: BIN, args: ['--', process.execPath, join(FIXTURES, 'cli-mcp-server.mjs')], stderr: 'pipe' })
+    const client = new Client({ name: 'reapkit-cli-test', version: '1.0.0' })
+    let handle: { signal(s: string): void; close(): void } | undefined
+    let server = 0
+    try {
+      await client.connect(transport)
+      const wrapper = transport.pid!
+      handle = openProcess(wrapper) // pinned: the cleanup below can never hit a recycled pid
+      server = childrenOf(wrapper)[0]!
+      trackGroup(server)
+      const text = `${'ünïcødé ✓ \n "quotes" \\ '.repeat(5000)}end`
+      const r = await client.callTool({ name: 'echo', arguments: { text } })
+      expect((r.content as Array<{ text: string }>)[0]!.text).toBe(text)
+      await client.close()
+      await waitFor(() => isGone(wrapper) && isGone(server), 10_000, 'the wrapper and the server to exit')
+    } finally {
+      try {
+        handle?.signal('SIGKILL')
+      } catch {
+        // already gone
+      }
+      handle?.close()
+    }
+  })
+
+  it('resident memory after start-up is under 4 MiB, and idle it does not wake up', async () => {
+    const w = spawnGroup(BIN, ['--verbose', '--', 'sleep', '30'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    const events = jsonLines(w.stderr!)
+    trackGroup((await events.next((m) => m.event === 'start')).pgid)
+    await new Promise((r) => setTimeout(r, 200))
+    const status = () => readFileSync(`/proc/${w.pid}/status`, 'utf8')
+    const field = (name: string) => Number(status().match(new RegExp(`^${name}:\\s+(\\d+)`, 'm'))![1])
+    expect(field('VmRSS'), 'kB').toBeLessThan(4096)
+    const before = field('voluntary_ctxt_switches') + field('nonvoluntary_ctxt_switches')
+    await new Promise((r) => setTimeout(r, 1000))
+    const after = field('voluntary_ctxt_switches') + field('nonvoluntary_ctxt_switches')
+    expect(after - before, 'context switches while idle for 1 s').toBe(0)
+  })
+})
