@@ -60,7 +60,7 @@ async function readTree(out: string): Promise<Record<string, number>> {
 
 const alive = (pids: number[]) => pids.filter((p) => !isGone(p))
 
-describe.runIf(linux)('reapkit -- command', () => {
+describe('reapkit -- command', () => {
   it('passes exit codes and signal deaths through (128 + n); 127 for a missing command, 125 for bad options', async () => {
     const run = (args: string[]) => spawnSync(BIN, args, { encoding: 'utf8', timeout: 10_000 })
     expect(run(['--', 'sh', '-c', 'exit 42']).status).toBe(42)
@@ -108,7 +108,7 @@ describe.runIf(linux)('reapkit -- command', () => {
     expect(events.seen.at(-1)).toMatchObject({ event: 'exit', code: 137, survivors: 0 })
   })
 
-  it('host SIGKILLed: a three-level tree whose innermost process double-forks and calls setsid is gone entirely', async () => {
+  it.runIf(linux)('host SIGKILLed: a three-level tree whose innermost process double-forks and calls setsid is gone entirely', async () => {
     // Control first: the same tree without the wrapper outlives its SIGKILLed host (so this test can fail).
     const bareOut = tempFile()
     const bare = spawnGroup('sh', ['-c', `sh ${TREE} 1 ${bareOut} & wait`])
@@ -131,7 +131,7 @@ describe.runIf(linux)('reapkit -- command', () => {
     await waitFor(() => alive(pids).length === 0, 10_000, `the tree to be gone (alive: ${alive(pids)})`)
   })
 
-  it.runIf(canUnshare)('--isolate: SIGKILL the supervisor itself and the whole tree, setsid escapee included, is gone', async () => {
+  it.runIf(linux && canUnshare)('--isolate: SIGKILL the supervisor itself and the whole tree, setsid escapee included, is gone', async () => {
     const info = spawnSync(BIN, ['--isolate', '--', 'sh', '-c', 'echo $$ $(ls /proc | grep -c "^[0-9]"); exit 3'], {
       encoding: 'utf8',
       timeout: 10_000,
@@ -159,7 +159,7 @@ describe.runIf(linux)('reapkit -- command', () => {
     await waitFor(() => alive(members).length === 0, 5000, `the namespace to be gone (alive: ${alive(members)})`)
   })
 
-  it('carries a real MCP session (SDK client and server) and leaves nothing when the client closes', async () => {
+  it.runIf(linux)('carries a real MCP session (SDK client and server) and leaves nothing when the client closes', async () => {
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js')
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js')
     const { openProcess } = require(DIST)
@@ -188,7 +188,7 @@ describe.runIf(linux)('reapkit -- command', () => {
     }
   })
 
-  it('resident memory after start-up is under 4 MiB, and idle it does not wake up', async () => {
+  it.runIf(linux)('resident memory after start-up is under 4 MiB, and idle it does not wake up', async () => {
     const w = spawnGroup(BIN, ['--verbose', '--', 'sleep', '30'], { stdio: ['ignore', 'ignore', 'pipe'] })
     const events = jsonLines(w.stderr!)
     trackGroup((await events.next((m) => m.event === 'start')).pgid)

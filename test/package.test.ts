@@ -79,10 +79,19 @@ describe.runIf(linuxX64)('the packed tarball', () => {
 
   it('ships the prebuild, the ESM and CJS entries with types, and no build folder', () => {
     const dir = join(project, 'node_modules', 'reapkit')
-    for (const f of ['prebuilds/linux-x64/reapkit.node', 'prebuilds/linux-x64/reapkit-exec', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'binding.gyp']) {
+    for (const f of ['prebuilds/linux-x64/reapkit.node', 'prebuilds/linux-x64/reapkit-exec', 'prebuilds/linux-x64/reapkit-supervise', 'bin/reapkit', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'binding.gyp']) {
       expect(existsSync(join(dir, f)), f).toBe(true)
     }
     expect(existsSync(join(dir, 'build'))).toBe(false)
+  })
+
+  it('installs the reapkit command, which runs the prebuilt supervisor through npm\'s .bin symlink', () => {
+    const bin = join(project, 'node_modules', '.bin', 'reapkit')
+    const env = { PATH: nodeOnlyPath, HOME: process.env.HOME }
+    const version = spawnSync(bin, ['--version'], { env, encoding: 'utf8', timeout: 10_000 })
+    expect(version.stdout).toBe(`reapkit ${require('../package.json').version}\n`)
+    const r = spawnSync(bin, ['--', '/bin/sh', '-c', 'exit 5'], { env, encoding: 'utf8', timeout: 10_000 })
+    expect(r.status, r.stderr).toBe(5)
   })
 
   const versions = [{ label: '20 (this machine)', bin: () => process.execPath }].concat(
