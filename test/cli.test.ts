@@ -35,6 +35,11 @@ function childrenOf(pid: number): number[] {
   }
 }
 
+/** Every descendant of `pid` (children files, depth first). */
+function descendants(pid: number): number[] {
+  return childrenOf(pid).flatMap((c) => [c, ...descendants(c)])
+}
+
 /** The tree.sh processes, by level, once all four have written their line (bounded wait). */
 async function readTree(out: string): Promise<Record<string, number>> {
   let tree: Record<string, number> = {}
@@ -187,6 +192,24 @@ describe('reapkit -- command', () => {
       handle?.close()
     }
   })
+
+  for (const [name, args] of [
+    ['@modelcontextprotocol/server-memory', []],
+    ['@modelcontextprotocol/server-filesystem', [FIXTURES]],
+  ] as const) {
+    it.runIf(linux)(`${name} from npm, started through npx under the wrapper, leaves nothing when its host is SIGKILLed`, async () => {
+      const host = spawnGroup(process.execPath, [join(FIXTURES, 'cli-host.mjs'), name, ...args])
+      const ready = await jsonLines(host.stdout!).next((m) => m.event === 'ready', 30_000, 'the MCP handshake')
+      expect(ready.tools).toBeGreaterThan(0)
+      const tree = descendants(ready.wrapper)
+      for (const pid of tree) trackGroup(Number(stat(pid)?.[2]))
+      const commands = tree.map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '))
+      expect(commands.some((c) => c.includes(name.split('/')[1]!)), commands.join('\n')).toBe(true)
+      process.kill(host.pid!, 'SIGKILL')
+      const pids = [ready.wrapper, ...tree]
+      await waitFor(() => alive(pids).length === 0, 15_000, `the server's tree to be gone (alive: ${alive(pids)})`)
+    })
+  }
 
   it.runIf(linux)('resident memory after start-up is under 4 MiB, and idle it does not wake up', async () => {
     const w = spawnGroup(BIN, ['--verbose', '--', 'sleep', '30'], { stdio: ['ignore', 'ignore', 'pipe'] })
