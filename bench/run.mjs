@@ -186,6 +186,7 @@ async function requireTime() {
 
 const reaping = await import('./reaping.mjs')
 const keepaliveBench = await import('./keepalive.mjs')
+const cliBench = await import('./cli.mjs')
 const started = Date.now()
 const exit = await exitLatency()
 const parent = await parentLatency()
@@ -198,6 +199,9 @@ reaping.sweep()
 const tracking = await keepaliveBench.trackingOverhead(quick ? 20_000 : 200_000)
 const sigterm = await keepaliveBench.sigtermToExit(quick ? 3 : 10)
 const orphaned = await keepaliveBench.parentDeathToExit(quick ? 3 : 10)
+const cliStartup = cliBench.startupLatency(quick ? 20 : 100)
+const cliRss = await cliBench.residentMemory()
+const cliSurvivors = await cliBench.survivorsAfterHostKill(quick ? 1 : 3)
 killAll()
 
 const stat = (xs) => ({ n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) })
@@ -319,10 +323,31 @@ An idle server leaving (a Node process with createKeepalive; exit seen here by p
 | parent SIGKILLed, keepalive (kernel death signal + pidfd) | ${orphaned.reapkit.length} | ${fmt(pct(orphaned.reapkit, 50))} | ${fmt(pct(orphaned.reapkit, 99))} | 1x |
 | parent SIGKILLed, server polling getppid every 2 s | ${orphaned.poll2000.length} | ${fmt(pct(orphaned.poll2000, 50))} | ${fmt(pct(orphaned.poll2000, 99))} | ${ratio(pct(orphaned.reapkit, 50), pct(orphaned.poll2000, 50))} |
 
+## The \`reapkit\` command (a server wrapped as \`reapkit -- command\`)
+
+Start-up, spawn → exit of \`/bin/true\` (${cliStartup.bare.length} runs each, interleaved):
+
+| how | p50 ms | p95 ms | added p50 ms | target |
+|---|---:|---:|---:|---|
+| bare | ${fmt(pct(cliStartup.bare, 50))} | ${fmt(pct(cliStartup.bare, 95))} | | |
+| \`reapkit --\` (sh launcher → native supervisor) | ${fmt(pct(cliStartup.reapkit, 50))} | ${fmt(pct(cliStartup.reapkit, 95))} | ${fmt(pct(cliStartup.reapkit, 50) - pct(cliStartup.bare, 50))} | ≤ 60 ms: ${pct(cliStartup.reapkit, 50) - pct(cliStartup.bare, 50) <= 60 ? 'met' : 'NOT met'} |
+| the supervisor binary directly (\`supervisorPath()\`) | ${fmt(pct(cliStartup.supervisorDirect, 50))} | ${fmt(pct(cliStartup.supervisorDirect, 95))} | ${fmt(pct(cliStartup.supervisorDirect, 50) - pct(cliStartup.bare, 50))} | |
+| a Node-resident wrapper (spawn, forward signals) | ${fmt(pct(cliStartup.nodeWrapper, 50))} | ${fmt(pct(cliStartup.nodeWrapper, 95))} | ${fmt(pct(cliStartup.nodeWrapper, 50) - pct(cliStartup.bare, 50))} | |
+
+Resident memory of the supervising process, 500 ms in, command \`sleep\`: reapkit ${(cliRss.reapkit / 1024).toFixed(2)} MiB
+(target ≤ 4 MiB: ${cliRss.reapkit <= 4096 ? 'met' : 'NOT met'}), Node-resident wrapper ${(cliRss.nodeWrapper / 1024).toFixed(1)} MiB (${ratio(cliRss.reapkit, cliRss.nodeWrapper)}).
+
+Survivors ${cliSurvivors[0]?.settleMs / 1000} s after the host (a Node process holding the server's stdio) is SIGKILLed; the wrapper ran
+with \`--close-timeout 500 --grace 1000\`:
+
+| server | wrapper | rounds | processes | survivors |
+|---|---|---:|---:|---:|
+${cliSurvivors.map((r) => `| ${r.scenario} | ${r.wrapped ? '\`reapkit --\`' : 'none'} | ${r.rounds} | ${r.processes} | ${r.survivors} |`).join('\n')}
+
 Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/latest.json\`.
 `
 mkdirSync(join(here, 'results'), { recursive: true })
 writeFileSync(join(here, 'results', 'latest.md'), md)
-writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ quick, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned }, null, 1))
+writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ quick, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
 console.log(md)
 process.exit(0)
