@@ -9,6 +9,16 @@
  * written (so the drain never cuts a frame) or when the client cancels it (the SDK then aborts the
  * handler's AbortSignal and sends no response); the server's transport is closed only after the
  * drain, as the keepalive's first shutdown hook.
+ *
+ * Where the two lines differ, and how this module meets both:
+ * - 2.x's StdioServerTransport closes itself when stdin ends (1.x ignores stdin end), which aborts
+ *   the requests in flight, unanswered. A close the transport makes of itself waits until the
+ *   requests in flight are answered (see TrackedTransport).
+ * - 1.x's StdioServerTransport listens for no error on stdout: a client gone mid-drain (EPIPE)
+ *   would crash the server before its report. The error goes to the server's onerror instead.
+ * - 2.x's Protocol may call setSupportedProtocolVersions() and read hasPerRequestStream on its
+ *   transport: both are passed through, like sessionId and setProtocolVersion().
+ * - StdioServerParameters are the same in both (command, args, env, stderr, cwd, maxBufferSize).
  */
 import { closeClient, type Keepalive, SHUTTING_DOWN_JSONRPC_CODE, spawn } from './index'
 
@@ -19,9 +29,15 @@ export interface McpTransport {
   close(): Promise<void>
   onclose?: () => void
   onerror?: (error: Error) => void
-  onmessage?: (message: JsonRpcMessage, extra?: unknown) => void
+  // A method signature, so that the SDKs' transports (whose onmessage takes their own, narrower
+  // message type) are McpTransports too.
+  onmessage?(message: JsonRpcMessage, extra?: unknown): void
   sessionId?: string
   setProtocolVersion?: (version: string) => void
+  /** 2.x */
+  setSupportedProtocolVersions?: (versions: string[]) => void
+  /** 2.x */
+  readonly hasPerRequestStream?: boolean
 }
 
 export type JsonRpcMessage = {
@@ -42,11 +58,30 @@ export interface McpServerLike {
 
 const keyOf = (id: string | number): string => `${typeof id}:${id}`
 
-/** A transport between the SDK and the real one, that tracks requests and refuses them while draining. */
+/**
+ * A transport between the SDK and the real one, that tracks requests and refuses them while draining.
+ *
+ * It also holds back a close that the real transport makes of itself (through its own `close()`)
+ * while requests are in flight: the SDK 2.x StdioServerTransport closes itself on stdin end, and
+ * its Protocol then aborts every handler in flight and answers none of them, so a host that ends
+ * stdin and still reads stdout would lose the responses the drain exists to deliver (and the report
+ * would count them drained). Held back, the close happens once the last request in flight is
+ * answered or cancelled, or at the latest when the keepalive's first shutdown hook closes the server
+ * after the drain. With nothing in flight, or once the drain is over, it goes through at once.
+ *
+ * When the real transport writes to a stream (`_stdout`, in both lines' StdioServerTransport) and
+ * that stream closes (the client is gone: EPIPE), a response can no longer be written: its send
+ * fails at once instead of waiting for a 'drain' that never comes, so the drain is not held up to
+ * its grace by frames nobody will read.
+ */
 class TrackedTransport implements McpTransport {
   readonly #inner: McpTransport
   readonly #keepalive: Keepalive
   readonly #pending = new Map<string, () => void>()
+  readonly #closeInner: () => Promise<void>
+  #closeHeld = false
+  /** Rejects once the real transport's output stream has closed. */
+  #outputGone: Promise<never> | null = null
   onmessage?: (message: JsonRpcMessage, extra?: unknown) => void
   onclose?: () => void
   onerror?: (error: Error) => void
@@ -58,38 +93,84 @@ class TrackedTransport implements McpTransport {
     inner.onerror = (error) => this.onerror?.(error)
     inner.onclose = () => {
       // Nothing can be answered any more: the requests in flight are over for the drain.
+      this.#closeHeld = false
       for (const done of this.#pending.values()) done()
       this.#pending.clear()
       this.onclose?.()
     }
+    const close = inner.close
+    this.#closeInner = () => close.call(inner)
+    // The transport's own calls of this.close() (stdin end, a broken stdout, an oversized message)
+    // land here; so does a close through the raw transport from the server's own code.
+    inner.close = () => this.#closeRequested()
   }
 
   get sessionId(): string | undefined {
     return this.#inner.sessionId
   }
 
+  get hasPerRequestStream(): boolean | undefined {
+    return this.#inner.hasPerRequestStream
+  }
+
   setProtocolVersion(version: string): void {
     this.#inner.setProtocolVersion?.(version)
   }
 
-  start(): Promise<void> {
-    return this.#inner.start()
+  setSupportedProtocolVersions(versions: string[]): void {
+    this.#inner.setSupportedProtocolVersions?.(versions)
   }
 
+  async start(): Promise<void> {
+    await this.#inner.start()
+    this.#watchOutput((this.#inner as { _stdout?: unknown })._stdout)
+  }
+
+  #watchOutput(stream: unknown): void {
+    const out = stream as NodeJS.WritableStream & { destroyed?: boolean }
+    if (typeof out?.write !== 'function' || typeof out.once !== 'function' || typeof out.listenerCount !== 'function') return
+    // 1.x's transport has no error listener on stdout: an EPIPE would be an uncaught exception.
+    if (out.listenerCount('error') === 0) out.on('error', (err) => this.onerror?.(err))
+    this.#outputGone = new Promise<never>((_, reject) => {
+      const gone = (): void => reject(new Error('The transport\'s output stream is closed: the client is gone'))
+      if (out.destroyed) gone()
+      else out.once('close', gone)
+    })
+    this.#outputGone.catch(() => {})
+  }
+
+  /** The SDK's close (Protocol.close(), the keepalive's hook): at once. */
   close(): Promise<void> {
-    return this.#inner.close()
+    this.#closeHeld = false
+    return this.#closeInner()
+  }
+
+  #closeRequested(): Promise<void> {
+    const state = this.#keepalive.state
+    if ((state === 'running' || state === 'draining') && this.#pending.size > 0) {
+      this.#closeHeld = true
+      return Promise.resolve()
+    }
+    return this.close()
+  }
+
+  /** One request is over (answered, cancelled): a held close goes through after the last one. */
+  #settle(key: string): void {
+    const done = this.#pending.get(key)
+    if (!done) return
+    this.#pending.delete(key)
+    done()
+    if (this.#closeHeld && this.#pending.size === 0) void this.close().catch((err: Error) => this.onerror?.(err))
   }
 
   async send(message: JsonRpcMessage, options?: unknown): Promise<void> {
     const isResponse = message.id !== undefined && message.method === undefined
-    const done = isResponse ? this.#pending.get(keyOf(message.id!)) : undefined
     try {
-      await this.#inner.send(message, options)
+      const sent = this.#inner.send(message, options)
+      await (this.#outputGone ? Promise.race([sent, this.#outputGone]) : sent)
     } finally {
-      if (done) {
-        this.#pending.delete(keyOf(message.id!))
-        done() // after the whole frame was handed to the transport
-      }
+      // After the whole frame was handed to the transport (or could not be).
+      if (isResponse) this.#settle(keyOf(message.id!))
     }
   }
 
@@ -114,9 +195,7 @@ class TrackedTransport implements McpTransport {
     this.onmessage?.(message, extra)
     if (message.method === 'notifications/cancelled' && message.params?.requestId !== undefined) {
       // The SDK has aborted the handler's signal and will send no response: the request is over.
-      const key = keyOf(message.params.requestId)
-      this.#pending.get(key)?.()
-      this.#pending.delete(key)
+      this.#settle(keyOf(message.params.requestId))
     }
   }
 }
@@ -146,7 +225,15 @@ export interface StdioServerParameters {
   /** What to do with the server's stderr: 'inherit' (default), 'pipe' (then read `.stderr`), 'ignore', or a stream/fd. */
   stderr?: 'inherit' | 'pipe' | 'ignore' | 'overlapped' | import('node:stream').Stream | number
   cwd?: string
+  /**
+   * The largest message (in bytes) the server may send; past it the transport reports an error and
+   * closes, as the SDK's does. Default 10 MB (the SDK's STDIO_DEFAULT_MAX_BUFFER_SIZE).
+   */
+  maxBufferSize?: number
 }
+
+/** The SDK's default bound of the stdio read buffer (1.x and 2.x). */
+export const STDIO_DEFAULT_MAX_BUFFER_SIZE = 10 * 1024 * 1024
 
 export interface StdioClientTransportOptions {
   /** closeClient's phase 1 bound. Default 2000 (REAPKIT_CLOSE_TIMEOUT_MS). */
@@ -178,7 +265,7 @@ export class StdioClientTransport implements McpTransport {
   readonly #options: StdioClientTransportOptions
   #child: import('node:child_process').ChildProcess | null = null
   #stderr: import('node:stream').PassThrough | null = null
-  #buffer = ''
+  #buffer: Buffer | null = null
   #closing: Promise<void> | null = null
   onmessage?: (message: JsonRpcMessage, extra?: unknown) => void
   onclose?: () => void
@@ -224,19 +311,26 @@ export class StdioClientTransport implements McpTransport {
         this.onclose?.()
       })
       child.stdin!.on('error', (err) => this.onerror?.(err))
-      child.stdout!.setEncoding('utf8')
-      child.stdout!.on('data', (chunk: string) => this.#read(chunk))
+      child.stdout!.on('data', (chunk: Buffer) => this.#read(chunk))
       child.stdout!.on('error', (err) => this.onerror?.(err))
       if (this.#stderr) child.stderr!.pipe(this.#stderr)
     })
   }
 
-  #read(chunk: string): void {
-    this.#buffer += chunk
+  #read(chunk: Buffer): void {
+    const max = this.#params.maxBufferSize ?? STDIO_DEFAULT_MAX_BUFFER_SIZE
+    if ((this.#buffer?.length ?? 0) + chunk.length > max) {
+      // As the SDK: report, drop what was buffered, close (the bounded two-phase close here).
+      this.#buffer = null
+      this.onerror?.(new Error(`ReadBuffer exceeded maximum size of ${max} bytes`))
+      void this.close().catch((err: Error) => this.onerror?.(err))
+      return
+    }
+    this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk
     let nl: number
-    while ((nl = this.#buffer.indexOf('\n')) >= 0) {
-      const line = this.#buffer.slice(0, nl).replace(/\r$/, '')
-      this.#buffer = this.#buffer.slice(nl + 1)
+    while (this.#buffer && (nl = this.#buffer.indexOf(0x0a)) >= 0) {
+      const line = this.#buffer.toString('utf8', 0, nl).replace(/\r$/, '')
+      this.#buffer = nl + 1 < this.#buffer.length ? this.#buffer.subarray(nl + 1) : null
       if (!line) continue
       let message: JsonRpcMessage
       try {
