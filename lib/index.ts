@@ -3,7 +3,7 @@
  */
 export { capabilities, type Capabilities, supervisorPath } from './native'
 export { getpgid, setpgid, kill, killpg, type SignalOptions } from './signals'
-export { setParentDeathSignal, getParentDeathSignal, setChildSubreaper, isChildSubreaper } from './prctl'
+export { setParentDeathSignal, getParentDeathSignal, setChildSubreaper, isChildSubreaper, reapAdopted } from './prctl'
 export { openProcess, ProcessHandle, type ExitInfo, type OpenProcessOptions } from './handle'
 export { watchExit, type ProcessTarget, type WatchExitOptions } from './exit'
 export {

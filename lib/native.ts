@@ -29,6 +29,7 @@ export interface Binding {
   getParentDeathSignal(): number
   setChildSubreaper(on: boolean): void
   isChildSubreaper(): boolean
+  reapZombie(pid: number): boolean
   ProcessHandle: new (pid: number) => NativeProcessHandle
   watcherStart(dispatch: (id: number, code: number | null, signal: number | null) => void): void
   watch(handle: NativeProcessHandle): number

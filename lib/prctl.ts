@@ -9,7 +9,7 @@
  */
 import { typeError } from './errors'
 import { requireBinding } from './native'
-import { type SignalLike, signalName, signalNumber } from './validate'
+import { type SignalLike, signalName, signalNumber, validatePid } from './validate'
 
 /** Arms (or with `null` / 0, disarms) the signal the kernel sends this process when its parent dies. */
 export function setParentDeathSignal(signal: SignalLike | null): void {
@@ -36,4 +36,14 @@ export function setChildSubreaper(on = true): void {
 /** Whether this process is a child subreaper. */
 export function isChildSubreaper(): boolean {
   return requireBinding('prctl').isChildSubreaper()
+}
+
+/**
+ * Reaps `pid`, a child of this process, if it has exited: true when it was reaped, false while it
+ * still runs; throws ECHILD if it is not a child of ours. For orphans a subreaper has adopted
+ * only: never for children spawned through child_process (libuv waits for those by pid itself, and
+ * a status taken from under it never reaches their ChildProcess 'exit' event).
+ */
+export function reapAdopted(pid: number): boolean {
+  return requireBinding('waitid').reapZombie(validatePid(pid))
 }

@@ -1,8 +1,12 @@
 // Linux prctl: PR_SET_PDEATHSIG / PR_GET_PDEATHSIG and PR_SET_CHILD_SUBREAPER / PR_GET_CHILD_SUBREAPER.
 // Elsewhere every call fails with ENOTSUP (never a silent no-op) and capabilities() says false.
+// Also a subreaper's duty, on every POSIX system: reaping one adopted zombie by pid.
 #include <napi.h>
 
+#include <sys/wait.h>
+
 #include <cerrno>
+#include <cstring>
 
 #include "errors.h"
 #include "reapkit.h"
@@ -60,6 +64,22 @@ static Napi::Value NotSupported(const Napi::CallbackInfo& info) {
 #define IsChildSubreaper NotSupported
 #endif
 
+// reapZombie(pid): reaps child `pid` if it has exited (true), false if it still runs; ECHILD if it
+// is not our child. For orphans adopted as a subreaper only: libuv waits for the children it
+// spawned itself by pid, and a status taken from under it is lost to its ChildProcess.
+static Napi::Value ReapZombie(const Napi::CallbackInfo& info) {
+  int32_t pid;
+  if (!ArgInt(info, 0, "pid", &pid)) return info.Env().Undefined();
+  if (pid <= 0) return ThrowSystemError(info.Env(), EINVAL, "waitid");
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  int r;
+  do r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG);
+  while (r < 0 && errno == EINTR);
+  if (r < 0) return ThrowSystemError(info.Env(), errno, "waitid");
+  return Napi::Boolean::New(info.Env(), si.si_pid == pid);
+}
+
 bool HavePrctl() {
 #if REAPKIT_HAVE_PRCTL
   return true;
@@ -73,6 +93,7 @@ void InitPdeathsig(Napi::Env env, Napi::Object exports) {
   exports.Set("getParentDeathSignal", Napi::Function::New(env, GetParentDeathSignal, "getParentDeathSignal"));
   exports.Set("setChildSubreaper", Napi::Function::New(env, SetChildSubreaper, "setChildSubreaper"));
   exports.Set("isChildSubreaper", Napi::Function::New(env, IsChildSubreaper, "isChildSubreaper"));
+  exports.Set("reapZombie", Napi::Function::New(env, ReapZombie, "reapZombie"));
 }
 
 }  // namespace reapkit
