@@ -5,6 +5,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { execa } from 'execa'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const require = createRequire(import.meta.url)
@@ -48,8 +49,52 @@ async function tree() {
   return { child, pgid: child.pid, members, lastExit: () => Promise.all(exits).then((ts) => Math.max(...ts)) }
 }
 
-export async function stopTree(samples) {
-  const rows = { reapkit: [], treeKill: [], poll100: [] }
+/** Pin every process of the group by pidfd (so a later SIGKILL can never hit a recycled pid). */
+function pin(pgid) {
+  const handles = []
+  for (const pid of reapkit.groupMembers(pgid)) {
+    try { handles.push(reapkit.openProcess(pid)) } catch {}
+  }
+  return handles
+}
+/** SIGKILL whatever a pinned tree still has, and wait (bounded) until it is gone. */
+async function finish(handles) {
+  for (const h of handles) {
+    try { h.signal('SIGKILL') } catch {}
+  }
+  for (const h of handles) {
+    await Promise.race([h.exited, sleep(5000)])
+    h.close()
+  }
+}
+
+/**
+ * execa's way: the same tree started by execa (in its own group, detached, so survivors can be
+ * counted and swept; execa signals by pid either way), stopped by `subprocess.kill()`, which sends
+ * SIGTERM to the direct child and arms `forceKillAfterDelay` (SIGKILL to the same child, 5 s default).
+ * Time is to the execa promise settling; survivors are counted at that moment. With execa's default
+ * stdio (pipes) the promise waits for the pipes, which the orphaned grandchild holds: it is given
+ * `capMs` to settle and then recorded as unsettled.
+ */
+async function execaStop(stdio, capMs) {
+  const cmd = "sh -c 'sleep 1000; :' & wait"
+  const sub = execa('sh', ['-c', cmd], { detached: true, stdio, forceKillAfterDelay: 5000 })
+  groups.add(sub.pid)
+  const settled = sub.then(() => now(), () => now())
+  await waitMembers(sub.pid, 3)
+  const handles = pin(sub.pid)
+  const t0 = now()
+  sub.kill()
+  const done = await Promise.race([settled, sleep(capMs).then(() => null)])
+  const atSettle = reapkit.groupMembers(sub.pid).length
+  await finish(handles)
+  await Promise.race([settled, sleep(5000)])
+  return done === null ? { ms: null, settled: false, capMs, survivors: atSettle } : { ms: done - t0, settled: true, survivors: atSettle }
+}
+
+export async function stopTree(samples, { execaPipeSamples = 1, execaPipeCapMs = 1000 } = {}) {
+  const rows = { reapkit: [], treeKill: [], poll100: [], execa: [], execaPipes: [] }
+  for (let i = 0; i < execaPipeSamples; i++) rows.execaPipes.push(await execaStop('pipe', execaPipeCapMs))
   for (let i = 0; i < samples; i++) {
     // reapkit: SIGTERM the group, wait by event, confirm it empty.
     {
@@ -87,6 +132,8 @@ export async function stopTree(samples) {
       const last = await t.lastExit()
       rows.poll100.push({ ms: done - t0, lagMs: done - last, survivors: reapkit.groupMembers(t.pgid).length })
     }
+    // execa 9: subprocess.kill() + forceKillAfterDelay, stdio 'ignore' like the rows above.
+    rows.execa.push(await execaStop('ignore', 10_000))
   }
   return rows
 }

@@ -13,6 +13,7 @@ const root = join(here, '..')
 const DIST = join(root, 'dist', 'cjs', 'index.js')
 const require = createRequire(import.meta.url)
 const reapkit = require(DIST)
+const plot = await import('./plot.mjs')
 const quick = process.env.BENCH_QUICK === '1'
 const N_EXIT = quick ? 30 : 100
 const N_EXIT_ALONE = quick ? 100 : 500
@@ -192,7 +193,7 @@ const exit = await exitLatency()
 const parent = await parentLatency()
 const idle = await idleCost()
 const req = await requireTime()
-const stop = await reaping.stopTree(quick ? 5 : 30)
+const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
 const close = await reaping.closeServer(quick ? 1 : 3)
 const scaling = await reaping.shutdownScaling(quick ? [1, 10, 100] : [1, 10, 100, 500])
 reaping.sweep()
@@ -214,10 +215,105 @@ const F = stat(req.floor)
 const ratio = (a, b) => `${fmt(b / a)}x`
 const cpu = os.cpus()[0]?.model ?? 'unknown cpu'
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+const installed = (name) => {
+  try { return JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version } catch { return 'not installed' }
+}
+const osName = (() => {
+  try { return readFileSync('/etc/os-release', 'utf8').match(/^PRETTY_NAME="?([^"\n]*)"?/m)?.[1] } catch { return undefined }
+})()
+const machine = {
+  date: new Date().toISOString(),
+  run: quick ? 'quick (BENCH_QUICK=1: fewer samples)' : 'full',
+  os: `${os.type()} ${os.release()} ${os.arch()}${osName ? ` (${osName})` : ''}`,
+  libc: process.report?.getReport?.().header?.glibcVersionRuntime ? `glibc ${process.report.getReport().header.glibcVersionRuntime}` : 'n/a',
+  cpu: `${os.cpus().length} × ${cpu}`,
+  memory: `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
+  node: `${process.version} (libuv ${process.versions.uv}, N-API ${process.versions.napi})`,
+  reapkit: pkg.version,
+  sdk: installed('@modelcontextprotocol/sdk'),
+  sdk2: `${installed('@modelcontextprotocol/client')} / ${installed('@modelcontextprotocol/server')}`,
+  treeKill: installed('tree-kill'),
+  execa: installed('execa'),
+  capabilities: reapkit.capabilities(),
+}
+const stopRows = [
+  ['reapkit \`killProcessGracefully\` (SIGTERM, wait by event, confirm)', stop.reapkit],
+  ['tree-kill (SIGTERM via \`ps\` walk; sends only)', stop.treeKill],
+  ['SIGTERM to the group, then \`kill(-pgid, 0)\` every 100 ms', stop.poll100],
+  [`execa ${machine.execa} \`subprocess.kill()\` + \`forceKillAfterDelay\`, stdio \`'ignore'\``, stop.execa],
+]
+const execaPipesSettled = stop.execaPipes.filter((r) => r.settled)
+const survivorsPer = (rows) => (rows.length ? rows.reduce((s, r) => s + r.survivors, 0) / rows.length : 0)
+
+// SVG plots, written beside latest.md and embedded in it.
+const figures = {
+  'exit-detection.svg': plot.ecdf({
+    title: 'Exit detection: SIGKILL sent → detector reports the exit',
+    subtitle: 'A process that is not our child; side-by-side rows see the same kill, each poll at a random phase.',
+    panels: [{ series: [
+      { name: 'reapkit watchExit (pidfd), alone', values: exit.alone, color: '#56B4E9', dash: '5 3' },
+      { name: 'reapkit watchExit (pidfd), side by side', values: exit.reapkit, color: '#0072B2' },
+      { name: 'kill(pid, 0) poll every 10 ms', values: exit.poll10, color: '#E69F00' },
+      { name: 'kill(pid, 0) poll every 100 ms', values: exit.poll100, color: '#D55E00' },
+    ] }],
+  }),
+  'parent-death.svg': plot.ecdf({
+    title: 'Parent-death detection: parent SIGKILLed → child notices',
+    subtitle: 'The kernel row is when the parent had fully exited (the floor for any detector).',
+    panels: ['sh', 'node'].map((kind) => ({
+      title: kind === 'sh' ? 'parent: sh' : 'parent: Node',
+      series: [
+        { name: 'kernel: parent fully exited (reference)', values: parent[kind].kernel, color: '#888888', dash: '4 3' },
+        { name: 'reapkit watchParent onExit (pidfd)', values: parent[kind].reapkit, color: '#0072B2' },
+        { name: 'reapkit death signal (PR_SET_PDEATHSIG)', values: parent[kind].reapkitSignal, color: '#56B4E9' },
+        { name: 'getppid poll every 2 s', values: parent[kind].poll2000, color: '#D55E00' },
+      ],
+    })),
+  }),
+  'tree-stop.svg': plot.ecdf({
+    title: 'Stopping a three-level tree (sh → sh → sleep): time until the method reports done',
+    subtitle: 'Survivors per run are counted at that moment; only reapkit waits for, and confirms, the whole tree.',
+    panels: [{ series: stopRows.map(([name, rows]) => ({
+      name: `${name.replace(/\\?`/g, '').replace(/ \(.*\)$/, '').replace(/, stdio 'ignore'$/, '')} [${survivorsPer(rows).toFixed(1)} survivors/run]`,
+      values: rows.map((r) => r.ms),
+    })) }],
+  }),
+  'cli-startup.svg': plot.ecdf({
+    title: 'Start-up: spawn → exit of /bin/true, bare and wrapped',
+    subtitle: 'Interleaved runs; the difference to bare is what a wrapper adds to every server start.',
+    panels: [{ series: [
+      { name: 'bare', values: cliStartup.bare, color: '#888888', dash: '4 3' },
+      { name: 'reapkit -- (sh launcher → native supervisor)', values: cliStartup.reapkit, color: '#0072B2' },
+      { name: 'supervisor binary directly', values: cliStartup.supervisorDirect, color: '#56B4E9' },
+      { name: 'Node-resident wrapper', values: cliStartup.nodeWrapper, color: '#D55E00' },
+    ] }],
+  }),
+  'shutdown-scaling.svg': plot.lines({
+    title: 'Supervisor.shutdownAll: wall time against the number of children',
+    subtitle: 'Each child ignores stdin end and exits on SIGTERM after the 250 ms close window.',
+    xLabel: 'children (log scale)',
+    yLabel: 'wall time, ms',
+    series: [{ name: 'reapkit Supervisor.shutdownAll (all children stopped concurrently)', points: scaling.map((r) => [r.n, r.ms]) }],
+    refs: [{ name: 'the 250 ms close window (the floor)', y: 250 }],
+  }),
+}
+const fig = (file, alt) => `![${alt}](${file})`
+
 const md = `# reapkit benchmark
 
-${new Date().toISOString()} · reapkit ${pkg.version} · Node ${process.version} · ${os.type()} ${os.release()} · ${os.cpus().length} × ${cpu}${quick ? ' · QUICK run (fewer samples)' : ''}
-Capabilities: \`${JSON.stringify(reapkit.capabilities())}\`
+${quick ? '**QUICK run** (BENCH_QUICK=1: fewer samples, a smoke test; run \`npm run bench\` for the real figures).\n\n' : ''}| machine and versions | |
+|---|---|
+| date | ${machine.date} |
+| run | ${machine.run} |
+| OS, kernel | ${machine.os}, ${machine.libc} |
+| CPU | ${machine.cpu}, ${machine.memory} RAM |
+| Node | ${machine.node} |
+| reapkit | ${machine.reapkit} |
+| alternatives | @modelcontextprotocol/sdk ${machine.sdk}, tree-kill ${machine.treeKill}, execa ${machine.execa} |
+| capabilities | \`${JSON.stringify(machine.capabilities)}\` |
+
+Latency plots are empirical CDFs on a log time axis: for each x, the fraction of runs that took at most x
+(further left is faster; a steep curve is a tight distribution; a dot marks the median).
 
 ## Exit detection of a process that is not our child (SIGKILL sent → promise resolved)
 
@@ -232,6 +328,8 @@ side-by-side rows the same kill is seen by all three detectors at once, each pol
 | \`process.kill(pid, 0)\` poll every 100 ms | ${E.poll100.n} | ${fmt(E.poll100.p50)} | ${fmt(E.poll100.p99)} | ${fmt(E.poll100.max)} | ${ratio(E.reapkit.p50, E.poll100.p50)} |
 
 Target: p50 ≤ 1 ms, p99 ≤ 5 ms → ${E.alone.p50 <= 1 && E.alone.p99 <= 5 ? 'met' : 'NOT met'} (alone), ${E.reapkit.p50 <= 1 && E.reapkit.p99 <= 5 ? 'met' : 'NOT met'} (side by side).
+
+${fig('exit-detection.svg', 'Exit detection latency, ECDF: reapkit watchExit against kill(pid, 0) polls')}
 
 ## Parent-death detection (parent SIGKILLed → child notices)
 
@@ -254,6 +352,8 @@ ${['sh', 'node'].map((kind) => {
 }).join('\n')}
 
 Target: p50 ≤ 1 ms, p99 ≤ 5 ms → ${P.sh.reapkit.p50 <= 1 && P.sh.reapkit.p99 <= 5 ? 'met' : 'NOT met'} with an \`sh\` parent; with a Node parent onExit follows the kernel's own ${fmt(P.node.kernel.p50)} ms teardown by ${fmt(P.node.reapkit.p50 - P.node.kernel.p50)} ms (p50).
+
+${fig('parent-death.svg', 'Parent-death detection latency, ECDF: reapkit watchParent and PR_SET_PDEATHSIG against a getppid poll')}
 
 ## Cost of watching 100 idle processes for ${IDLE_S} s (four processes, same window)
 
@@ -281,17 +381,32 @@ method reports done (zombies do not count).
 
 | method | n | p50 ms | p99 ms | lag p50 ms | lag p99 ms | survivors |
 |---|---:|---:|---:|---:|---:|---:|
-${[['reapkit \`killProcessGracefully\` (SIGTERM, wait by event, confirm)', stop.reapkit], ['tree-kill (SIGTERM via \`ps\` walk; sends only)', stop.treeKill], ['SIGTERM to the group, then \`kill(-pgid, 0)\` every 100 ms', stop.poll100]]
-  .map(([name, rows]) => { const a = stat(rows.map((r) => r.ms)); const l = stat(rows.map((r) => r.lagMs)); return `| ${name} | ${a.n} | ${fmt(a.p50)} | ${fmt(a.p99)} | ${fmt(l.p50)} | ${fmt(l.p99)} | ${rows.reduce((s, r) => s + r.survivors, 0)} |` }).join('\n')}
+${stopRows
+  .map(([name, rows]) => {
+    const a = stat(rows.map((r) => r.ms))
+    const lags = rows.map((r) => r.lagMs).filter((v) => v !== undefined)
+    const l = lags.length ? stat(lags) : null
+    return `| ${name} | ${a.n} | ${fmt(a.p50)} | ${fmt(a.p99)} | ${l ? fmt(l.p50) : '—'} | ${l ? fmt(l.p99) : '—'} | ${rows.reduce((s, r) => s + r.survivors, 0)} |`
+  }).join('\n')}
+| execa ${machine.execa} \`subprocess.kill()\` + \`forceKillAfterDelay\`, default stdio (pipes) | ${stop.execaPipes.length} | ${execaPipesSettled.length === stop.execaPipes.length ? fmt(pct(stop.execaPipes.map((r) => r.ms), 50)) : `not settled after ${stop.execaPipes[0]?.capMs} ms`} | | — | — | ${stop.execaPipes.reduce((s, r) => s + r.survivors, 0)} |
 
 Target: a well-behaved tree confirmed gone within 5 ms of its last process exiting → ${pct(stop.reapkit.map((r) => r.lagMs), 99) <= 5 ? 'met' : 'NOT met'} (p99 lag). The poll loop waits on zombies: \`kill(-pgid, 0)\` succeeds until someone reaps them (this machine's PID 1 is slow to).
+
+execa's \`kill()\` sends SIGTERM to its direct child only (\`sh\`); \`forceKillAfterDelay\` (5 s) would
+SIGKILL that same child, never its descendants, and never fires here because \`sh\` exits on SIGTERM.
+Its promise settles when the direct child is gone, leaving the inner \`sh\` and \`sleep\` running
+(re-parented): its "lag" is undefined, the tree never goes. With execa's default stdio (pipes) the
+promise does not settle at all while the orphaned \`sleep\` holds the pipes (execa waits for them);
+those runs are cut after ${stop.execaPipes[0]?.capMs ?? 1000} ms and the tree is then SIGKILLed by the bench.
+
+${fig('tree-stop.svg', 'Tree stop latency, ECDF: reapkit against tree-kill, a kill(-pgid, 0) poll and execa')}
 
 ## Closing a server started through \`sh -c\` that ignores stdin end
 
 | method | n | mean ms | survivors |
 |---|---:|---:|---:|
 | reapkit \`closeClient\` (stdin end, 2 s, then SIGTERM to the group) | ${close.reapkit.length} | ${fmt(close.reapkit.reduce((s, r) => s + r.ms, 0) / close.reapkit.length)} | ${close.reapkit.reduce((s, r) => s + r.survivors, 0)} |
-| MCP SDK 1.32.2 \`StdioClientTransport.close()\` | ${close.sdk.length} | ${fmt(close.sdk.reduce((s, r) => s + r.ms, 0) / close.sdk.length)} | ${close.sdk.reduce((s, r) => s + r.survivors, 0)} |
+| MCP SDK ${machine.sdk} \`StdioClientTransport.close()\` | ${close.sdk.length} | ${fmt(close.sdk.reduce((s, r) => s + r.ms, 0) / close.sdk.length)} | ${close.sdk.reduce((s, r) => s + r.survivors, 0)} |
 
 The SDK signals only its direct child (\`sh\`); the real server is left running, re-parented.
 
@@ -303,6 +418,8 @@ signal. Wall time should follow the slowest child, not the count.
 | children | wall ms | escalated | survivors |
 |---:|---:|---:|---:|
 ${scaling.map((r) => `| ${r.n} | ${fmt(r.ms)} | ${r.escalated} | ${r.survivors} |`).join('\n')}
+
+${fig('shutdown-scaling.svg', 'shutdownAll wall time against the number of children')}
 
 ## Servers: the keepalive
 
@@ -334,6 +451,8 @@ Start-up, spawn → exit of \`/bin/true\` (${cliStartup.bare.length} runs each, 
 | the supervisor binary directly (\`supervisorPath()\`) | ${fmt(pct(cliStartup.supervisorDirect, 50))} | ${fmt(pct(cliStartup.supervisorDirect, 95))} | ${fmt(pct(cliStartup.supervisorDirect, 50) - pct(cliStartup.bare, 50))} | |
 | a Node-resident wrapper (spawn, forward signals) | ${fmt(pct(cliStartup.nodeWrapper, 50))} | ${fmt(pct(cliStartup.nodeWrapper, 95))} | ${fmt(pct(cliStartup.nodeWrapper, 50) - pct(cliStartup.bare, 50))} | |
 
+${fig('cli-startup.svg', 'Start-up latency, ECDF: bare, reapkit --, the supervisor binary, a Node-resident wrapper')}
+
 Resident memory of the supervising process, 500 ms in, command \`sleep\`: reapkit ${(cliRss.reapkit / 1024).toFixed(2)} MiB
 (target ≤ 4 MiB: ${cliRss.reapkit <= 4096 ? 'met' : 'NOT met'}), Node-resident wrapper ${(cliRss.nodeWrapper / 1024).toFixed(1)} MiB (${ratio(cliRss.reapkit, cliRss.nodeWrapper)}).
 
@@ -344,10 +463,11 @@ with \`--close-timeout 500 --grace 1000\`:
 |---|---|---:|---:|---:|
 ${cliSurvivors.map((r) => `| ${r.scenario} | ${r.wrapped ? '\`reapkit --\`' : 'none'} | ${r.rounds} | ${r.processes} | ${r.survivors} |`).join('\n')}
 
-Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/latest.json\`.
+Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/latest.json\`. Plots: ${Object.keys(figures).map((f) => `[${f}](${f})`).join(', ')}.
 `
 mkdirSync(join(here, 'results'), { recursive: true })
+for (const [file, svg] of Object.entries(figures)) writeFileSync(join(here, 'results', file), svg)
 writeFileSync(join(here, 'results', 'latest.md'), md)
-writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ quick, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
+writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
 console.log(md)
 process.exit(0)
