@@ -1,0 +1,178 @@
+// Randomized stop scenarios on real process trees, seeded and reproducible: each scenario builds a
+// tree (random depth and width; nodes that ignore SIGTERM, exit at stdin end, double-fork and setsid,
+// exec through `sh -c`), starts it from a host (through the `reapkit` command, or through the
+// library's Supervisor), and stops the host at a random moment (mid-spawn included) by SIGKILL,
+// SIGTERM or stdin end, sometimes SIGKILLing it again mid-shutdown. After each: zero survivors and
+// zero adopted zombies left unreaped, checked by reapkit/testing's capture (this test process is a
+// child subreaper, so even setsid escapees cannot hide from it).
+//   TORTURE_SEED=n replays a run; TORTURE_SCALE=k runs k times as many scenarios.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { exitOf, ROOT, spawnGroup } from '../helpers'
+import { SEED, sized } from './size'
+
+const { captureProcesses } = require(join(ROOT, 'dist', 'cjs', 'testing.js'))
+const HOST = join(__dirname, 'torture-host.cjs')
+const GRACE = 300
+const N = sized(24)
+const dir = mkdtempSync(join(tmpdir(), 'reapkit-torture-'))
+const totals = { scenarios: 0, processes: 0, survivors: 0, zombies: 0 }
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true })
+  console.log(`torture: seed ${SEED}: ${totals.scenarios} scenarios, ${totals.processes} tree processes, ${totals.survivors} survivors, ${totals.zombies} adopted zombies left`)
+})
+
+/** mulberry32: a small seeded PRNG, so a scenario is a pure function of its seed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+type Kill = 'SIGKILL' | 'SIGTERM' | 'stdin-end'
+interface Scenario {
+  mode: 'cli' | 'library'
+  kill: Kill
+  /** ms after the host says it started the tree; null: once every node is up, plus `afterUpMs`. */
+  delayMs: number | null
+  afterUpMs: number
+  /** SIGKILL the host again this long after a graceful trigger (mid-shutdown), or null. */
+  secondKillMs: number | null
+  /** [index, parent, flags] */
+  nodes: Array<[number, number, string]>
+}
+
+function scenario(seed: number): Scenario {
+  const rnd = prng(seed)
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!
+  const mode = rnd() < 0.5 ? 'cli' : 'library'
+  const kill = pick(['SIGKILL', 'SIGTERM', 'stdin-end'] as const)
+  const secondKillMs = kill !== 'SIGKILL' && rnd() < 0.3 ? Math.floor(rnd() * 300) : null
+  // What each mode promises: the wrapper, everything (setsid escapees included, host SIGKILLed or
+  // not). The library without a wrapper: its groups on a graceful stop; on a host SIGKILL, before or
+  // during the stop, only the direct child (the kernel's death signal): those trees are one node.
+  const flat = mode === 'library' && (kill === 'SIGKILL' || secondKillMs !== null)
+  const nodes: Scenario['nodes'] = []
+  const grow = (parent: number, depth: number): void => {
+    const i = nodes.length
+    let flags = ''
+    if (rnd() < 0.3) flags += 'T'
+    if (rnd() < 0.3) flags += 'E'
+    if (parent >= 0) {
+      const r = rnd()
+      if (mode === 'cli' && r < 0.25) flags += 'D'
+      else if (r < 0.45) flags += 'S'
+    }
+    nodes.push([i, parent, flags || '-'])
+    if (flat || depth >= 3) return
+    const width = Math.floor(rnd() * (depth === 0 ? 4 : 3))
+    for (let k = 0; k < width && nodes.length < 9; k++) grow(i, depth + 1)
+  }
+  grow(-1, 0)
+  const when = rnd()
+  return {
+    mode,
+    kill,
+    delayMs: when < 0.35 ? Math.floor(rnd() * 40) : null, // mid-spawn
+    afterUpMs: Math.floor(rnd() * 150),
+    secondKillMs,
+    nodes,
+  }
+}
+
+const describeText = (s: Scenario): string =>
+  `${s.mode}, ${s.kill}${s.delayMs !== null ? ` ${s.delayMs} ms after spawn` : ` ${s.afterUpMs} ms after up`}` +
+  `${s.secondKillMs !== null ? `, SIGKILL ${s.secondKillMs} ms into the shutdown` : ''}; tree ${s.nodes.map((n) => `${n[0]}<${n[1]}:${n[2]}`).join(' ')}`
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+describe.runIf(process.platform === 'linux')(`torture scenarios (seed ${SEED}, replay with TORTURE_SEED=${SEED})`, () => {
+  for (let k = 0; k < N; k++) {
+    const s = scenario(SEED + k)
+    it(`#${k}: ${describeText(s)}`, async () => {
+      const plan = join(dir, `plan-${k}`)
+      writeFileSync(plan, s.nodes.map((n) => n.join(' ')).join('\n') + '\n')
+      const capture = captureProcesses()
+      try {
+        const host = spawnGroup(process.execPath, [HOST, s.mode, plan], {
+          stdio: ['pipe', 'pipe', 'inherit'],
+          env: { TORTURE_GRACE_MS: String(GRACE) },
+        })
+        await new Promise((resolve, reject) => {
+          host.stdout!.once('data', resolve)
+          host.once('exit', () => reject(new Error('the host exited before starting the tree')))
+        })
+        const upCount = () => {
+          try {
+            return readFileSync(`${plan}.pids`, 'utf8').trim().split('\n').length
+          } catch {
+            return 0
+          }
+        }
+        if (s.delayMs !== null) {
+          await sleep(s.delayMs)
+        } else {
+          const deadline = Date.now() + 10_000
+          while (upCount() < s.nodes.length && Date.now() < deadline) await sleep(5)
+          expect(upCount(), 'every node started').toBe(s.nodes.length)
+          await sleep(s.afterUpMs)
+        }
+        if (s.kill === 'stdin-end') host.stdin!.end()
+        else host.kill(s.kill)
+        if (s.secondKillMs !== null) {
+          await sleep(s.secondKillMs)
+          host.kill('SIGKILL')
+        }
+        await exitOf(host, 10_000)
+        // Bounded: close timeout + grace + SIGKILL + slack, with the pids written as they started.
+        const deadline = Date.now() + 8000
+        let survivors = capture.survivors()
+        while (survivors.length > 0 && Date.now() < deadline) {
+          await sleep(20)
+          survivors = capture.survivors()
+        }
+        totals.scenarios++
+        totals.processes += upCount()
+        totals.survivors += survivors.length
+        const zombies = adoptedZombies()
+        totals.zombies += zombies.length
+        expect(survivors, `survivors (replay: TORTURE_SEED=${SEED}, scenario #${k})`).toEqual([])
+        expect(zombies, `adopted zombies left unreaped (replay: TORTURE_SEED=${SEED}, scenario #${k})`).toEqual([])
+      } finally {
+        await capture.killSurvivors()
+        capture.stop()
+      }
+    })
+  }
+})
+
+/** Zombies whose parent is this test process and that no ChildProcess of ours is waiting for. */
+function adoptedZombies(): number[] {
+  const self = process.pid
+  let list: number[] = []
+  try {
+    list = readFileSync(`/proc/${self}/task/${self}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+  return list.filter((pid) => {
+    try {
+      const st = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      return st.slice(st.lastIndexOf(')') + 2, st.lastIndexOf(')') + 3) === 'Z' && !isLibuvChild(pid)
+    } catch {
+      return false
+    }
+  })
+}
+
+function isLibuvChild(pid: number): boolean {
+  // Our hosts are reaped by libuv as they exit (exitOf above waited for that); anything else is adopted.
+  return (process as unknown as { _getActiveHandles(): Array<{ pid?: number }> })._getActiveHandles().some((h) => h.pid === pid)
+}
