@@ -67,7 +67,7 @@ const alive = (pids: number[]) => pids.filter((p) => !isGone(p))
 
 describe('reapkit -- command', () => {
   it('passes exit codes and signal deaths through (128 + n); 127 for a missing command, 125 for bad options', async () => {
-    const run = (args: string[]) => spawnSync(BIN, args, { encoding: 'utf8', timeout: 10_000 })
+    const run = (args: string[]) => spawnSync(BIN, args, { encoding: 'utf8', timeout: 30_000 })
     expect(run(['--', 'sh', '-c', 'exit 42']).status).toBe(42)
     expect(run(['--', 'sh', '-c', 'kill -USR1 $$']).status).toBe(128 + 10)
     expect(run(['sh', '-c', 'exit 3']).status).toBe(3) // the `--` is optional before a command
@@ -85,7 +85,7 @@ describe('reapkit -- command', () => {
 
   it('leaves stdio to the command: 1 MiB through `reapkit -- cat` comes back byte for byte; stdin end reaches it', async () => {
     const data = randomBytes(1 << 20)
-    const r = spawnSync(BIN, ['--', 'sh', '-c', 'cat; echo eof >&2; exit 3'], { input: data, timeout: 10_000 })
+    const r = spawnSync(BIN, ['--', 'sh', '-c', 'cat; echo eof >&2; exit 3'], { input: data, timeout: 30_000 })
     expect(r.status).toBe(3)
     expect(Buffer.compare(r.stdout, data)).toBe(0)
     expect(r.stderr.toString()).toBe('eof\n')
@@ -162,6 +162,22 @@ describe('reapkit -- command', () => {
     expect(members.filter((p) => stat(p)?.[3] !== stat(init!)?.[3]).length, 'the escapee left the session').toBeGreaterThan(0)
     process.kill(w.pid!, 'SIGKILL')
     await waitFor(() => alive(members).length === 0, 5000, `the namespace to be gone (alive: ${alive(members)})`)
+  })
+
+  const canSetpriv = linux && process.getuid?.() === 0 && spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status === 0
+  it.runIf(canUnshare && canSetpriv)('--isolate unprivileged (as nobody): through a user namespace, or one clear line and 125', () => {
+    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', BIN, '--isolate', '--', 'sh', '-c', 'echo $$ $(id -u); exit 4'], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    })
+    if (r.status === 125) {
+      // This kernel forbids unprivileged user namespaces: the refusal must be said, not worked around.
+      expect(r.stderr).toMatch(/^reapkit: --isolate: the kernel refused a new PID namespace/)
+      expect(r.stdout).toBe('')
+    } else {
+      expect(r.status, r.stderr).toBe(4)
+      expect(r.stdout).toBe('2 65534\n')
+    }
   })
 
   it.runIf(linux)('carries a real MCP session (SDK client and server) and leaves nothing when the client closes', async () => {
