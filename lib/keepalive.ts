@@ -32,6 +32,9 @@ import { settlesWithin } from './wait'
 export const SHUTTING_DOWN_JSONRPC_CODE = -32099
 
 /** What new work gets while a server drains: `code` 'ERR_REAPKIT_SHUTTING_DOWN', `jsonRpcCode` -32099. */
+/** How long a drain that the parent-death signal started waits for the parent's exit event. */
+const PARENT_EXIT_SETTLE_MS = 50
+
 export class ShuttingDownError extends ReapkitError {
   readonly jsonRpcCode = SHUTTING_DOWN_JSONRPC_CODE
   readonly reason: string
@@ -199,6 +202,8 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     options.parentDeath === false ? false : signals.includes('SIGHUP') ? 'SIGHUP' : signals.includes('SIGTERM') ? 'SIGTERM' : false
   const listeners: Array<() => void> = []
   let parentWatcher: ParentWatcher | null = null
+  let parentExited: () => void = () => {}
+  const parentExit = new Promise<void>((resolve) => (parentExited = resolve))
   let sigints = 0
   const onSignal = (sig: NodeJS.Signals): void => {
     if (sig === 'SIGINT' && ++sigints >= 2) {
@@ -224,7 +229,10 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     listeners.push(() => process.off(sig, handler))
   }
   if (options.stdin !== false) {
-    const onEnd = (): void => void shutdown('stdin-end')
+    const onEnd = (): void => {
+      const parentGone = parentWatcher !== null && binding !== null && binding.getppid() !== parentWatcher.parentPid
+      void shutdown(parentGone ? 'parent-death' : 'stdin-end')
+    }
     process.stdin.on('end', onEnd)
     process.stdin.on('close', onEnd)
     listeners.push(() => {
@@ -240,7 +248,10 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     parentWatcher = watchParent({
       deathSignal,
       onExit: () => {
-        if (reason === deathSignal && performance.now() - triggeredAt < 100) reason = 'parent-death'
+        // The host's death also ends our stdin (it held the pipe): within 100 ms, that was the cause.
+        const byDeath = reason === deathSignal || reason === 'stdin-end'
+        if (byDeath && performance.now() - triggeredAt < 100) reason = 'parent-death'
+        parentExited()
         void shutdown('parent-death')
       },
     })
@@ -278,6 +289,10 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
       }
       abandoned = inFlight
       if (abandoned > 0) abandon?.abort(new ShuttingDownError(reason!))
+      // The death signal while getppid() still names the parent: a multi-threaded parent whose
+      // spawning thread died first, and whose exit event is a few ms behind. Give that event a
+      // moment (at most PARENT_EXIT_SETTLE_MS, only in this ambiguous case) so the report says why.
+      if (reason === deathSignal && parentWatcher !== null) await settlesWithin(parentExit, PARENT_EXIT_SETTLE_MS)
       state = 'closing'
       // 3. Hooks, in order, each bounded.
       for (const hook of hooks) {
