@@ -1,5 +1,6 @@
 // npm run bench: reapkit's figures side by side with what the field does today, in one run.
-// Prints a Markdown report and writes it (plus the raw JSON) to bench/results/.
+// Prints a Markdown report and writes it (plus the raw JSON and SVG plots) to bench/results/
+// (bench/results/quick/ for BENCH_QUICK=1 runs, which are not tracked).
 //   BENCH_QUICK=1  fewer samples and a 2 s idle window (a smoke run, e.g. in CI)
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -465,9 +466,12 @@ ${cliSurvivors.map((r) => `| ${r.scenario} | ${r.wrapped ? '\`reapkit --\`' : 'n
 
 Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/latest.json\`. Plots: ${Object.keys(figures).map((f) => `[${f}](${f})`).join(', ')}.
 `
-mkdirSync(join(here, 'results'), { recursive: true })
-for (const [file, svg] of Object.entries(figures)) writeFileSync(join(here, 'results', file), svg)
-writeFileSync(join(here, 'results', 'latest.md'), md)
-writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
+// A quick run (CI's smoke run, or a local check) goes to results/quick/ (not tracked), so it never
+// replaces the committed report of a full run.
+const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
+mkdirSync(outDir, { recursive: true })
+for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
+writeFileSync(join(outDir, 'latest.md'), md)
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
 console.log(md)
 process.exit(0)
