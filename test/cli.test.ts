@@ -79,6 +79,11 @@ describe('reapkit -- command', () => {
       expect(r.status, bad.join(' ')).toBe(125)
       expect(r.stderr, bad.join(' ')).toMatch(/^reapkit: /)
     }
+    // The library's environment knobs, with the same clamping: a bad value is reported, never fatal.
+    const knob = spawnSync(BIN, ['--', 'sh', '-c', 'exit 0'], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, REAPKIT_KILL_GRACE_MS: 'soon', REAPKIT_CLOSE_TIMEOUT_MS: '5' } })
+    expect(knob.status).toBe(0)
+    expect(knob.stderr).toMatch(/REAPKIT_KILL_GRACE_MS=soon is not a number of milliseconds; using 9000/)
+    expect(knob.stderr).toMatch(/REAPKIT_CLOSE_TIMEOUT_MS=5 is outside 250\.\.30000 ms; using 250/)
     expect(run(['--version']).stdout).toBe(`reapkit ${require('../package.json').version}\n`)
     expect(run(['--help']).stdout).toMatch(/usage: reapkit \[options\] -- command/)
   })
@@ -134,6 +139,15 @@ describe('reapkit -- command', () => {
     process.kill(host.pid!, 'SIGKILL')
     const pids = [...Object.values(tree), wrapper!]
     await waitFor(() => alive(pids).length === 0, 10_000, `the tree to be gone (alive: ${alive(pids)})`)
+  })
+
+  it.runIf(linux)('the wrapper itself SIGKILLed: the kernel\'s parent-death signal takes the command down', async () => {
+    const w = spawnGroup(BIN, ['--verbose', '--', 'sleep', '300'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    const start = await jsonLines(w.stderr!).next((m) => m.event === 'start')
+    trackGroup(start.pgid)
+    expect(stat(start.child)![2], 'the command leads its own group').toBe(String(start.child))
+    w.kill('SIGKILL')
+    await waitFor(() => isGone(start.child), 5000, 'the command to die with its supervisor')
   })
 
   it.runIf(linux && canUnshare)('--isolate: SIGKILL the supervisor itself and the whole tree, setsid escapee included, is gone', async () => {
