@@ -50,6 +50,11 @@ export interface CloseReport {
   signalsSent: SignalSent[]
   escalated: boolean
   survivors: number[]
+  /**
+   * True when the group could not be listed during the stop (e.g. EMFILE): what was pinned was
+   * stopped and confirmed gone, but other members may remain (see KillResult.uncertain).
+   */
+  uncertain: boolean
   /** Phase 1's duration, and the whole call's, in ms. */
   gracefulMs: number
   durationMs: number
@@ -153,6 +158,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     signalsSent: kill?.signalsSent ?? [],
     escalated: kill?.escalated ?? false,
     survivors: kill?.survivors ?? [],
+    uncertain: kill?.uncertain ?? false,
     gracefulMs,
     durationMs: now() - started,
   }

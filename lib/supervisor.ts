@@ -223,7 +223,8 @@ export class Supervisor extends EventEmitter {
             if (wasRunning) this.#settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated')
             return { ...first, requestId: entry.record.requestId, capped: false }
           }
-          const killed = this.#killSync(entry, tableAtCap())
+          const table = tableAtCap()
+          const killed = this.#killSync(entry, table)
           logEvent(this.#logger, 'warn', 'shutdown.capped', { pid: entry.record.pid, killed })
           let timer: NodeJS.Timeout | undefined
           const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
@@ -240,6 +241,7 @@ export class Supervisor extends EventEmitter {
             signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: performance.now() - started, processes: killed }] : [],
             escalated: true,
             survivors: [],
+            uncertain: table === null,
             gracefulMs: this.closeTimeoutMs,
             durationMs: performance.now() - started,
           }
