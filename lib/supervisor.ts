@@ -73,8 +73,11 @@ interface Entry {
   child: ChildProcess
   /** Pinned while the process runs (spawn's handle, or one opened at adopt time). */
   handle: ProcessHandle | null
-  /** terminate()/shutdownAll() is stopping it: they, not the exit event, settle its status. */
-  stopping: boolean
+  /**
+   * How many terminate()/shutdownAll() calls are stopping it now: while any is, they, not the exit
+   * event, settle its status. A count, so that one call ending does not clear another's claim.
+   */
+  stopping: number
 }
 
 const supervisors = new Set<Supervisor>()
@@ -177,13 +180,13 @@ export class Supervisor extends EventEmitter {
     }
     const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
-    entry.stopping = true
+    entry.stopping++
     try {
       const result = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
       this.#settle(entry, result.escalated ? 'killed' : 'terminated')
       return result
     } finally {
-      entry.stopping = false
+      entry.stopping--
       this.#settleIfExited(entry) // e.g. killProcessGracefully threw after the child exited
     }
   }
@@ -209,7 +212,7 @@ export class Supervisor extends EventEmitter {
     const reports = await Promise.all(
       targets.map(async (entry): Promise<ShutdownReport> => {
         const wasRunning = running(entry)
-        entry.stopping = true
+        entry.stopping++
         const close = options.close
         const closing = closeClient(entry.child, {
           closeTimeoutMs: this.closeTimeoutMs,
@@ -247,7 +250,7 @@ export class Supervisor extends EventEmitter {
           }
           return { ...report, requestId: entry.record.requestId, capped: true }
         } finally {
-          entry.stopping = false
+          entry.stopping--
           this.#settleIfExited(entry)
         }
       }),
@@ -368,7 +371,7 @@ export class Supervisor extends EventEmitter {
       exitCode: child.exitCode,
       signal: child.signalCode,
     }
-    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: false }
+    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0 }
     this.#entries.set(entry.id, entry)
     this.#byPid.set(pid, entry)
     if (requestId !== null) this.#byRequest.set(requestId, entry)
@@ -377,7 +380,7 @@ export class Supervisor extends EventEmitter {
         record.exitCode = code
         record.signal = signal
         record.exitedAt = new Date()
-        if (!entry.stopping) this.#settle(entry, 'exited')
+        if (entry.stopping === 0) this.#settle(entry, 'exited')
       })
     }
     logEvent(this.#logger, 'info', 'process.started', { pid, pgid, requestId, command })
