@@ -87,20 +87,50 @@ let addonDir: string | null = null
  * The two usual places are checked directly (two stats); anything else (libc or arch tags, other
  * layouts) goes to node-gyp-build's full search, which costs a few directory listings.
  */
-function addonFile(root: string): string {
-  const candidates = process.env.PREBUILDS_ONLY
-    ? []
-    : [join(root, 'build', 'Release', 'reapkit.node'), join(root, 'build', 'Debug', 'reapkit.node')]
-  candidates.push(join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'reapkit.node'))
-  for (const file of candidates) if (existsSync(file)) return file
+/** node-gyp-build's own search: tagged prebuilds (libc, arch), its environment overrides. */
+function gypBuildFile(root: string): string {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   return (require('node-gyp-build') as { path(dir: string): string }).path(root)
 }
 
+/**
+ * The usual two places, checked directly (node-gyp-build's full search costs a few ms at require
+ * time), unless one of node-gyp-build's overrides is set: then its search decides.
+ */
+function fastAddonFile(root: string): string | null {
+  const env = process.env
+  if (env.REAPKIT_PREBUILD || env.LIBC || env.npm_config_arch || env.npm_config_platform) return null
+  const candidates = env.PREBUILDS_ONLY
+    ? []
+    : [join(root, 'build', 'Release', 'reapkit.node'), join(root, 'build', 'Debug', 'reapkit.node')]
+  candidates.push(join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'reapkit.node'))
+  return candidates.find((file) => existsSync(file)) ?? null
+}
+
+function loadAddon(root: string): { binding: Binding; file: string } {
+  const fast = fastAddonFile(root)
+  if (fast) {
+    try {
+      return { binding: require(fast) as Binding, file: fast }
+    } catch (err) {
+      // e.g. a glibc prebuild on musl: let node-gyp-build find the tagged one, or report this error
+      try {
+        const file = gypBuildFile(root)
+        if (file !== fast) return { binding: require(file) as Binding, file }
+      } catch {
+        // fall through to the first error, the more telling one
+      }
+      throw err
+    }
+  }
+  const file = gypBuildFile(root)
+  return { binding: require(file) as Binding, file }
+}
+
 try {
-  const file = addonFile(packageRoot())
-  loaded = require(file) as Binding
-  addonDir = dirname(file)
+  const found = loadAddon(packageRoot())
+  loaded = found.binding
+  addonDir = dirname(found.file)
 } catch (err) {
   const cause = err instanceof Error ? err : new Error(String(err))
   // npm 11 skips dependencies' install scripts unless approved, so on a platform without a
