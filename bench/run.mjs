@@ -464,7 +464,7 @@ with \`--close-timeout 500 --grace 1000\`:
 |---|---|---:|---:|---:|
 ${cliSurvivors.map((r) => `| ${r.scenario} | ${r.wrapped ? '\`reapkit --\`' : 'none'} | ${r.rounds} | ${r.processes} | ${r.survivors} |`).join('\n')}
 
-Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/latest.json\`. Plots: ${Object.keys(figures).map((f) => `[${f}](${f})`).join(', ')}.
+Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/${quick ? 'quick/' : ''}latest.json\`. Plots: ${Object.keys(figures).map((f) => `[${f}](${f})`).join(', ')}.
 `
 // A quick run (CI's smoke run, or a local check) goes to results/quick/ (not tracked), so it never
 // replaces the committed report of a full run.
