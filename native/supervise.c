@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -117,7 +118,11 @@ static int parse_signal(const char *s) {
   if (isdigit((unsigned char)s[0])) {
     char *end = NULL;
     long v = strtol(s, &end, 10);
-    return (*end == '\0' && v >= 1 && v <= 31) ? (int)v : -1;
+    if (*end != '\0') return -1;
+    /* only the signals that end a process by default (not SIGCHLD, SIGSTOP, SIGCONT, ...) */
+    for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
+      if (signal_names[i].number == v) return (int)v;
+    return -1;
   }
   if (strncasecmp(s, "SIG", 3) == 0) s += 3;
   for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
@@ -218,7 +223,7 @@ static void parse_options(int argc, char **argv) {
       opt.close_ms = v;
     } else if (strcmp(a, "--signal") == 0) {
       int s = parse_signal(value);
-      if (s < 0) die_usage("--signal: unknown signal '%s' (a name like TERM or SIGINT, or 1..31)", value);
+      if (s < 0) die_usage("--signal: '%s' is not a signal that stops a process (HUP INT QUIT KILL USR1 USR2 TERM ALRM PIPE, or its number)", value);
       opt.stop_signal = s;
     } else if (strcmp(a, "--no-subreaper") == 0) {
       opt.subreaper = 0;
@@ -299,10 +304,27 @@ static void install_handlers(int parent_death_signal) {
   sa.sa_handler = on_signal;
   sa.sa_flags = SA_RESTART;
   sigfillset(&sa.sa_mask);
-  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) sigaction(handled[i], &sa, NULL);
-  if (parent_death_signal > 0) sigaction(parent_death_signal, &sa, NULL);
-  /* A Node launcher leaves SIGPIPE ignored; we never write to a pipe that matters, but the command
-   * must start with default dispositions (reset in the child before exec). */
+  sigset_t ours;
+  sigemptyset(&ours);
+  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
+    sigaction(handled[i], &sa, NULL);
+    sigaddset(&ours, handled[i]);
+  }
+  if (parent_death_signal > 0) {
+    sigaction(parent_death_signal, &sa, NULL);
+    sigaddset(&ours, parent_death_signal);
+  }
+  /* A blocked mask survives exec: a host that spawned us with SIGCHLD blocked would leave us deaf. */
+  sigprocmask(SIG_UNBLOCK, &ours, NULL);
+  /* Our stderr may be a pipe to a host that has died: a --verbose line must not kill us (SIGPIPE)
+   * in the middle of the very stop it reports. Nor may touching the terminal stop us. The command
+   * gets default dispositions back before exec. */
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, NULL);
+  sigaction(SIGTTOU, &ign, NULL);
+  sigaction(SIGTTIN, &ign, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -312,7 +334,7 @@ static int tty_fd = -1;          /* the terminal whose foreground we handed to t
 static pid_t tty_restore_pgrp = 0;
 
 static void restore_tty(void) {
-  if (tty_fd < 0) return;
+  if (tty_fd < 0 || tty_restore_pgrp <= 0) return;
   sigset_t block, old;
   sigemptyset(&block);
   sigaddset(&block, SIGTTOU); /* we are a background group now: tcsetpgrp would stop us */
@@ -331,7 +353,7 @@ static pid_t start_command(char **argv) {
   }
   /* Interactive use: a new group is a background group, which may not read the terminal. Hand it
    * the foreground, as a shell does, when we hold it ourselves. */
-  int want_tty = strcmp(role, "init") != 0 && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  int want_tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &old); /* no handler may run in the child before exec */
@@ -340,6 +362,8 @@ static pid_t start_command(char **argv) {
   if (pid == 0) {
     close(err_pipe[0]);
     setpgid(0, 0);
+    /* Both sides hand over the terminal, so the command never reads it as a background group. */
+    if (want_tty) tcsetpgrp(STDIN_FILENO, getpid());
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -364,14 +388,10 @@ static pid_t start_command(char **argv) {
   int fork_errno = errno;
   if (pid > 0) {
     setpgid(pid, pid); /* both sides, so the group exists before either goes on (EACCES after exec) */
-    if (want_tty) {
+    if (want_tty && tcsetpgrp(STDIN_FILENO, pid) == 0) {
       tty_fd = STDIN_FILENO;
-      tty_restore_pgrp = getpgrp();
-      sigset_t ttou;
-      sigemptyset(&ttou);
-      sigaddset(&ttou, SIGTTOU);
-      sigprocmask(SIG_BLOCK, &ttou, NULL); /* already blocked (all are): kept for clarity */
-      if (tcsetpgrp(tty_fd, pid) != 0) tty_fd = -1;
+      /* Inside --isolate's namespace our group is not visible (0): the supervisor outside restores. */
+      tty_restore_pgrp = strcmp(role, "init") != 0 ? getpgrp() : 0;
     }
   }
   sigprocmask(SIG_SETMASK, &old, NULL);
@@ -488,6 +508,8 @@ typedef struct {
   long long deadline;
   int parent_fd;       /* pidfd or kqueue watching our parent; -1 */
   pid_t parent;
+  pid_t host;          /* the process watched: our parent, or the host behind launchers (npx) */
+  int launchers;       /* how many launchers sit between the host and us */
   int parent_gone;
   int stop_signal_in_use;
   int interrupts;      /* SIGINTs received: a second one means now */
@@ -497,6 +519,21 @@ typedef struct {
 } state_t;
 
 static state_t st;
+
+/* The process table can be read and is our PID namespace's (Linux, /proc/self is us). A /proc of
+ * another namespace would name other processes by our pids: then only the group is signalled. */
+static int scan_ok = 0;
+
+static void check_proc(void) {
+#if RK_LINUX
+  char buf[32];
+  ssize_t n = readlink("/proc/self", buf, sizeof buf - 1);
+  if (n > 0) {
+    buf[n] = '\0';
+    scan_ok = atoi(buf) == (int)getpid();
+  }
+#endif
+}
 
 static int code_of(int how, int status) {
   return how == CLD_EXITED ? status : 128 + status;
@@ -514,8 +551,10 @@ static void note_main_exit(int code, int by_signal, int sig) {
 /* Reap every zombie we own except the command, whose status is read without reaping it (it keeps
  * the group id pinned until we are done). */
 static void reap(void) {
-  if (st.mode == NS_INIT || st.mode == OUTER) {
-    /* Inside the namespace we signal with kill(-1), outside only our init: no pin is needed. */
+  if (st.mode == NS_INIT || st.mode == OUTER || !scan_ok) {
+    /* Inside the namespace we signal with kill(-1), outside only our init: no pin is needed.
+     * Without a process table (not Linux, or a /proc of another PID namespace) the command is
+     * reaped at once too: the group then stays pinned only while it has members. */
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -532,7 +571,7 @@ static void reap(void) {
     return;
   }
 #if RK_LINUX
-  /* Our children, other than the command: adopted orphans. The kernel's list is cheap; without it
+  /* (scan_ok) Our children, other than the command: adopted orphans. The kernel's list is cheap; without it
    * (CONFIG_PROC_CHILDREN off) one /proc pass. */
   char path[64];
   snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
@@ -563,8 +602,9 @@ static void reap(void) {
   if (!st.main_done) {
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    if (waitid(P_PID, (id_t)st.main, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == st.main)
-      note_main_exit(code_of(si.si_code, si.si_status), si.si_code != CLD_EXITED, si.si_status);
+    int exited = waitid(P_PID, (id_t)st.main, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == st.main &&
+                 (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED);
+    if (exited) note_main_exit(code_of(si.si_code, si.si_status), si.si_code != CLD_EXITED, si.si_status);
   }
 }
 
@@ -593,7 +633,7 @@ static int signal_ours_ex(int sig, int fresh_only, int group_covered) {
   if (st.mode == NS_INIT) {
     /* init of a PID namespace: kill(-1) reaches every process in it but ourselves. Something
      * remains while we have a child: every process in the namespace descends from us. */
-    if (sig) kill(-1, sig);
+    if (sig && !(fresh_only && st.stop_signal_in_use)) kill(-1, sig); /* once per stop: see begin_stop */
     siginfo_t si;
     memset(&si, 0, sizeof si);
     return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 ? 1 : 0;
@@ -607,6 +647,14 @@ static int signal_ours_ex(int sig, int fresh_only, int group_covered) {
   }
   /* PLAIN: the group (pinned by the unreaped command), then every descendant found in /proc. */
   pid_t pgid = st.main;
+  if (!scan_ok) {
+    /* The group only (no subreaper exists elsewhere to adopt escapees; without a trustworthy table
+     * we cannot find them). Zombies of ours are reaped at once here, so a live member remains
+     * while the group can be signalled. */
+    int members = killpg(pgid, 0) == 0;
+    if (members && sig && !(fresh_only && st.stop_signal_in_use)) killpg(pgid, sig);
+    return members;
+  }
   if (sig && !fresh_only && !st.main_reaped) killpg(pgid, sig);
 #if RK_LINUX
   scan_procs();
@@ -644,9 +692,6 @@ static int signal_ours_ex(int sig, int fresh_only, int group_covered) {
   free(mine);
 #else
   (void)group_covered;
-  /* Without a process table: the group only (no subreaper exists here to adopt escapees). */
-  if (!st.main_reaped && killpg(pgid, 0) == 0) remaining = 1;
-  if (fresh_only && sig && !st.main_reaped) killpg(pgid, sig);
 #endif
   return remaining;
 }
@@ -661,7 +706,7 @@ static void begin_stop(int sig, const char *why) {
   st.deadline = now_ms() + grace;
   event("stop", "\"why\":\"%s\",\"signal\":\"%s\",\"graceMs\":%lld", why, signal_name(sig), grace);
   int covered = 0;
-  if (st.mode == PLAIN && !st.main_reaped)
+  if (st.mode == PLAIN && scan_ok && !st.main_reaped)
     covered = killpg(st.main, sig) == 0; /* the group at once: members forked mid-scan get it too */
   int remaining = signal_ours_ex(sig, 1, covered);
   st.stop_signal_in_use = sig;
@@ -694,7 +739,7 @@ static void finish(int survivors) {
 static void on_parent_gone(void) {
   if (st.parent_gone) return;
   st.parent_gone = 1;
-  event("parent-exit", "\"parent\":%d,\"phase\":\"%s\"", (int)st.parent, phase_names[st.phase]);
+  event("parent-exit", "\"host\":%d,\"phase\":\"%s\"", (int)(st.host ? st.host : st.parent), phase_names[st.phase]);
   if (st.parent_fd >= 0) {
     close(st.parent_fd);
     st.parent_fd = -1;
@@ -714,7 +759,7 @@ static void on_signal_received(int sig) {
     event("forward", "\"signal\":\"%s\"", signal_name(sig));
     if (st.mode == OUTER || st.mode == NS_INIT) {
       if (st.mode == OUTER && !st.main_reaped) kill(st.main, sig);
-      if (st.mode == NS_INIT) kill(-1, sig);
+      if (st.mode == NS_INIT && !st.main_reaped) killpg(st.main, sig); /* as in plain mode: the group */
     } else if (!st.main_reaped) {
       killpg(st.main, sig);
     }
@@ -732,15 +777,33 @@ static void on_signal_received(int sig) {
     /* Already stopping: forward it all the same (the host may send stdin end, then SIGTERM, then
      * SIGINT); the grace is not restarted. */
     event("signal", "\"signal\":\"%s\",\"phase\":\"stopping\"", signal_name(sig));
-    if (st.mode == PLAIN && !st.main_reaped) killpg(st.main, sig);
+    if (st.mode == PLAIN && (!st.main_reaped || !scan_ok)) killpg(st.main, sig);
     else if (st.mode == OUTER && !st.main_reaped) kill(st.main, sig);
     else if (st.mode == NS_INIT) kill(-1, sig);
   }
 }
 
+/* Interactive use: Ctrl+Z stopped the command (its group has the terminal). Behave as a job: take
+ * the terminal back and stop ourselves, so the shell sees its job stopped; on fg (SIGCONT and the
+ * terminal handed to our group) give the terminal back and continue the command. */
+static void follow_job_control(void) {
+  if (st.mode != PLAIN || tty_fd < 0 || tty_restore_pgrp <= 0 || st.main_done) return;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  if (waitid(P_PID, (id_t)st.main, &si, WSTOPPED | WNOHANG) != 0 || si.si_pid != st.main || si.si_code != CLD_STOPPED)
+    return;
+  event("job-stop", "\"signal\":\"%d\"", si.si_status);
+  tcsetpgrp(tty_fd, tty_restore_pgrp);
+  raise(SIGSTOP); /* returns once we are continued (fg or bg) */
+  if (tcgetpgrp(tty_fd) == getpgrp()) tcsetpgrp(tty_fd, st.main); /* fg: the command reads again */
+  killpg(st.main, SIGCONT);
+  event("job-continue", "");
+}
+
 static void supervise(void) {
   for (;;) {
     reap();
+    follow_job_control();
     long long now = now_ms();
     if (st.main_done) {
       /* Stop what the command left behind; leave once nothing of it remains. */
@@ -795,8 +858,9 @@ static void supervise(void) {
       while ((n = read(sig_pipe[0], buf, sizeof buf)) > 0)
         for (ssize_t k = 0; k < n; k++) {
 #if RK_LINUX
-          if (st.parent > 1 && buf[k] == (unsigned char)SIGRTMIN + 1) {
-            on_parent_gone();
+          if (st.parent > 1 && buf[k] == (unsigned char)(SIGRTMIN + 1)) {
+            /* fires when the parent *thread* that forked us exits: only a changed parent counts */
+            if (getppid() != st.parent) on_parent_gone();
             continue;
           }
 #endif
@@ -810,16 +874,56 @@ static void supervise(void) {
   }
 }
 
-/* Watch our own parent by kernel event. Returns the fd to poll, or -1 (then, on Linux, a
- * parent-death signal is armed instead). Sets st.parent_gone when the parent is already gone. */
+#if RK_LINUX
+/*
+ * The host behind launchers. `npx -y reapkit -- cmd` runs us under `npm exec` and `sh -c`, which
+ * outlive the host that started them: watching our parent alone would never see the host die. A
+ * launcher passes its stdin (the host's pipe) on to us, and keeps it: so walk up while the parent
+ * holds the very pipe (or socket) that is our stdin. The first ancestor that does not is the host.
+ * `*link` is the process whose parent the host is (to re-check the link after pinning it).
+ */
+static pid_t find_host(pid_t parent, pid_t *link, int *launchers) {
+  struct stat mine;
+  *link = getpid();
+  *launchers = 0;
+  if (!scan_ok || fstat(STDIN_FILENO, &mine) != 0 || !(S_ISFIFO(mine.st_mode) || S_ISSOCK(mine.st_mode))) return parent;
+  pid_t p = parent;
+  for (int i = 0; i < 16 && p > 1; i++) {
+    char path[64];
+    struct stat theirs;
+    proc_t row;
+    snprintf(path, sizeof path, "/proc/%d/fd/0", (int)p);
+    if (stat(path, &theirs) != 0 || theirs.st_dev != mine.st_dev || theirs.st_ino != mine.st_ino) break;
+    if (read_stat(p, &row) != 0 || row.ppid <= 1) break;
+    *link = p;
+    p = row.ppid;
+    ++*launchers;
+  }
+  return p;
+}
+
+/* Is `host` still the parent of `link`? (After the pidfd pinned it: not a recycled pid.) */
+static int host_linked(pid_t host, pid_t link) {
+  if (link == getpid()) return getppid() == host;
+  proc_t row;
+  return read_stat(link, &row) == 0 && row.ppid == host;
+}
+#endif
+
+/* Watch the host (our parent, or the process behind our launchers) by kernel event. Returns the fd
+ * to poll, or -1 (then, on Linux, a parent-death signal is armed instead). Sets st.parent_gone when
+ * it is already gone. */
 static int watch_parent(pid_t parent) {
   if (parent <= 1) return -1; /* started by init (or already orphaned): nothing to watch */
 #if RK_LINUX
 #if defined(SYS_pidfd_open)
-  int fd = (int)syscall(SYS_pidfd_open, parent, 0);
+  pid_t link;
+  pid_t host = find_host(parent, &link, &st.launchers);
+  int fd = (int)syscall(SYS_pidfd_open, host, 0);
   if (fd >= 0) {
     fcntl(fd, F_SETFD, FD_CLOEXEC);
-    if (getppid() != parent) st.parent_gone = 1; /* died before the pidfd pinned it */
+    st.host = host;
+    if (!host_linked(host, link)) st.parent_gone = 1; /* died before the pidfd pinned it */
     return fd;
   }
 #endif
@@ -898,6 +1002,7 @@ static void become_namespace_init(int alive_fd) {
 int main(int argc, char **argv) {
   started_ms = now_ms();
   parse_options(argc, argv);
+  check_proc();
   memset(&st, 0, sizeof st);
   st.mode = PLAIN;
   st.parent_fd = -1;
@@ -919,6 +1024,7 @@ int main(int argc, char **argv) {
       perror("reapkit: pipe");
       return EXIT_OWN_ERROR;
     }
+    int had_tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(); /* before init takes it */
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &old);
@@ -947,7 +1053,13 @@ int main(int argc, char **argv) {
     }
     st.mode = OUTER;
     st.main = init;
-    event("start", "\"init\":%d,\"isolate\":true,\"parent\":%d", (int)init, (int)st.parent);
+    event("start", "\"init\":%d,\"isolate\":true,\"parent\":%d,\"host\":%d,\"launchers\":%d", (int)init,
+          (int)st.parent, (int)(st.host ? st.host : st.parent), st.launchers);
+    /* Our init hands the terminal to the command; we take it back at the end. */
+    if (had_tty) {
+      tty_fd = STDIN_FILENO;
+      tty_restore_pgrp = getpgrp();
+    }
 #else
     fprintf(stderr, "reapkit: --isolate: PID namespaces exist only on Linux\n");
     return EXIT_OWN_ERROR;
@@ -959,9 +1071,12 @@ int main(int argc, char **argv) {
     int subreaper = 0;
 #endif
     st.main = start_command(opt.command);
-    event("start", "\"child\":%d,\"pgid\":%d,\"subreaper\":%s,\"parent\":%d,\"parentWatch\":\"%s\"",
-          (int)st.main, (int)st.main, subreaper ? "true" : "false", (int)st.parent,
-          st.parent_fd >= 0 ? (RK_LINUX ? "pidfd" : "kqueue") : (st.parent > 1 ? "signal" : "none"));
+    event("start",
+          "\"child\":%d,\"pgid\":%d,\"subreaper\":%s,\"parent\":%d,\"host\":%d,\"launchers\":%d,"
+          "\"parentWatch\":\"%s\",\"procTable\":%s",
+          (int)st.main, (int)st.main, subreaper ? "true" : "false", (int)st.parent, (int)(st.host ? st.host : st.parent),
+          st.launchers, st.parent_fd >= 0 ? (RK_LINUX ? "pidfd" : "kqueue") : (st.parent > 1 ? "signal" : "none"),
+          scan_ok ? "true" : "false");
   }
   if (st.parent_gone) {
     st.parent_gone = 0;

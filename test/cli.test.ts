@@ -96,27 +96,30 @@ describe('reapkit -- command', () => {
     expect(r.stderr.toString()).toBe('eof\n')
   })
 
-  it('SIGTERM to the wrapper reaches the group; a child that ignores it is SIGKILLed after the grace, not before', async () => {
-    const grace = 600
-    const w = spawnGroup(BIN, ['--verbose', '--grace', String(grace), '--', 'sh', '-c',
-      "trap 'echo got-term' TERM; echo ready; while :; do sleep 0.05; done"], { stdio: ['ignore', 'pipe', 'pipe'] })
-    const out = jsonLines(w.stdout!)
-    const events = jsonLines(w.stderr!)
-    await out.next((m) => m.raw === 'ready', 10_000, 'ready')
-    const start = await events.next((m) => m.event === 'start')
-    trackGroup(start.pgid)
-    const t0 = performance.now()
-    w.kill('SIGTERM')
-    await out.next((m) => m.raw === 'got-term', 5000, 'the SIGTERM to reach the command')
-    const { code } = await exitOf(w, 10_000)
-    const elapsed = performance.now() - t0
-    expect(code).toBe(128 + 9)
-    expect(elapsed).toBeGreaterThanOrEqual(grace - 10) // ms clocks round: allow one tick
-    const names = events.seen.map((e) => e.event)
-    expect(names.indexOf('stop')).toBeLessThan(names.indexOf('escalate'))
-    expect(events.seen.find((e) => e.event === 'escalate').why).toBe('grace')
-    expect(events.seen.at(-1)).toMatchObject({ event: 'exit', code: 137, survivors: 0 })
-  })
+  for (const isolate of [false, true]) {
+    it.runIf(!isolate || (linux && canUnshare))(`${isolate ? '--isolate: ' : ''}SIGTERM to the wrapper reaches the command once; one that ignores it is SIGKILLed after the grace, not before`, async () => {
+      const grace = 600
+      const w = spawnGroup(BIN, [...(isolate ? ['--isolate'] : []), '--verbose', '--grace', String(grace), '--', 'sh', '-c',
+        "trap 'echo got-term' TERM; echo ready; while :; do sleep 0.05; done"], { stdio: ['ignore', 'pipe', 'pipe'] })
+      const out = jsonLines(w.stdout!)
+      const events = jsonLines(w.stderr!)
+      await out.next((m) => m.raw === 'ready', 10_000, 'ready')
+      const start = await events.next((m) => m.event === 'start')
+      if (!isolate) trackGroup(start.pgid) // (isolated: the namespace dies with the wrapper's group)
+      const t0 = performance.now()
+      w.kill('SIGTERM')
+      await out.next((m) => m.raw === 'got-term', 5000, 'the SIGTERM to reach the command')
+      const { code } = await exitOf(w, 10_000)
+      const elapsed = performance.now() - t0
+      expect(code).toBe(128 + 9)
+      expect(elapsed).toBeGreaterThanOrEqual(grace - 10) // ms clocks round: allow one tick
+      expect(out.seen.filter((m) => m.raw === 'got-term').length, 'SIGTERMs the command received').toBe(1)
+      const names = events.seen.map((e) => e.event)
+      expect(names.indexOf('stop')).toBeLessThan(names.indexOf('escalate'))
+      expect(events.seen.find((e) => e.event === 'escalate').why).toBe('grace')
+      expect(events.seen.at(-1)).toMatchObject({ event: 'exit', code: 137, survivors: 0 })
+    })
+  }
 
   it.runIf(linux)('host SIGKILLed: a three-level tree whose innermost process double-forks and calls setsid is gone entirely', async () => {
     // Control first: the same tree without the wrapper outlives its SIGKILLed host (so this test can fail).
@@ -129,8 +132,14 @@ describe('reapkit -- command', () => {
     await new Promise((r) => setTimeout(r, 1000))
     expect(alive(Object.values(bareTree)).length, 'control: survivors without the wrapper').toBe(4)
 
+    // The host holds all three of the wrapper's stdio pipes, as an MCP host does; --verbose writes
+    // lifecycle lines into the stderr pipe, whose reader dies with the host.
     const out = tempFile()
-    const host = spawnGroup('sh', ['-c', `"${BIN}" --close-timeout 300 --grace 500 -- sh ${TREE} 1 ${out} & wait`])
+    const host = spawnGroup(process.execPath, ['-e', `
+      const c = require('node:child_process').spawn('${BIN}', ['--verbose', '--close-timeout', '300', '--grace', '500',
+        '--', 'sh', '${TREE}', '1', '${out}'], { stdio: ['pipe', 'pipe', 'pipe'] })
+      c.stderr.on('data', () => {})
+      setInterval(() => {}, 1e6)`])
     const tree = await readTree(out)
     const [wrapper] = childrenOf(host.pid!)
     expect(stat(tree['1']!)![1], 'the command is the wrapper\'s child').toBe(String(wrapper))
@@ -139,6 +148,57 @@ describe('reapkit -- command', () => {
     process.kill(host.pid!, 'SIGKILL')
     const pids = [...Object.values(tree), wrapper!]
     await waitFor(() => alive(pids).length === 0, 10_000, `the tree to be gone (alive: ${alive(pids)})`)
+  })
+
+  it.runIf(linux)('behind launchers that outlive the host (`npx reapkit --`, `sh -c`): it watches the host itself', async () => {
+    // `npx --package=<this checkout> reapkit -- ...`: npm exec and its sh -c sit between the host and
+    // the wrapper and stay alive after the host dies; the wrapper must see through them.
+    const out = tempFile()
+    const host = spawnGroup(process.execPath, ['-e', `
+      const c = require('node:child_process').spawn('npx', ['--yes', '--package=${ROOT}', 'reapkit', '--verbose',
+        '--close-timeout', '300', '--grace', '500', '--', 'sh', '${TREE}', '1', '${out}'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: '${ROOT}' })
+      c.stderr.on('data', (d) => process.stdout.write(d))
+      setInterval(() => {}, 1e6)`], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const events = jsonLines(host.stdout!)
+    const start = await events.next((m) => m.event === 'start', 30_000, 'the wrapper to start under npx')
+    expect(start.launchers, 'npm exec and sh -c between the host and the wrapper').toBeGreaterThanOrEqual(1)
+    expect(start.host).toBe(host.pid)
+    const tree = await readTree(out)
+    const chain = descendants(host.pid!)
+    for (const pid of chain) trackGroup(Number(stat(pid)?.[2]))
+    process.kill(host.pid!, 'SIGKILL')
+    const pids = [...new Set([...chain, ...Object.values(tree)])]
+    await waitFor(() => alive(pids).length === 0, 15_000, `npx, the wrapper and the tree to be gone (alive: ${alive(pids)})`)
+  })
+
+  const canScript = linux && spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0
+  for (const isolate of [false, true]) {
+    it.runIf(canScript && (!isolate || canUnshare))(`${isolate ? '--isolate: ' : ''}an interactive command owns the terminal (reads it, no SIGTTIN)`, () => {
+      const r = spawnSync('script', ['-qfec', `"${BIN}" ${isolate ? '--isolate ' : ''}-- sh -c 'read x; echo got:$x'`, '/dev/null'], {
+        input: 'hello\n',
+        encoding: 'utf8',
+        timeout: 15_000,
+      })
+      expect(r.status, r.stderr).toBe(0)
+      expect(r.stdout).toMatch(/got:hello/)
+    })
+  }
+
+  it.runIf(linux && canUnshare)('under a /proc of another PID namespace it signals its group only, never a stranger', () => {
+    // `unshare --pid` without --mount-proc: /proc still shows the outer namespace, where pid 2 is
+    // kthreadd. The wrapper (pid 2 here) must not take kernel threads for its children, nor signal
+    // the namespace's pid 3 (the canary) thinking it is one of them.
+    const r = spawnSync('unshare', ['--pid', '--fork', 'sh', '-c',
+      `"${BIN}" --verbose --grace 200 -- sh -c 'sleep 0.3; exit 5' & ` +
+      `sh -c 'trap "echo canary-got-TERM" TERM; sleep 1 & wait; sleep 1 & wait; echo canary-done'; wait`], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    })
+    expect(r.stdout).toContain('canary-done')
+    expect(r.stdout).not.toContain('canary-got-TERM')
+    const events = r.stderr.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+    expect(events[0]).toMatchObject({ event: 'start', pid: 2, procTable: false })
+    expect(events.at(-1)).toMatchObject({ event: 'exit', code: 5 })
   })
 
   it.runIf(linux)('the wrapper itself SIGKILLed: the kernel\'s parent-death signal takes the command down', async () => {
@@ -223,12 +283,12 @@ describe('reapkit -- command', () => {
     }
   })
 
-  for (const [name, args] of [
-    ['@modelcontextprotocol/server-memory', []],
-    ['@modelcontextprotocol/server-filesystem', [FIXTURES]],
+  for (const [name, args, verbose] of [
+    ['@modelcontextprotocol/server-memory', [], true],
+    ['@modelcontextprotocol/server-filesystem', [FIXTURES], false],
   ] as const) {
-    it.runIf(linux)(`${name} from npm, started through npx under the wrapper, leaves nothing when its host is SIGKILLed`, async () => {
-      const host = spawnGroup(process.execPath, [join(FIXTURES, 'cli-host.mjs'), name, ...args])
+    it.runIf(linux)(`${name} from npm, started through npx under the wrapper${verbose ? ' (--verbose into the host\'s pipe)' : ''}, leaves nothing when its host is SIGKILLed`, async () => {
+      const host = spawnGroup(process.execPath, [join(FIXTURES, 'cli-host.mjs'), name, ...args], verbose ? { env: { VERBOSE: '1' } } : {})
       const ready = await jsonLines(host.stdout!).next((m) => m.event === 'ready', 30_000, 'the MCP handshake')
       expect(ready.tools).toBeGreaterThan(0)
       const tree = descendants(ready.wrapper)
