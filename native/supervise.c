@@ -821,7 +821,8 @@ static void supervise(void) {
       }
       continue;
     }
-    if (st.phase == STOPPING) signal_ours(st.stop_signal_in_use, 1); /* newcomers get it too */
+    /* While stopping, processes started after the stop signal (a server's own cleanup helpers) are
+     * left alone until the grace ends; SIGKILL then takes everything. */
     if (st.phase == KILLING) signal_ours(SIGKILL, 0);
 
     int timeout = -1; /* idle: no timer at all */
