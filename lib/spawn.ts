@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url'
 import { typeError } from './errors'
 import { groupMembersSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
-import { binding, capabilities, execHelperPath } from './native'
+import { binding, capabilities, execHelperPath, supervisorPath } from './native'
 import { type SignalLike, signalName, signalNumber } from './validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
@@ -33,7 +33,8 @@ export interface SpawnOptions extends NodeSpawnOptions {
   group?: boolean
   /**
    * Linux: the signal the kernel sends the child when this process (strictly: the spawning thread)
-   * dies. Default 'SIGKILL'; `false` or `null` for none. Ignored where the kernel has no such thing.
+   * dies. Default 'SIGKILL' (none for the `reapkit` supervisor itself, which watches its host and
+   * stops its tree on its own); `false` or `null` for none. Ignored where the kernel has no such thing.
    */
   parentDeathSignal?: SignalLike | false | null
 }
@@ -215,7 +216,11 @@ export function spawn(
   // Like Node: spawn(cmd, options), spawn(cmd, args, options) and spawn(cmd, null | undefined, options).
   const options: SpawnOptions =
     (Array.isArray(argsOrOptions) || argsOrOptions == null ? maybeOptions : (argsOrOptions as SpawnOptions)) ?? {}
-  const { group = true, parentDeathSignal = 'SIGKILL', ...nodeOptions } = options
+  // The native supervisor (the `reapkit` command) watches its host itself and stops the whole tree
+  // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
+  // is therefore no death signal; an explicit option still wins.
+  const defaultDeathSignal = command === supervisorPath() || command.endsWith('/bin/reapkit') ? false : 'SIGKILL'
+  const { group = true, parentDeathSignal = defaultDeathSignal, ...nodeOptions } = options
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0

@@ -201,6 +201,22 @@ describe('reapkit -- command', () => {
     expect(events.at(-1)).toMatchObject({ event: 'exit', code: 5 })
   })
 
+  it.runIf(linux)('a host on the library: spawn(supervisorPath(), ...) defaults to no death signal, and the tree goes with the host', async () => {
+    const out = tempFile()
+    const host = spawnGroup(process.execPath, ['-e', `
+      const r = require(process.env.REAPKIT_DIST)
+      const c = r.spawn(r.supervisorPath(), ['--close-timeout', '200', '--grace', '300', '--', 'sh', '${TREE}', '1', '${out}'], { stdio: ['pipe', 'pipe', 'inherit'] })
+      console.log(JSON.stringify({ event: 'spawned', pid: c.pid, deathSignal: r.spawnedInfo(c).parentDeathSignal }))
+      setInterval(() => {}, 1e6)`])
+    const spawned = await jsonLines(host.stdout!).next((m) => m.event === 'spawned')
+    expect(spawned.deathSignal).toBeNull()
+    const tree = await readTree(out)
+    trackGroup(spawned.pid)
+    process.kill(host.pid!, 'SIGKILL')
+    const pids = [spawned.pid, ...Object.values(tree)]
+    await waitFor(() => alive(pids).length === 0, 10_000, `the supervisor and its tree to be gone (alive: ${alive(pids)})`)
+  })
+
   it.runIf(linux)('the wrapper itself SIGKILLed: the kernel\'s parent-death signal takes the command down', async () => {
     const w = spawnGroup(BIN, ['--verbose', '--', 'sleep', '300'], { stdio: ['ignore', 'ignore', 'pipe'] })
     const start = await jsonLines(w.stderr!).next((m) => m.event === 'start')
