@@ -18,7 +18,7 @@ import { isChildProcess } from './exit'
 import { type KillResult, killProcessGracefully, type SignalSent } from './kill'
 import { type Logger, logEvent } from './logger'
 import { spawnedGroupMembers, spawnedInfo } from './spawn'
-import { type SignalLike, validateMs } from './validate'
+import { type SignalLike, signalNumber, validateMs, validateOptions, validatePid } from './validate'
 import { childExit, settlesWithin } from './wait'
 
 export interface CloseClientOptions {
@@ -74,6 +74,7 @@ function releaseStdio(child: ChildProcess): void {
 
 /** The bounded two-phase close; resolves to a report, never rejects for the child's behaviour. */
 export async function closeClient(child: ChildProcess, options: CloseClientOptions = {}): Promise<CloseReport> {
+  options = validateOptions(options)
   if (!isChildProcess(child)) throw typeError('ERR_INVALID_ARG_TYPE', 'The "child" argument must be a ChildProcess')
   if (child.pid === undefined) throw typeError('ERR_INVALID_ARG_VALUE', 'The child process was never spawned (it has no pid)')
   if (options.close !== undefined && typeof options.close !== 'function') {
@@ -81,6 +82,10 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
   }
   const closeMs = validateMs(options.closeTimeoutMs, 'closeTimeoutMs') ?? envCloseTimeoutMs()
   const graceMs = validateMs(options.graceMs, 'graceMs')
+  // Phase 2's signals too, up front: a bad one found after phase 1 would leave the child running.
+  if (options.signal != null) signalNumber(options.signal, { allowZero: false }) // null: the default, as below
+  if (options.killSignal != null) signalNumber(options.killSignal, { allowZero: false })
+  validatePid(child.pid, 'child.pid')
   const { logger } = options
   const pid = child.pid
   const pgid = spawnedInfo(child)?.pgid ?? null

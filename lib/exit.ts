@@ -6,7 +6,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { AbortError, ReapkitError, TimeoutError, typeError } from './errors'
 import { type ExitInfo, type ExitWatch, ProcessHandle, openProcess } from './handle'
-import { validateAbortSignal, validateMs, validatePid } from './validate'
+import { validateAbortSignal, validateMs, validatePid, validateOptions } from './validate'
 
 export type { ExitInfo } from './handle'
 
@@ -40,6 +40,7 @@ export function isChildProcess(value: unknown): value is ChildProcess {
 
 /** Resolves with what is known of the exit of `target` (see ExitInfo). */
 export function watchExit(target: ProcessTarget, options: WatchExitOptions = {}): Promise<ExitInfo> {
+  options = validateOptions(options)
   try {
     return start(target, options)
   } catch (err) {

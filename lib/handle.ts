@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs'
 import { envMs, EXIT_POLL_MS_DEFAULT } from './config'
 import { ReapkitError, rangeError, systemError } from './errors'
 import { binding, capabilities, type NativeProcessHandle } from './native'
-import { isSelf, type SignalLike, signalName, signalNumber, validatePid } from './validate'
+import { isSelf, type SignalLike, signalName, signalNumber, validatePid, validateOptions } from './validate'
 
 /** What is known about a process's end. `code`/`signal` are null where the kernel does not say. */
 export interface ExitInfo {
@@ -291,6 +291,7 @@ export interface OpenProcessOptions {
  * process exists (it already exited and was reaped, or never existed).
  */
 export function openProcess(pid: number, options: OpenProcessOptions = {}): ProcessHandle {
+  options = validateOptions(options)
   const p = validatePid(pid)
   if (isSelf(p) && options.allowSelf !== true) {
     throw rangeError('ERR_REAPKIT_SELF', `Refusing a handle on this process itself (pid ${p}); pass { allowSelf: true }`)

@@ -24,7 +24,7 @@ import { ReapkitError, typeError } from './errors'
 import { type Logger, logEvent } from './logger'
 import { binding } from './native'
 import { type ParentWatcher, watchParent } from './parent'
-import { validateMs } from './validate'
+import { describe, signalNumber, validateMs, validateOptions } from './validate'
 import { settlesWithin } from './wait'
 
 /** The JSON-RPC error code of ShuttingDownError, in the implementation-defined server-error range
@@ -118,12 +118,23 @@ function flushed(stream: NodeJS.WriteStream, ms: number): Promise<boolean> {
 }
 
 export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
+  options = validateOptions(options)
   if (typeof options !== 'object' || options === null) throw typeError('ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object')
   const graceMs = validateMs(options.graceMs, 'graceMs') ?? drainGraceMs()
   const hookTimeoutMs = validateMs(options.hookTimeoutMs, 'hookTimeoutMs') ?? 2000
   const flushTimeoutMs = validateMs(options.flushTimeoutMs, 'flushTimeoutMs') ?? 2000
   const signals = options.signals === false ? [] : (options.signals ?? ['SIGTERM', 'SIGINT', 'SIGHUP'])
   if (!Array.isArray(signals)) throw typeError('ERR_INVALID_ARG_TYPE', 'The "signals" option must be an array of signal names or false')
+  // All checked before any listener is added: a typo would otherwise never start the drain.
+  for (const sig of signals) {
+    if (typeof sig !== 'string') {
+      throw typeError('ERR_INVALID_ARG_TYPE', `The "signals" option must list signal names. Received ${describe(sig)}`)
+    }
+    signalNumber(sig, { allowZero: false })
+    if (sig === 'SIGKILL' || sig === 'SIGSTOP') {
+      throw typeError('ERR_INVALID_ARG_VALUE', `The "signals" option cannot include ${sig}: it cannot be caught`)
+    }
+  }
   const hooks: Array<(report: ShutdownReport) => unknown> = []
   if (typeof options.onShutdown === 'function') hooks.push(options.onShutdown)
   else if (Array.isArray(options.onShutdown)) hooks.push(...options.onShutdown)

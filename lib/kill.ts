@@ -20,7 +20,7 @@ import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './hand
 import { binding } from './native'
 import { spawnedGroupMembers, spawnedInfo } from './spawn'
 import { childExit, settlesWithin } from './wait'
-import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid } from './validate'
+import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid, validateOptions } from './validate'
 
 export interface KillOptions {
   /** The first signal, sent to the whole group. Default 'SIGTERM'. */
@@ -80,10 +80,11 @@ const now = (): number => performance.now()
 
 /** Sends signal -> waits by event -> escalates after a bounded grace; resolves to a KillResult. */
 export async function killProcessGracefully(target: ProcessTarget, options: KillOptions = {}): Promise<KillResult> {
+  options = validateOptions(options)
   const started = now()
-  if (typeof options !== 'object' || options === null) throw typeError('ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object')
-  const first = signalNumber(options.signal ?? 'SIGTERM')
-  const last = signalNumber(options.killSignal ?? 'SIGKILL')
+  // Signal 0 sends nothing: as a stop signal it would report a stop that never happened.
+  const first = signalNumber(options.signal ?? 'SIGTERM', { allowZero: false })
+  const last = signalNumber(options.killSignal ?? 'SIGKILL', { allowZero: false })
   const graceMs = validateMs(options.graceMs, 'graceMs') ?? killGraceMs()
   const confirmMs = validateMs(options.confirmMs, 'confirmMs') ?? KILL_CONFIRM_MS_DEFAULT
   const abort = validateAbortSignal(options.abortSignal, 'abortSignal')
@@ -100,7 +101,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   if (isChildProcess(target)) {
     child = target
     if (child.pid === undefined) throw typeError('ERR_INVALID_ARG_VALUE', 'The child process was never spawned (it has no pid)')
-    pid = child.pid
+    pid = validatePid(child.pid, 'child.pid')
     const info = spawnedInfo(child)
     knownPgid = info?.pgid ?? null
     if (info?.handle && !info.handle.closed) leader = info.handle

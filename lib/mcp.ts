@@ -21,6 +21,8 @@
  * - StdioServerParameters are the same in both (command, args, env, stderr, cwd, maxBufferSize).
  */
 import { closeClient, type Keepalive, SHUTTING_DOWN_JSONRPC_CODE, spawn } from './index'
+// Stateless validators, bundled into this entry (no second copy of any process-global state).
+import { validateMs, validateOptions } from './validate'
 
 /** The part of the SDK's Transport interface this module relies on (1.x and 2.x alike). */
 export interface McpTransport {
@@ -272,6 +274,15 @@ export class StdioClientTransport implements McpTransport {
   onerror?: (error: Error) => void
 
   constructor(server: StdioServerParameters, options: StdioClientTransportOptions = {}) {
+    // Checked here, not at close(): a bad bound found then would leave the server running.
+    options = validateOptions(options)
+    validateMs(options.closeTimeoutMs, 'closeTimeoutMs')
+    validateMs(options.graceMs, 'graceMs')
+    if (typeof server !== 'object' || server === null || typeof server.command !== 'string' || server.command === '') {
+      throw Object.assign(new TypeError('The "server" argument must be an object with a non-empty "command" string'), {
+        code: 'ERR_INVALID_ARG_TYPE',
+      })
+    }
     this.#params = server
     this.#options = options
     if (server.stderr === 'pipe' || server.stderr === 'overlapped') {

@@ -23,7 +23,7 @@ import { parentPollMs } from './config'
 import { rangeError, typeError } from './errors'
 import { type ExitWatch, watchNative } from './handle'
 import { binding, capabilities, type NativeProcessHandle } from './native'
-import { type SignalLike, signalName, signalNumber, validateMs } from './validate'
+import { describe, type SignalLike, signalName, signalNumber, validateMs, validateOptions } from './validate'
 
 export type ParentWatchMechanism = 'pdeathsig' | 'pidfd' | 'kqueue' | 'poll'
 
@@ -99,6 +99,7 @@ function currentPpid(): number {
 
 /** Watches this process's parent and fires `onExit` exactly once when it dies. */
 export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
+  options = validateOptions(options)
   if (typeof options !== 'object' || options === null) {
     throw typeError('ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object')
   }
@@ -114,8 +115,11 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   let reffed = options.ref === true
 
   const expected = options.expectedParentPid
-  if (expected !== undefined && (typeof expected !== 'number' || !Number.isInteger(expected) || expected < 1 || expected > 2 ** 31 - 1)) {
-    throw rangeError('ERR_OUT_OF_RANGE', `The value of "expectedParentPid" is out of range. It must be an integer >= 1. Received ${String(expected)}`)
+  if (expected !== undefined && typeof expected !== 'number') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "expectedParentPid" option must be a number. Received ${describe(expected)}`)
+  }
+  if (expected !== undefined && (!Number.isInteger(expected) || expected < 1 || expected > 2 ** 31 - 1)) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The value of "expectedParentPid" is out of range. It must be an integer >= 1. Received ${expected}`)
   }
   const parentPid = expected ?? currentPpid()
   const owner = {}

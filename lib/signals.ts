@@ -5,7 +5,7 @@
  */
 import { rangeError } from './errors'
 import { binding, requireBinding } from './native'
-import { isSelf, type SignalLike, signalNumber, validatePid, validatePidOrSelf } from './validate'
+import { isSelf, type SignalLike, signalNumber, validatePid, validatePidOrSelf, validateOptions } from './validate'
 
 export interface SignalOptions {
   /** Permit signalling this process itself (kill) or its own process group (killpg). Default false. */
@@ -30,6 +30,7 @@ export function setpgid(pid: number = 0, pgid: number = 0): void {
 
 /** Sends `signal` (default SIGTERM; 0 checks existence) to process `pid`. */
 export function kill(pid: number, signal: SignalLike = 'SIGTERM', options: SignalOptions = {}): void {
+  options = validateOptions(options)
   const p = validatePid(pid)
   const sig = signalNumber(signal)
   if (isSelf(p) && options.allowSelf !== true) {
@@ -47,6 +48,7 @@ export function kill(pid: number, signal: SignalLike = 'SIGTERM', options: Signa
  * group `pgid`. Note that kill(-pgid, 0) also succeeds while only zombies remain in the group.
  */
 export function killpg(pgid: number, signal: SignalLike = 'SIGTERM', options: SignalOptions = {}): void {
+  options = validateOptions(options)
   const g = validatePid(pgid, 'pgid')
   const sig = signalNumber(signal)
   const native = requireBinding('killpg')

@@ -26,7 +26,7 @@ import { typeError } from './errors'
 import { groupMembersSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
 import { binding, capabilities, execHelperPath, supervisorPath } from './native'
-import { type SignalLike, signalName, signalNumber } from './validate'
+import { describe, type SignalLike, signalName, signalNumber, validateOptions } from './validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
   /** Make the child the leader of a new process group. Default true. */
@@ -214,8 +214,14 @@ export function spawn(
   }
   const args = Array.isArray(argsOrOptions) ? [...(argsOrOptions as readonly string[])] : []
   // Like Node: spawn(cmd, options), spawn(cmd, args, options) and spawn(cmd, null | undefined, options).
-  const options: SpawnOptions =
-    (Array.isArray(argsOrOptions) || argsOrOptions == null ? maybeOptions : (argsOrOptions as SpawnOptions)) ?? {}
+  // Like Node: args that are neither an array nor null/undefined are refused, and so are options
+  // that are not an object (null included).
+  if (!Array.isArray(argsOrOptions) && argsOrOptions != null && typeof argsOrOptions !== 'object') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "args" argument must be an array or an options object. Received ${describe(argsOrOptions)}`)
+  }
+  const options: SpawnOptions = validateOptions(
+    Array.isArray(argsOrOptions) || argsOrOptions == null ? maybeOptions : (argsOrOptions as SpawnOptions),
+  )
   // The native supervisor (the `reapkit` command) watches its host itself and stops the whole tree
   // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
   // is therefore no death signal; an explicit option still wins.

@@ -27,7 +27,7 @@ import { type KillResult, killProcessGracefully } from './kill'
 import { type Logger, logEvent, silentLogger } from './logger'
 import { binding } from './native'
 import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedGroupMembersSync, spawnedInfo, trackChild } from './spawn'
-import { validateMs } from './validate'
+import { describe, validateMs, validateOptions } from './validate'
 
 export type ProcessStatus = 'running' | 'exited' | 'terminated' | 'killed'
 
@@ -112,6 +112,7 @@ export class Supervisor extends EventEmitter {
   #nextId = 1
 
   constructor(options: SupervisorOptions = {}) {
+    options = validateOptions(options)
     super()
     this.closeTimeoutMs = validateMs(options.closeTimeoutMs, 'closeTimeoutMs') ?? envCloseTimeoutMs()
     this.graceMs = validateMs(options.graceMs, 'graceMs') ?? killGraceMs()
@@ -119,8 +120,11 @@ export class Supervisor extends EventEmitter {
       validateMs(options.shutdownTimeoutMs, 'shutdownTimeoutMs') ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
     this.#logger = options.logger ?? silentLogger
     const history = options.history ?? 1000
+    if (typeof history !== 'number') {
+      throw typeError('ERR_INVALID_ARG_TYPE', `The "history" option must be a number. Received ${describe(history)}`)
+    }
     if (!Number.isSafeInteger(history) || history < 0) {
-      throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${String(history)}`)
+      throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${history}`)
     }
     this.#history = history
     if (options.backstop !== false) {
@@ -144,6 +148,7 @@ export class Supervisor extends EventEmitter {
    * child that already exited is recorded as 'exited' and never signalled.
    */
   adopt(child: ChildProcess, options: { requestId?: string | number } = {}): ProcessRecord {
+    options = validateOptions(options)
     if (!isChildProcess(child) || child.pid === undefined) {
       throw typeError('ERR_INVALID_ARG_TYPE', 'adopt() takes a spawned ChildProcess')
     }
@@ -171,6 +176,13 @@ export class Supervisor extends EventEmitter {
    * are still stopped.
    */
   async terminate(pidOrRequestId: number | string, options: { reason?: string; graceMs?: number } = {}): Promise<KillResult> {
+    options = validateOptions(options)
+    if (typeof pidOrRequestId !== 'number' && typeof pidOrRequestId !== 'string') {
+      throw typeError(
+        'ERR_INVALID_ARG_TYPE',
+        `The "pidOrRequestId" argument must be a pid (number) or a request id (string or number). Received ${describe(pidOrRequestId)}`,
+      )
+    }
     const entry = this.#find(pidOrRequestId)
     if (!entry) {
       throw new ReapkitError(
@@ -197,6 +209,7 @@ export class Supervisor extends EventEmitter {
    * is SIGKILLed. One report each.
    */
   async shutdownAll(options: { close?: (child: ChildProcess, record: ProcessRecord) => unknown } = {}): Promise<ShutdownReport[]> {
+    options = validateOptions(options)
     const entries = [...this.#entries.values()]
     const leftovers = await Promise.all(
       entries.map((e) => (running(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
@@ -265,6 +278,7 @@ export class Supervisor extends EventEmitter {
    * are emitted as 'status' events.
    */
   async *changes(options: { signal?: AbortSignal } = {}): AsyncGenerator<ProcessRecord> {
+    options = validateOptions(options)
     try {
       for await (const [record] of on(this, 'status', options.signal ? { signal: options.signal } : {})) {
         yield record as ProcessRecord

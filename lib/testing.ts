@@ -25,7 +25,10 @@ import {
   reapAdopted,
   setChildSubreaper,
 } from './index'
+import { typeError } from './errors'
 import { descendantsOf, processRow, type ProcessRow, readProcessTable } from './proctable'
+// Stateless validators, bundled into this entry (no second copy of any process-global state).
+import { describe, validateMs, validateOptions, validatePid } from './validate'
 
 /** A process found by a capture or timed by measureReap. */
 export interface CapturedProcess {
@@ -104,9 +107,10 @@ let subreaperBefore: boolean | null = null
 
 /** Starts capturing every process this one starts from now on. */
 export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
-  const killTimeoutMs = options.killTimeoutMs ?? 5000
-  if (!Number.isFinite(killTimeoutMs) || killTimeoutMs < 0) {
-    throw new RangeError(`killTimeoutMs must be a non-negative number of milliseconds, not ${killTimeoutMs}`)
+  options = validateOptions(options)
+  const killTimeoutMs = validateMs(options.killTimeoutMs, 'killTimeoutMs') ?? 5000
+  if (options.subreaper !== undefined && typeof options.subreaper !== 'boolean') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "subreaper" option must be a boolean. Received ${describe(options.subreaper)}`)
   }
   const wantSubreaper = options.subreaper ?? capabilities().subreaper
   if (wantSubreaper && !capabilities().subreaper) {
@@ -234,6 +238,11 @@ export interface TestHooks {
  * it). In a vitest setup file: `installLeakGuard({ beforeEach, afterEach })`.
  */
 export function installLeakGuard(hooks: TestHooks, options: CaptureOptions = {}): void {
+  if (typeof hooks?.beforeEach !== 'function' || typeof hooks?.afterEach !== 'function') {
+    throw typeError('ERR_INVALID_ARG_TYPE', 'installLeakGuard() takes the runner\'s hooks: { beforeEach, afterEach }')
+  }
+  options = validateOptions(options)
+  validateMs(options.killTimeoutMs, 'killTimeoutMs')
   let capture: ProcessCapture | null = null
   hooks.beforeEach(() => {
     capture = captureProcesses(options)
@@ -280,17 +289,15 @@ export async function measureReap(
   stop: () => unknown,
   options: MeasureReapOptions = {},
 ): Promise<ReapFigures> {
-  const timeoutMs = options.timeoutMs ?? 10_000
-  if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
-    throw new RangeError(`timeoutMs must be a non-negative number of milliseconds, not ${timeoutMs}`)
-  }
-  if (typeof stop !== 'function') throw new TypeError('stop must be a function')
+  options = validateOptions(options)
+  const timeoutMs = validateMs(options.timeoutMs, 'timeoutMs') ?? 10_000
+  if (typeof stop !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', `The "stop" argument must be a function. Received ${describe(stop)}`)
   const roots = (Array.isArray(target) ? target : [target]).map((t) => {
-    const pid = t instanceof ChildProcess ? t.pid : t
-    if (typeof pid !== 'number' || !Number.isInteger(pid) || pid < 2) {
-      throw new TypeError(`measureReap: a target must be a pid (integer >= 2) or a spawned ChildProcess, not ${String(pid)}`)
+    if (t instanceof ChildProcess) {
+      if (t.pid === undefined) throw typeError('ERR_INVALID_ARG_VALUE', 'measureReap: the child process was never spawned (it has no pid)')
+      return validatePid(t.pid, 'target')
     }
-    return pid
+    return validatePid(t, 'target')
   })
   const table = readProcessTable()
   const rows = new Map<number, ProcessRow>()

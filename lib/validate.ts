@@ -19,7 +19,7 @@ for (const [name, num] of Object.entries(signalNumbers)) {
 /** Largest pid the kernel interfaces accept (pid_t is a signed 32-bit integer). */
 const PID_MAX = 2 ** 31 - 1
 
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value)
   if (typeof value === 'bigint') return `${value}n`
   if (value === null) return 'null'
@@ -115,4 +115,13 @@ export function validateAbortSignal(signal: unknown, name = 'signal'): AbortSign
     throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" option must be an AbortSignal. Received ${describe(signal)}`)
   }
   return signal as AbortSignal
+}
+
+/** An options argument: an object (or undefined, for the defaults); null or a primitive is refused. */
+export function validateOptions<T>(value: T, name = 'options'): NonNullable<T> {
+  if (value === undefined) return {} as NonNullable<T>
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be of type object. Received ${describe(value)}`)
+  }
+  return value as NonNullable<T>
 }

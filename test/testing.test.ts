@@ -115,9 +115,14 @@ describe.runIf(linux)('measureReap', () => {
 
   it('rejects bad input before touching any process', async () => {
     await expect(testing.measureReap('12', () => {})).rejects.toThrow(TypeError)
-    await expect(testing.measureReap(1, () => {})).rejects.toThrow(TypeError)
+    await expect(testing.measureReap(1, () => {})).rejects.toMatchObject({ name: 'RangeError', code: 'ERR_OUT_OF_RANGE' })
+    await expect(testing.measureReap(2 ** 32 + 5, () => {})).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+    await expect(testing.measureReap(process.pid, () => {}, { timeoutMs: 2 ** 31 })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+    await expect(testing.measureReap(process.pid, () => {}, null)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
     await expect(testing.measureReap(process.pid, () => {}, { timeoutMs: -1 })).rejects.toThrow(RangeError)
     await expect(testing.measureReap(process.pid, 'stop')).rejects.toThrow(TypeError)
-    expect(() => testing.captureProcesses({ killTimeoutMs: Number.NaN })).toThrow(RangeError)
+    expect(() => testing.captureProcesses({ killTimeoutMs: Number.NaN })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
+    expect(() => testing.captureProcesses({ killTimeoutMs: -1 })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }))
+    expect(() => testing.installLeakGuard({})).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
   })
 })

@@ -20,6 +20,8 @@ const UNKNOWN = 'ERR_UNKNOWN_SIGNAL'
 const VALUE = 'ERR_INVALID_ARG_VALUE'
 const SELF = 'ERR_REAPKIT_SELF'
 const NOT_SUPERVISED = 'ERR_REAPKIT_NOT_SUPERVISED'
+// Supervisor ids are pids or request ids: anything else is refused by type (ERR_INVALID_ARG_TYPE).
+const idOk = (id) => typeof id === 'number' || typeof id === 'string'
 /** The codes of argument errors (a call that throws one of these for valid input is wrong). */
 const VALIDATION = new Set([TYPE, RANGE, UNKNOWN, VALUE, SELF])
 /** The class each argument-error code must come in. */
@@ -737,7 +739,7 @@ defcase({
     // 2. An empty supervisor refuses any id.
     if (sup) {
       const m2 = await t.call(
-        { fails: [{ why: 'not supervised', codes: [NOT_SUPERVISED, ...toFails.flatMap((f) => f.codes)] }] },
+        { fails: [{ why: 'not supervised', codes: [NOT_SUPERVISED, ...(idOk(id) ? [] : [TYPE]), ...toFails.flatMap((f) => f.codes)] }] },
         () => sup.terminate(id, to),
       )
       sup.dispose()
@@ -745,7 +747,7 @@ defcase({
     }
     // 3. The shared supervisor: its own processes only, and the grace bound.
     const registered = w.supervisedIds.has(id)
-    const fails = registered ? toFails : [{ why: 'not supervised', codes: [NOT_SUPERVISED, ...toFails.flatMap((f) => f.codes)] }]
+    const fails = registered ? toFails : [{ why: 'not supervised', codes: [NOT_SUPERVISED, ...(idOk(id) ? [] : [TYPE]), ...toFails.flatMap((f) => f.codes)] }]
     const m3 = await t.call({ fails, pendingOk: true, waitMs: 200 }, () => w.sup.terminate(id, to), {
       ok: (res) => (isObject(res) && Array.isArray(res.signalsSent) ? null : `resolved ${show(res)}`),
     })
@@ -786,7 +788,7 @@ defcase({
       if (Array.isArray(s)) {
         for (const x of s) {
           if (typeof x !== 'string' || !Object.hasOwn(SIGNALS, x)) fails.push(...violation('signals[]', UNKNOWN, TYPE))
-          else if (x === 'SIGKILL' || x === 'SIGSTOP') fails.push(...violation('signals[] uncatchable', UNKNOWN, 'EINVAL'))
+          else if (x === 'SIGKILL' || x === 'SIGSTOP') fails.push(...violation('signals[] uncatchable', UNKNOWN, 'EINVAL', 'ERR_INVALID_ARG_VALUE'))
         }
       }
     }
