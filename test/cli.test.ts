@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync } from 'no
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { canUnshare, DIST, exitOf, FIXTURES, isGone, jsonLines, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
+import { canUnshare, childrenOf, descendants, DIST, exitOf, FIXTURES, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
 const TREE = join(FIXTURES, 'tree.sh')
@@ -16,29 +16,6 @@ const dir = mkdtempSync(join(tmpdir(), 'reapkit-cli-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const tempFile = () => join(dir, `tree-${++files}`)
-
-/** `/proc/PID/stat` fields after the command name: [state, ppid, pgrp, ...], or null when gone. */
-function stat(pid: number): string[] | null {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return s.slice(s.lastIndexOf(')') + 2).split(' ')
-  } catch {
-    return null
-  }
-}
-
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-  } catch {
-    return []
-  }
-}
-
-/** Every descendant of `pid` (children files, depth first). */
-function descendants(pid: number): number[] {
-  return childrenOf(pid).flatMap((c) => [c, ...descendants(c)])
-}
 
 /** The tree.sh processes, by level, once all four have written their line (bounded wait). */
 async function readTree(out: string): Promise<Record<string, number>> {
@@ -142,9 +119,9 @@ describe('reapkit -- command', () => {
       setInterval(() => {}, 1e6)`])
     const tree = await readTree(out)
     const [wrapper] = childrenOf(host.pid!)
-    expect(stat(tree['1']!)![1], 'the command is the wrapper\'s child').toBe(String(wrapper))
-    expect(stat(tree['1']!)![2], 'the command leads its own group').toBe(String(tree['1']))
-    await waitFor(() => stat(tree.escapee!)?.[1] === String(wrapper), 5000, 'the escapee to be adopted by the wrapper')
+    expect(procStat(tree['1']!)![1], 'the command is the wrapper\'s child').toBe(String(wrapper))
+    expect(procStat(tree['1']!)![2], 'the command leads its own group').toBe(String(tree['1']))
+    await waitFor(() => procStat(tree.escapee!)?.[1] === String(wrapper), 5000, 'the escapee to be adopted by the wrapper')
     process.kill(host.pid!, 'SIGKILL')
     const pids = [...Object.values(tree), wrapper!]
     await waitFor(() => alive(pids).length === 0, 10_000, `the tree to be gone (alive: ${alive(pids)})`)
@@ -165,7 +142,7 @@ describe('reapkit -- command', () => {
     expect(start.host).toBe(host.pid)
     const tree = await readTree(out)
     const chain = descendants(host.pid!)
-    for (const pid of chain) trackGroup(Number(stat(pid)?.[2]))
+    for (const pid of chain) trackGroup(Number(procStat(pid)?.[2]))
     process.kill(host.pid!, 'SIGKILL')
     const pids = [...new Set([...chain, ...Object.values(tree)])]
     await waitFor(() => alive(pids).length === 0, 15_000, `npx, the wrapper and the tree to be gone (alive: ${alive(pids)})`)
@@ -221,7 +198,7 @@ describe('reapkit -- command', () => {
     const w = spawnGroup(BIN, ['--verbose', '--', 'sleep', '300'], { stdio: ['ignore', 'ignore', 'pipe'] })
     const start = await jsonLines(w.stderr!).next((m) => m.event === 'start')
     trackGroup(start.pgid)
-    expect(stat(start.child)![2], 'the command leads its own group').toBe(String(start.child))
+    expect(procStat(start.child)![2], 'the command leads its own group').toBe(String(start.child))
     w.kill('SIGKILL')
     await waitFor(() => isGone(start.child), 5000, 'the command to die with its supervisor')
   })
@@ -247,9 +224,9 @@ describe('reapkit -- command', () => {
         return false
       }
     })
-    for (const pid of members) trackGroup(Number(stat(pid)?.[2]))
+    for (const pid of members) trackGroup(Number(procStat(pid)?.[2]))
     expect(members.length, 'init, three levels, the escapee (and their sleeps)').toBeGreaterThanOrEqual(5)
-    expect(members.filter((p) => stat(p)?.[3] !== stat(init!)?.[3]).length, 'the escapee left the session').toBeGreaterThan(0)
+    expect(members.filter((p) => procStat(p)?.[3] !== procStat(init!)?.[3]).length, 'the escapee left the session').toBeGreaterThan(0)
     process.kill(w.pid!, 'SIGKILL')
     await waitFor(() => alive(members).length === 0, 5000, `the namespace to be gone (alive: ${alive(members)})`)
   })
@@ -308,7 +285,7 @@ describe('reapkit -- command', () => {
       const ready = await jsonLines(host.stdout!).next((m) => m.event === 'ready', 30_000, 'the MCP handshake')
       expect(ready.tools).toBeGreaterThan(0)
       const tree = descendants(ready.wrapper)
-      for (const pid of tree) trackGroup(Number(stat(pid)?.[2]))
+      for (const pid of tree) trackGroup(Number(procStat(pid)?.[2]))
       const commands = tree.map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '))
       expect(commands.some((c) => c.includes(name.split('/')[1]!)), commands.join('\n')).toBe(true)
       process.kill(host.pid!, 'SIGKILL')

@@ -222,3 +222,32 @@ export function openFds(): number {
  */
 export const canUnshare: boolean =
   linux && spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'], { stdio: 'ignore', timeout: 10_000 }).status === 0
+
+/** `/proc/PID/stat` fields after the command name: [state, ppid, pgrp, session, ...], or null when gone. */
+export function procStat(pid: number): string[] | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return s.slice(s.lastIndexOf(')') + 2).split(' ')
+  } catch {
+    return null
+  }
+}
+
+/** The children of `pid` (Linux's children file). */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** Every descendant of `pid`, depth first. */
+export function descendants(pid: number): number[] {
+  return childrenOf(pid).flatMap((c) => [c, ...descendants(c)])
+}
+
+/** This process's children that are zombies (adopted and not yet reaped, or libuv's not yet reaped). */
+export function zombieChildren(): number[] {
+  return childrenOf(process.pid).filter((pid) => procStat(pid)?.[0] === 'Z')
+}

@@ -4,25 +4,11 @@ import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { exitOf, isGone, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
+import { exitOf, isGone, ROOT, spawnGroup, trackGroup, waitFor, zombieChildren } from './helpers'
 
 const testing = require(join(ROOT, 'dist', 'cjs', 'testing.js'))
 const reapkit = require(join(ROOT, 'dist', 'cjs', 'index.js'))
 const linux = process.platform === 'linux'
-
-/** Zombies whose parent is this process (adopted and never reaped, or libuv's not yet reaped). */
-function ourZombies(): number[] {
-  return readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8')
-    .trim().split(/\s+/).filter(Boolean).map(Number)
-    .filter((pid) => {
-      try {
-        const s = readFileSync(`/proc/${pid}/stat`, 'utf8')
-        return s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3) === 'Z'
-      } catch {
-        return false
-      }
-    })
-}
 
 describe.runIf(linux)('captureProcesses', () => {
   it('finds a double-forked setsid escapee, lists it readably, kills it, and reaps what it adopted', async () => {
@@ -50,7 +36,7 @@ describe.runIf(linux)('captureProcesses', () => {
       expect(err.code).toBe('ERR_REAPKIT_PROCESS_LEAK')
       expect(err.message).toMatch(new RegExp(`1 process outlived the test \\(now killed\\):\\n  pid ${escapee} \\(ppid ${process.pid}, pgid ${escapee}\\), age \\d+ ms: sleep 300`))
       expect(isGone(escapee)).toBe(true)
-      expect(ourZombies(), 'adopted zombies left unreaped').not.toContain(escapee)
+      expect(zombieChildren(), 'adopted zombies left unreaped').not.toContain(escapee)
       expect(capture.survivors()).toEqual([])
       await capture.assertNoSurvivors() // nothing left: resolves
     } finally {

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { exitOf, ROOT, spawnGroup } from '../helpers'
+import { exitOf, ROOT, spawnGroup, zombieChildren } from '../helpers'
 import { SEED, sized } from './size'
 
 const { captureProcesses } = require(join(ROOT, 'dist', 'cjs', 'testing.js'))
@@ -155,21 +155,7 @@ describe.runIf(process.platform === 'linux')(`torture scenarios (seed ${SEED}, r
 
 /** Zombies whose parent is this test process and that no ChildProcess of ours is waiting for. */
 function adoptedZombies(): number[] {
-  const self = process.pid
-  let list: number[] = []
-  try {
-    list = readFileSync(`/proc/${self}/task/${self}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-  } catch {
-    return []
-  }
-  return list.filter((pid) => {
-    try {
-      const st = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      return st.slice(st.lastIndexOf(')') + 2, st.lastIndexOf(')') + 3) === 'Z' && !isLibuvChild(pid)
-    } catch {
-      return false
-    }
-  })
+  return zombieChildren().filter((pid) => !isLibuvChild(pid))
 }
 
 function isLibuvChild(pid: number): boolean {
