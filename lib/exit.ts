@@ -40,18 +40,14 @@ export function isChildProcess(value: unknown): value is ChildProcess {
 
 /** Resolves with what is known of the exit of `target` (see ExitInfo). */
 export function watchExit(target: ProcessTarget, options: WatchExitOptions = {}): Promise<ExitInfo> {
-  options = validateOptions(options)
   try {
-    return start(target, options)
+    return start(target, validateOptions(options))
   } catch (err) {
     return Promise.reject(err)
   }
 }
 
 function start(target: ProcessTarget, options: WatchExitOptions): Promise<ExitInfo> {
-  if (typeof options !== 'object' || options === null) {
-    throw typeError('ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object')
-  }
   const timeoutMs = validateMs(options.timeoutMs, 'timeoutMs', { allowInfinity: true })
   const abort = validateAbortSignal(options.signal)
   const ref = options.ref !== false

@@ -31,10 +31,10 @@ import { settlesWithin } from './wait'
  * (-32000 to -32099). -32000 and -32001 are taken by the MCP SDKs (connection closed, timeout). */
 export const SHUTTING_DOWN_JSONRPC_CODE = -32099
 
-/** What new work gets while a server drains: `code` 'ERR_REAPKIT_SHUTTING_DOWN', `jsonRpcCode` -32099. */
 /** How long a drain that the parent-death signal started waits for the parent's exit event. */
 const PARENT_EXIT_SETTLE_MS = 50
 
+/** What new work gets while a server drains: `code` 'ERR_REAPKIT_SHUTTING_DOWN', `jsonRpcCode` -32099. */
 export class ShuttingDownError extends ReapkitError {
   readonly jsonRpcCode = SHUTTING_DOWN_JSONRPC_CODE
   readonly reason: string
@@ -119,7 +119,6 @@ function flushed(stream: NodeJS.WriteStream, ms: number): Promise<boolean> {
 
 export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
   options = validateOptions(options)
-  if (typeof options !== 'object' || options === null) throw typeError('ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object')
   const graceMs = validateMs(options.graceMs, 'graceMs') ?? drainGraceMs()
   const hookTimeoutMs = validateMs(options.hookTimeoutMs, 'hookTimeoutMs') ?? 2000
   const flushTimeoutMs = validateMs(options.flushTimeoutMs, 'flushTimeoutMs') ?? 2000

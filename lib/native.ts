@@ -179,6 +179,16 @@ export function execHelperPath(): string | null {
   return shippedExecutable('reapkit-exec')
 }
 
+/** The package's `reapkit` launcher (bin/reapkit), for recognising it; null where it is missing. */
+export function launcherPath(): string | null {
+  try {
+    const file = join(packageRoot(), 'bin', 'reapkit')
+    return existsSync(file) ? file : null
+  } catch {
+    return null
+  }
+}
+
 /**
  * The native supervisor behind the `reapkit` command (native/supervise.c), for hosts that start
  * servers themselves: `spawn(supervisorPath(), ['--', 'uvx', 'some-server'])`. null where missing.

@@ -100,9 +100,6 @@ function currentPpid(): number {
 /** Watches this process's parent and fires `onExit` exactly once when it dies. */
 export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   options = validateOptions(options)
-  if (typeof options !== 'object' || options === null) {
-    throw typeError('ERR_INVALID_ARG_TYPE', 'The "options" argument must be an object')
-  }
   const { onExit } = options
   if (onExit !== undefined && typeof onExit !== 'function') {
     throw typeError('ERR_INVALID_ARG_TYPE', 'The "onExit" option must be a function')

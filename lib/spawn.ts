@@ -19,13 +19,13 @@
  * signal is armed; spawnedInfo() says what was applied.
  */
 import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_process'
-import { accessSync, constants as fsConstants, statSync } from 'node:fs'
+import { accessSync, constants as fsConstants, realpathSync, statSync } from 'node:fs'
 import { delimiter, isAbsolute, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { typeError } from './errors'
 import { groupMembersSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
-import { binding, capabilities, execHelperPath, supervisorPath } from './native'
+import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from './native'
 import { describe, type SignalLike, signalName, signalNumber, validateOptions } from './validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
@@ -186,6 +186,19 @@ function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'gr
   return info
 }
 
+/** Is `command` the native supervisor (by path), or the package's `reapkit` launcher? */
+function isSupervisor(command: string): boolean {
+  const supervisor = supervisorPath()
+  if (supervisor === null || !command.includes('/')) return false // a bare name: not resolved here
+  try {
+    const real = realpathSync(command)
+    const launcher = launcherPath()
+    return real === realpathSync(supervisor) || (launcher !== null && real === realpathSync(launcher))
+  } catch {
+    return false
+  }
+}
+
 /** Whether execvp would find and run `command` (PATH from the child's env, as glibc searches it). */
 function resolvable(command: string, options: NodeSpawnOptions): boolean {
   const cwd = typeof options.cwd === 'string' ? options.cwd : options.cwd ? fileURLToPath(options.cwd) : process.cwd()
@@ -225,7 +238,7 @@ export function spawn(
   // The native supervisor (the `reapkit` command) watches its host itself and stops the whole tree
   // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
   // is therefore no death signal; an explicit option still wins.
-  const defaultDeathSignal = command === supervisorPath() || command.endsWith('/bin/reapkit') ? false : 'SIGKILL'
+  const defaultDeathSignal = isSupervisor(command) ? false : 'SIGKILL'
   const { group = true, parentDeathSignal = defaultDeathSignal, ...nodeOptions } = options
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })

@@ -16,6 +16,7 @@
  * time first.
  */
 import { ChildProcess } from 'node:child_process'
+import { isMainThread } from 'node:worker_threads'
 import {
   capabilities,
   isChildSubreaper,
@@ -102,7 +103,8 @@ function recordLibuvChildren(): void {
   }
 }
 
-let activeCaptures = 0
+// Captures that asked for the subreaper flag, and the flag as it was before the first of them.
+let subreaperCaptures = 0
 let subreaperBefore: boolean | null = null
 
 /** Starts capturing every process this one starts from now on. */
@@ -116,26 +118,51 @@ export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
   if (wantSubreaper && !capabilities().subreaper) {
     throw new ReapkitError('ENOTSUP', 'captureProcesses({ subreaper: true }): child subreapers exist on Linux only')
   }
-  recordLibuvChildren()
-  if (wantSubreaper) {
-    if (activeCaptures === 0) subreaperBefore = isChildSubreaper()
-    setChildSubreaper(true)
+  // Worker threads share the process: "descendants of this process" would be every thread's
+  // children (another test file's, under a threads pool), and the reaper could take statuses their
+  // libuv loops wait for. The capture belongs to the main thread (vitest's default forks pool).
+  if (!isMainThread) {
+    throw new ReapkitError('ERR_REAPKIT_MAIN_THREAD_ONLY', 'captureProcesses() runs on the main thread only (use a forks pool, not threads)')
   }
-  activeCaptures++
+  recordLibuvChildren()
   const self = process.pid
   const baseline = new Set<string>()
-  for (const row of readProcessTable()) baseline.add(key(row))
-  const groups = new Set<number>() // process groups that new processes created
+  for (const row of readProcessTable()) baseline.add(key(row)) // before the flag: a throw here changes nothing
+  if (wantSubreaper) {
+    const before = isChildSubreaper()
+    setChildSubreaper(true)
+    if (subreaperCaptures === 0) subreaperBefore = before
+    subreaperCaptures++
+  }
+  // Process groups that new processes created (leader pid -> its start): their members are ours
+  // wherever they are re-parented. Never a group that existed before (ours, the runner's).
+  const groups = new Map<number, string>()
   let stopped = false
 
   const fresh = (table: ProcessRow[]): ProcessRow[] => {
+    const byPid = new Map(table.map((r) => [r.pid, r]))
+    const children = new Map<number, ProcessRow[]>()
+    for (const row of table) {
+      const list = children.get(row.ppid)
+      if (list) list.push(row)
+      else children.set(row.ppid, [row])
+    }
+    // Down from this process through new processes only: the children of a process that existed
+    // before the capture (a server started in beforeAll) are that process's business, not the test's.
     const found = new Map<number, ProcessRow>()
-    for (const row of descendantsOf(self, table)) {
-      if (baseline.has(key(row))) continue
-      found.set(row.pid, row)
-      // A group a new process created (it leads it): its members are ours wherever they are
-      // re-parented. Never a group that existed before (ours, the runner's), whose other members are not.
-      if (row.pgid === row.pid) groups.add(row.pgid)
+    const stack = [self]
+    while (stack.length > 0) {
+      for (const row of children.get(stack.pop()!) ?? []) {
+        if (baseline.has(key(row)) || found.has(row.pid)) continue
+        found.set(row.pid, row)
+        stack.push(row.pid)
+        if (row.pgid === row.pid && !groups.has(row.pid)) groups.set(row.pid, key(row))
+      }
+    }
+    for (const [pgid, leader] of groups) {
+      // A group id is a pid: once its group is empty it can come back as an unrelated group.
+      const now = byPid.get(pgid)
+      if (now && key(now) !== leader) groups.delete(pgid)
     }
     for (const row of table) {
       if (row.pid !== self && groups.has(row.pgid) && !baseline.has(key(row)) && !found.has(row.pid)) found.set(row.pid, row)
@@ -218,8 +245,9 @@ export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
     stop() {
       if (stopped) return
       stopped = true
-      activeCaptures--
-      if (activeCaptures === 0 && subreaperBefore !== null) {
+      if (!wantSubreaper) return
+      subreaperCaptures--
+      if (subreaperCaptures === 0 && subreaperBefore !== null) {
         setChildSubreaper(subreaperBefore)
         subreaperBefore = null
       }
@@ -331,7 +359,8 @@ export async function measureReap(
         }),
       ),
     )
-    await stop()
+    gone.catch(() => {}) // if stop() throws, the handles close below: nobody waits on this any more
+    await Promise.race([Promise.resolve().then(stop), timedOut]) // bounded too
     const stopMs = performance.now() - t0
     await Promise.race([gone, timedOut])
     const done = new Set(exits.map((e) => e.pid))

@@ -80,6 +80,67 @@ describe.runIf(linux)('captureProcesses', () => {
   })
 })
 
+describe.runIf(linux)('captureProcesses: what is not the test\'s', () => {
+  it('leaves alone the children a process from before the capture starts during it (a server from beforeAll)', async () => {
+    // Started before the capture; on a line on stdin it forks a sleeper and prints its pid.
+    const server = spawn('sh', ['-c', 'while read x; do sleep 300 & echo $!; done'], { stdio: ['pipe', 'pipe', 'ignore'] })
+    const capture = testing.captureProcesses()
+    let forkedHandle: { signal(s: string): void; close(): void } | undefined
+    try {
+      server.stdin.write('fork\n')
+      const forked = Number(await new Promise<string>((r) => server.stdout.once('data', (d) => r(String(d)))))
+      forkedHandle = reapkit.openProcess(forked) // pinned: the cleanup below never hits a recycled pid
+      expect(capture.survivors().map((p: { pid: number }) => p.pid)).not.toContain(forked)
+      await capture.assertNoSurvivors()
+      expect(isGone(forked)).toBe(false)
+    } finally {
+      capture.stop()
+      try {
+        forkedHandle?.signal('SIGKILL')
+      } catch {
+        // gone
+      }
+      forkedHandle?.close()
+      server.kill('SIGKILL')
+    }
+  })
+
+  it('nested captures put the subreaper flag back as it was, whatever their options', () => {
+    const before = reapkit.isChildSubreaper()
+    const outer = testing.captureProcesses({ subreaper: false })
+    const inner = testing.captureProcesses()
+    expect(reapkit.isChildSubreaper()).toBe(true)
+    inner.stop()
+    outer.stop()
+    expect(reapkit.isChildSubreaper()).toBe(before)
+  })
+
+  it('refuses to run in a worker thread (its "descendants" would be every thread\'s)', async () => {
+    const { Worker } = await import('node:worker_threads')
+    const w = new Worker(`
+      const { parentPort } = require('node:worker_threads')
+      try { require(${JSON.stringify(join(ROOT, 'dist', 'cjs', 'testing.js'))}).captureProcesses(); parentPort.postMessage('accepted') }
+      catch (e) { parentPort.postMessage(e.code) }`, { eval: true })
+    const answer = await new Promise((r) => w.once('message', r))
+    await w.terminate()
+    expect(answer).toBe('ERR_REAPKIT_MAIN_THREAD_ONLY')
+  })
+
+  it('measureReap: a stop() that throws rejects with its error, and leaves no unhandled rejection', async () => {
+    const child = spawnGroup('sleep', ['300'])
+    const unhandled: unknown[] = []
+    const onUnhandled = (e: unknown) => unhandled.push(e)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      await expect(testing.measureReap(child, () => { throw new Error('stop failed') }, { timeoutMs: 200 })).rejects.toThrow('stop failed')
+      await new Promise((r) => setTimeout(r, 50))
+      expect(unhandled).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+  })
+})
+
 describe.runIf(linux)('measureReap', () => {
   it('times a group stop by exit events: every process of the tree, in order; survivors at the timeout', async () => {
     const tree = spawnGroup('sh', ['-c', 'sh -c "sleep 300 & wait" & sh -c "trap \\"\\" TERM; sleep 300 & wait" & echo up; wait'])
