@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { capabilities, openProcess, watchExit } from '../lib/index'
 import { exitWatcherStats } from '../lib/handle'
@@ -15,6 +16,10 @@ async function grandchild(keepZombie = false): Promise<{ pid: number; shell: num
     sh.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))
     sh.once('exit', () => reject(new Error('sh exited early')))
   })
+  // The shell may reap the grandchild itself until it has exec'd into its sleep: wait for that.
+  if (keepZombie && linux) {
+    await waitFor(() => readFileSync(`/proc/${sh.pid}/comm`, 'utf8').trim() === 'sleep', 5000, 'the shell to exec')
+  }
   return { pid: Number(line), shell: sh.pid! }
 }
 
