@@ -212,6 +212,9 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     options.parentDeath === false ? false : signals.includes('SIGHUP') ? 'SIGHUP' : signals.includes('SIGTERM') ? 'SIGTERM' : false
   const listeners: Array<() => void> = []
   let parentWatcher: ParentWatcher | null = null
+  /** Our parent is no longer the one the watcher pinned (it died; we were re-parented). */
+  const parentGoneNow = (): boolean =>
+    parentWatcher !== null && binding !== null && binding.getppid() !== parentWatcher.parentPid
   let parentExited: () => void = () => {}
   const parentExit = new Promise<void>((resolve) => (parentExited = resolve))
   let sigints = 0
@@ -230,7 +233,7 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     }
     // The death signal itself: if the parent is already gone, say so.
     const parentGone =
-      sig === deathSignal && parentWatcher !== null && binding !== null && binding.getppid() !== parentWatcher.parentPid
+      sig === deathSignal && parentGoneNow()
     void shutdown(parentGone ? 'parent-death' : sig)
   }
   for (const sig of signals) {
@@ -240,8 +243,7 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
   }
   if (options.stdin !== false) {
     const onEnd = (): void => {
-      const parentGone = parentWatcher !== null && binding !== null && binding.getppid() !== parentWatcher.parentPid
-      void shutdown(parentGone ? 'parent-death' : 'stdin-end')
+      void shutdown(parentGoneNow() ? 'parent-death' : 'stdin-end')
     }
     process.stdin.on('end', onEnd)
     process.stdin.on('close', onEnd)

@@ -105,8 +105,11 @@ function etimeMs(etime: string): number {
   return ((Number(days) * 24 + (parts[2] ?? 0)) * 3600 + (parts[1] ?? 0) * 60 + (parts[0] ?? 0)) * 1000
 }
 
-/** The rows that descend from `root` (not including it), through the ppid links of `table`. */
-export function descendantsOf(root: number, table: ProcessRow[]): ProcessRow[] {
+/**
+ * The rows that descend from `root` (not including it), through the ppid links of `table`. With
+ * `through`, the walk enters only rows it accepts (and so never reaches what lies below the others).
+ */
+export function descendantsOf(root: number, table: ProcessRow[], through: (row: ProcessRow) => boolean = () => true): ProcessRow[] {
   const children = new Map<number, ProcessRow[]>()
   for (const row of table) {
     const list = children.get(row.ppid)
@@ -118,7 +121,7 @@ export function descendantsOf(root: number, table: ProcessRow[]): ProcessRow[] {
   const seen = new Set<number>([root])
   while (stack.length > 0) {
     for (const row of children.get(stack.pop()!) ?? []) {
-      if (seen.has(row.pid)) continue
+      if (seen.has(row.pid) || !through(row)) continue
       seen.add(row.pid)
       out.push(row)
       stack.push(row.pid)

@@ -141,23 +141,12 @@ export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
 
   const fresh = (table: ProcessRow[]): ProcessRow[] => {
     const byPid = new Map(table.map((r) => [r.pid, r]))
-    const children = new Map<number, ProcessRow[]>()
-    for (const row of table) {
-      const list = children.get(row.ppid)
-      if (list) list.push(row)
-      else children.set(row.ppid, [row])
-    }
     // Down from this process through new processes only: the children of a process that existed
     // before the capture (a server started in beforeAll) are that process's business, not the test's.
     const found = new Map<number, ProcessRow>()
-    const stack = [self]
-    while (stack.length > 0) {
-      for (const row of children.get(stack.pop()!) ?? []) {
-        if (baseline.has(key(row)) || found.has(row.pid)) continue
-        found.set(row.pid, row)
-        stack.push(row.pid)
-        if (row.pgid === row.pid && !groups.has(row.pid)) groups.set(row.pid, key(row))
-      }
+    for (const row of descendantsOf(self, table, (r) => !baseline.has(key(r)))) {
+      found.set(row.pid, row)
+      if (row.pgid === row.pid && !groups.has(row.pid)) groups.set(row.pid, key(row))
     }
     for (const [pgid, leader] of groups) {
       // A group id is a pid: once its group is empty it can come back as an unrelated group.
