@@ -51,10 +51,12 @@ export interface CloseReport {
   escalated: boolean
   survivors: number[]
   /**
-   * True when the group could not be listed during the stop (e.g. EMFILE): what was pinned was
-   * stopped and confirmed gone, but other members may remain (see KillResult.uncertain).
+   * True when the stop could not see everything (e.g. EMFILE): the child itself was still
+   * signalled, but other members of its group may remain (see KillResult.uncertain).
    */
   uncertain: boolean
+  /** The error that made the stop uncertain (a system error with a `code`), or null. */
+  error: Error | null
   /** Phase 1's duration, and the whole call's, in ms. */
   gracefulMs: number
   durationMs: number
@@ -164,6 +166,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     escalated: kill?.escalated ?? false,
     survivors: kill?.survivors ?? [],
     uncertain: kill?.uncertain ?? false,
+    error: kill?.error ?? null,
     gracefulMs,
     durationMs: now() - started,
   }

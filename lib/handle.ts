@@ -198,10 +198,11 @@ export class ProcessHandle {
     try {
       watch = this.#native && capabilities().exitWatch !== 'poll' ? watchNative(this.#native) : watchByPoll(this.pid)
     } catch (err) {
-      // e.g. EMFILE: a getter rejects rather than throws, and pre-handled like every `exited`
-      this.#exited = Promise.reject(err)
-      this.#exited.catch(() => {})
-      return this.#exited
+      // e.g. EMFILE: a getter rejects rather than throws, pre-handled like every `exited`. Not
+      // cached: a resource error is not the process's fate, and a later look may succeed.
+      const failed = Promise.reject(err)
+      failed.catch(() => {})
+      return failed
     }
     this.#watch = watch
     if (this.#keepsAlive()) watch.ref(1)

@@ -12,7 +12,7 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from './config'
-import { rangeError, typeError } from './errors'
+import { rangeError, systemError, typeError } from './errors'
 import { isChildProcess, type ProcessTarget } from './exit'
 import { groupMembersSoon } from './group'
 import { type Logger, logEvent } from './logger'
@@ -47,6 +47,11 @@ export interface SignalSent {
   atMs: number
   /** How many processes it was sent to. */
   processes: number
+  /**
+   * True for one signal to the whole process group by its id, sent when the members could not all
+   * be listed or pinned (see `uncertain`); `processes` then counts only the leader, who is known.
+   */
+  group?: boolean
 }
 
 export interface KillResult {
@@ -63,18 +68,28 @@ export interface KillResult {
   /** Processes still alive when the call gave up (empty unless they resisted even SIGKILL). */
   survivors: number[]
   /**
-   * True when the group could not be listed (e.g. EMFILE): only the processes already pinned (at
-   * least the target itself) were signalled and confirmed gone; other members may remain.
+   * True when the stop could not see everything (e.g. EMFILE: the group could not be listed, a
+   * member could not be pinned, or an exit could not be watched). The target itself was still
+   * signalled, and only a process seen to exit counts as gone; but members that could not be
+   * listed or pinned may remain. `error` says why.
    */
   uncertain: boolean
+  /** The first error that made the result uncertain (a system error with a `code`), or null. */
+  error: Error | null
   durationMs: number
 }
 
+/** What the stop needs of a pinned process: a ProcessHandle, or our own unreaped child when none could be opened. */
+type Pinned = Pick<ProcessHandle, 'pid' | 'closed' | 'exited' | 'signal' | 'ref' | 'unref' | 'close'>
+
 interface Tracked {
-  handle: ProcessHandle
+  handle: Pinned
   exited: Promise<unknown>
   gone: boolean
 }
+
+/** How often an exit is polled for when it cannot be watched by event (out of descriptors, say). */
+const DEGRADED_POLL_MS = 25
 
 const now = (): number => performance.now()
 
@@ -95,8 +110,16 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   // Who: the pid, a pinned leader handle (if it still runs), the child, the group.
   let child: ChildProcess | null = null
   let pid: number
-  let leader: ProcessHandle | null = null
+  let leader: Pinned | null = null
   let ownLeader = false
+  let uncertain = false
+  let resourceError: Error | null = null
+  // A resource error (EMFILE...) is never read as "gone": the stop goes on with what it can reach,
+  // and the result says it could not see everything.
+  const degraded = (err: unknown): void => {
+    uncertain = true
+    resourceError ??= err instanceof Error ? err : new Error(String(err))
+  }
   let knownPgid: number | null = null
   if (isChildProcess(target)) {
     child = target
@@ -120,8 +143,16 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     try {
       leader = openProcess(pid)
       ownLeader = true
-    } catch {
-      leader = null // gone already
+    } catch (err) {
+      if (!isGoneError(err)) {
+        // Not pinned, but not gone either. Our own unreaped child is still safe to signal by pid
+        // (libuv has not reaped it, so its pid cannot have been reused); anything else we cannot
+        // prove is the process meant, so the call fails with the error rather than report a stop.
+        if (!child) throw err
+        degraded(err)
+        leader = childPin(child, pid)
+        ownLeader = true
+      }
     }
   }
 
@@ -154,14 +185,13 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
 
   const tracked = new Map<number, Tracked>()
   const signalsSent: SignalSent[] = []
-  let sentTo = new Set<ProcessHandle>() // who got the current phase's signal
+  let sentTo = new Set<Pinned>() // who got the current phase's signal
 
   // A group id is listed only while it is provably the target's: for a child that spawn() started
   // or Supervisor adopted, by the group-trust rule of spawn.ts (witnesses); for anything else, while
   // its pinned leader is alive before and after the scan (its pid holds the id). Once that cannot
   // be proven, the group is never listed again: a straggler may be missed, a stranger never hit.
   let groupGone = false
-  let uncertain = false
   const info = child ? spawnedInfo(child) : undefined
   const listGroup = async (): Promise<number[]> => {
     if (pgid === null || groupGone) return []
@@ -181,8 +211,8 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
         return []
       }
       return members
-    } catch {
-      uncertain = true // not "empty": unknown. Keep to what is pinned.
+    } catch (err) {
+      degraded(err) // not "empty": unknown. Keep to what is pinned.
       return []
     }
   }
@@ -193,14 +223,15 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     if (leader && !leader.closed && !pids.includes(pid)) pids.push(pid)
     for (const p of pids) {
       if (tracked.has(p)) continue
-      let handle: ProcessHandle
+      let handle: Pinned
       if (p === pid && leader) {
         handle = leader
       } else {
         try {
           handle = openProcess(p)
-        } catch {
-          continue // exited between the listing and the pin
+        } catch (err) {
+          if (!isGoneError(err)) degraded(err) // a member we could not pin: it may remain
+          continue // otherwise it exited between the listing and the pin
         }
         // Pinned now: if it is still in the group, the handle is that member.
         try {
@@ -208,7 +239,8 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
             handle.close()
             continue
           }
-        } catch {
+        } catch (err) {
+          if (!isGoneError(err)) degraded(err)
           handle.close()
           continue
         }
@@ -216,7 +248,13 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
       const entry: Tracked = { handle, exited: Promise.resolve(), gone: false }
       entry.exited = handle.exited.then(
         () => (entry.gone = true),
-        () => (entry.gone = true),
+        (err: unknown) => {
+          if (handle.closed) return (entry.gone = true) // closed by us at the end: nobody waits any more
+          // The exit could not be watched (EMFILE when the watch needs a descriptor): it is not an
+          // exit. Poll the pinned handle instead, which needs no descriptor, until it says gone.
+          degraded(err)
+          return pollUntilGone(handle).then(() => (entry.gone = true))
+        },
       )
       handle.ref()
       tracked.set(p, entry)
@@ -239,6 +277,22 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
       logEvent(options.logger, 'info', 'signal.sent', { pid, pgid, ...sent })
     }
   }
+  // When the group could not be listed or its members pinned, one killpg still reaches them all, but
+  // only while our own child leads the group unreaped: its pid then holds the group id (spawn.ts).
+  let groupSignalled = false
+  const signalGroupByNumber = (sig: number): void => {
+    if (groupSignalled || !uncertain || pgid === null || pgid !== pid || !binding) return
+    if (!child || child.exitCode !== null || child.signalCode !== null) return
+    groupSignalled = true
+    try {
+      binding.killpg(pgid, sig)
+    } catch {
+      return // ESRCH: the group is gone
+    }
+    const sent = { signal: signalName(sig)!, atMs: now() - started, processes: 1, group: true }
+    signalsSent.push(sent)
+    logEvent(options.logger, 'warn', 'signal.sent', { pid, pgid, ...sent, reason: String(resourceError) })
+  }
   /** Waits until every tracked member is gone and a fresh listing finds no one new, or `until`. */
   const settle = async (sig: number, until: number, stop?: AbortSignal): Promise<boolean> => {
     for (;;) {
@@ -249,6 +303,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
         send(sig, fresh)
         for (const t of fresh) sentTo.add(t.handle)
       }
+      signalGroupByNumber(sig) // after the pinned ones, so they are counted as such
       if (pending.length === 0) return true
       const remaining = until - now()
       if (remaining <= 0 || stop?.aborted) return false
@@ -276,6 +331,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     if (!gone) {
       escalated = true
       sentTo = new Set() // everyone still alive gets the kill signal, once
+      groupSignalled = false
       const dead = await settle(last, now() + confirmMs)
       if (!dead) survivors = live().map((t) => t.handle.pid)
     }
@@ -303,7 +359,64 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     }
     if (info) ({ code, signal: termSignal } = info)
   }
-  return { pid, pgid, signalsSent, escalated, code, signal: termSignal, survivors, uncertain, durationMs: now() - started }
+  return {
+    pid,
+    pgid,
+    signalsSent,
+    escalated,
+    code,
+    signal: termSignal,
+    survivors,
+    uncertain,
+    error: resourceError,
+    durationMs: now() - started,
+  }
+}
+
+/** ESRCH (and the kernel's EINVAL race, mapped to ESRCH natively): the process is gone. Anything else is not. */
+function isGoneError(err: unknown): boolean {
+  return (err as { code?: unknown })?.code === 'ESRCH'
+}
+
+/** Resolves once the pinned process has exited (signal 0 through the pin fails with ESRCH), or the pin is closed. */
+async function pollUntilGone(handle: Pinned): Promise<void> {
+  while (!handle.closed) {
+    try {
+      handle.signal(0)
+    } catch (err) {
+      if (isGoneError(err) || handle.closed) return
+    }
+    await new Promise((res) => setTimeout(res, DEGRADED_POLL_MS))
+  }
+}
+
+/**
+ * A pin for our own child when no handle could be opened (out of descriptors): signalled by pid,
+ * which is exact while libuv has not reaped it (checked synchronously before each signal, and libuv
+ * reaps only from the event loop), and gone when libuv reports its exit.
+ */
+function childPin(child: ChildProcess, pid: number): Pinned {
+  let closed = false
+  const exit = childExit(child)
+  const pin: Pinned = {
+    pid,
+    get closed() {
+      return closed
+    },
+    exited: exit.promise.then(() => ({ pid, code: child.exitCode, signal: child.signalCode })),
+    signal(sig = 'SIGTERM') {
+      if (closed) throw systemError('EBADF', 'kill', 'the handle is closed')
+      if (child.exitCode !== null || child.signalCode !== null) throw systemError('ESRCH', 'kill', 'the process has exited')
+      process.kill(pid, signalNumber(sig))
+    },
+    ref: () => pin as ProcessHandle,
+    unref: () => pin as ProcessHandle,
+    close() {
+      closed = true
+      exit.dispose()
+    },
+  }
+  return pin
 }
 
 /** Reads the child's status now if it has exited (no listener left behind when it has not). */

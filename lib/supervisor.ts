@@ -99,6 +99,8 @@ function installBackstop(): void {
 }
 
 const running = (e: Entry): boolean => e.record.status === 'running'
+/** libuv has reaped the leader: its end is known, not assumed. */
+const exited = (e: Entry): boolean => e.child.exitCode !== null || e.child.signalCode !== null
 
 export class Supervisor extends EventEmitter {
   readonly closeTimeoutMs: number
@@ -195,7 +197,8 @@ export class Supervisor extends EventEmitter {
     entry.stopping++
     try {
       const result = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
-      this.#settle(entry, result.escalated ? 'killed' : 'terminated')
+      // Only an exit seen is an end: a stop that could not reach the process leaves it 'running'.
+      if (exited(entry)) this.#settle(entry, result.escalated ? 'killed' : 'terminated')
       return result
     } finally {
       entry.stopping--
@@ -221,7 +224,16 @@ export class Supervisor extends EventEmitter {
     const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, this.shutdownTimeoutMs, 'cap')))
     // When the cap fires for everyone at once, one listing of the process table serves them all.
     let capTable: Map<number, number[]> | null | undefined
-    const tableAtCap = (): Map<number, number[]> | null => (capTable === undefined ? (capTable = scanGroupsOrNull()) : capTable)
+    let capTableError: Error | undefined
+    const tableAtCap = (): Map<number, number[]> | null => {
+      if (capTable !== undefined) return capTable
+      try {
+        return (capTable = scanGroups())
+      } catch (err) {
+        capTableError = err as Error
+        return (capTable = null)
+      }
+    }
     const reports = await Promise.all(
       targets.map(async (entry): Promise<ShutdownReport> => {
         const wasRunning = running(entry)
@@ -236,7 +248,7 @@ export class Supervisor extends EventEmitter {
         try {
           const first = await Promise.race([closing, cap])
           if (first !== 'cap') {
-            if (wasRunning) this.#settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated')
+            if (wasRunning && exited(entry)) this.#settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated')
             return { ...first, requestId: entry.record.requestId, capped: false }
           }
           const table = tableAtCap()
@@ -245,7 +257,7 @@ export class Supervisor extends EventEmitter {
           let timer: NodeJS.Timeout | undefined
           const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
           clearTimeout(timer)
-          if (wasRunning) this.#settle(entry, 'killed')
+          if (wasRunning && exited(entry)) this.#settle(entry, 'killed')
           const report: CloseReport = late ?? {
             pid: entry.record.pid,
             pgid: entry.record.pgid,
@@ -258,6 +270,7 @@ export class Supervisor extends EventEmitter {
             escalated: true,
             survivors: [],
             uncertain: table === null,
+            error: table === null ? (capTableError ?? null) : null,
             gracefulMs: this.closeTimeoutMs,
             durationMs: performance.now() - started,
           }
@@ -404,7 +417,7 @@ export class Supervisor extends EventEmitter {
   }
 
   #settleIfExited(entry: Entry): void {
-    if (running(entry) && (entry.child.exitCode !== null || entry.child.signalCode !== null)) this.#settle(entry, 'exited')
+    if (running(entry) && exited(entry)) this.#settle(entry, 'exited')
   }
 
   /** running -> exited | terminated | killed, once: a finished status is final. */

@@ -37,6 +37,41 @@ describe.runIf(canUnshare)('hostile input (in a private PID namespace, as root)'
   })
 })
 
+describe.runIf(canUnshare)('out of file descriptors (in a private PID namespace)', () => {
+  // A failure to watch or to list is never an exit: the target is always signalled, a resource error
+  // is reported as such, and no status says 'terminated' for a process that runs.
+  it('every stop still reaches its target and says it was uncertain; a bare pid that cannot be pinned is refused', async () => {
+    const ns = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, `${FIXTURES}/out-of-fds.cjs`], {
+      env: { ...process.env, REAPKIT_DIST: DIST },
+    })
+    const out = jsonLines(ns.stdout!)
+    const last = await out.next((m) => m.event === 'done' || m.event === 'error', 120_000, 'the last case')
+    expect(last.event, JSON.stringify(last)).toBe('done')
+    const cases: Record<string, any>[] = out.seen.filter((m) => m.event === 'case')
+    expect(await exitOf(ns)).toEqual({ code: 0, signal: null })
+    expect(cases.length).toBe(30)
+    for (const c of cases) {
+      const what = JSON.stringify(c)
+      if (c.thrown !== null) {
+        // Only a bare pid may be refused, with the system error, and then it was not signalled at all.
+        expect(c.name, what).toBe('pid')
+        expect(c.thrown, what).toBe('EMFILE')
+        expect(c.alive, what).toEqual(c.pids)
+        expect(c.extra.signalCode, what).toBe(null)
+        continue
+      }
+      expect(c.alive, what).toEqual([])
+      expect(c.survivors, what).toEqual([])
+      expect(c.signalsSent[0], what).toMatch(/^SIGTERM/)
+      expect(c.uncertain, what).toBe(c.error !== null)
+      if (c.name.startsWith('supervisor')) {
+        for (const e of [c.extra].flat()) expect(e, what).toEqual({ status: 'killed', exited: true })
+      }
+      if (c.free === 0 && c.name !== 'pid') expect(c.error, what).toBe('EMFILE')
+    }
+  })
+})
+
 describe.runIf(process.platform === 'linux')('pidfd_open blocked by seccomp', () => {
   it('falls back at run time, works, and says so in capabilities()', () => {
     const cc = process.env.CC || 'cc'
