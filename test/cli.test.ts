@@ -67,7 +67,10 @@ describe('reapkit -- command', () => {
 
   it('leaves stdio to the command: 1 MiB through `reapkit -- cat` comes back byte for byte; stdin end reaches it', async () => {
     const data = randomBytes(1 << 20)
-    const r = spawnSync(BIN, ['--', 'sh', '-c', 'cat; echo eof >&2; exit 3'], { input: data, timeout: 30_000 })
+    // maxBuffer counts stdout and stderr together: 1 MiB exactly would overflow it by the 'eof' line,
+    // and Node would SIGTERM the command when it noticed.
+    const r = spawnSync(BIN, ['--', 'sh', '-c', 'cat; echo eof >&2; exit 3'], { input: data, timeout: 30_000, maxBuffer: 4 << 20 })
+    expect(r.error).toBeUndefined()
     expect(r.status).toBe(3)
     expect(Buffer.compare(r.stdout, data)).toBe(0)
     expect(r.stderr.toString()).toBe('eof\n')
