@@ -2,10 +2,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { groupMembers } from '../lib/index'
-import { exitOf, ROOT, trackGroup, waitFor } from './helpers'
+import { exitOf, isGone, ROOT, trackGroup, waitFor } from './helpers'
 
 type Rec = { pid: number; requestId: string | number; status: string; signal: string | null }
 const parse = (r: unknown) => JSON.parse((r as { content: Array<{ text: string }> }).content[0]!.text)
@@ -21,17 +23,25 @@ async function firstRunning(client: Client): Promise<Rec | undefined> {
   return undefined
 }
 
+/** The example server with these flags (and environment), and an SDK client connected to it. */
+async function connect(flags: string[], env: Record<string, string> = {}) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(ROOT, 'examples', 'process-server', 'server.mjs'), ...flags],
+    env: { ...(process.env as Record<string, string>), ...env },
+    stderr: 'pipe',
+  })
+  let stderr = ''
+  transport.stderr!.on('data', (d) => (stderr += d))
+  const client = new Client({ name: 'reapkit-test', version: '1.0.0' })
+  await client.connect(transport)
+  const server = (transport as unknown as { _process: ChildProcess })._process
+  return { client, server, stderr: () => stderr }
+}
+
 describe('examples/process-server', () => {
   it('runs, lists and terminates processes; cancellation stops a run; nothing is left behind', async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [join(ROOT, 'examples', 'process-server', 'server.mjs')],
-      stderr: 'pipe',
-    })
-    transport.stderr!.on('data', () => {})
-    const client = new Client({ name: 'reapkit-test', version: '1.0.0' })
-    await client.connect(transport)
-    const server = (transport as unknown as { _process: ChildProcess })._process
+    const { client, server } = await connect(['--allow-any'])
     const started: number[] = []
     try {
       // run_command: output and status
@@ -78,6 +88,65 @@ describe('examples/process-server', () => {
     } finally {
       server.kill('SIGKILL')
       await client.close().catch(() => {})
+    }
+  })
+
+  it('a run that daemonizes a helper (setsid) in flight at SIGTERM: the drain stops the helper too, nothing outlives the server', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-example-'))
+    const pidFile = join(dir, 'escapee')
+    const { client, server, stderr } = await connect(['--allow', 'sh'])
+    let escapee = 0
+    try {
+      const run = client
+        .callTool({ name: 'run_command', arguments: { command: 'sh', args: ['-c', `setsid -f sh -c 'echo $$ > ${pidFile}; exec sleep 1000'; exec sleep 1000`] } })
+        .catch(() => {})
+      await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'), 10_000, 'the escapee to start')
+      escapee = Number(readFileSync(pidFile, 'utf8'))
+      expect(escapee).toBeGreaterThan(1)
+      server.kill('SIGTERM')
+      expect(await exitOf(server, 20_000)).toEqual({ code: 0, signal: null })
+      await run
+      await waitFor(() => isGone(escapee), 5000, `the setsid escapee ${escapee} to be gone after the drain`)
+      expect(stderr()).toMatch(/"abandoned":0/)
+    } finally {
+      server.kill('SIGKILL')
+      await client.close().catch(() => {})
+      // Ours: the pid it wrote itself, still running the sleep it exec'ed.
+      if (escapee > 1 && !isGone(escapee) && readFileSync(`/proc/${escapee}/cmdline`, 'utf8').startsWith('sleep')) process.kill(escapee, 'SIGKILL')
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('runs only what --allow names; commands get a minimal environment, never the server\'s secrets', async () => {
+    const secrets = { REAPKIT_TEST_SECRET: 'hunter2', REAPKIT_TEST_PASSED: 'named' }
+    const { client, server } = await connect(['--allow', 'env,true', '--pass-env', 'REAPKIT_TEST_PASSED'], secrets)
+    try {
+      const env = parse(await client.callTool({ name: 'run_command', arguments: { command: 'env', args: [] } }))
+      expect(env.exitCode).toBe(0)
+      const vars = Object.fromEntries((env.stdout as string).trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+      expect(vars.REAPKIT_TEST_SECRET).toBeUndefined()
+      expect(vars.REAPKIT_TEST_PASSED).toBe('named')
+      expect(vars.PATH).toBe(process.env.PATH)
+      expect(Object.keys(vars).every((k) => ['PATH', 'HOME', 'LANG', 'REAPKIT_TEST_PASSED'].includes(k))).toBe(true)
+      for (const [command, args] of [['kill', ['-TERM', String(process.pid)]], ['sh', ['-c', 'true']], ['/usr/bin/env', []]] as const) {
+        const refused = (await client.callTool({ name: 'run_command', arguments: { command, args } })) as { isError?: boolean; content: Array<{ text: string }> }
+        expect(refused.isError, command).toBe(true)
+        expect(refused.content[0]!.text).toMatch(/not allowed.*--allow/)
+      }
+      const list = parse(await client.callTool({ name: 'list_processes', arguments: {} })) as Array<{ command: string }>
+      expect(list.map((p) => p.command)).toEqual(['env']) // nothing refused was started
+    } finally {
+      server.kill('SIGKILL')
+      await client.close().catch(() => {})
+    }
+    // Without --allow, nothing runs.
+    const bare = await connect([])
+    try {
+      const refused = (await bare.client.callTool({ name: 'run_command', arguments: { command: 'true', args: [] } })) as { isError?: boolean }
+      expect(refused.isError).toBe(true)
+    } finally {
+      bare.server.kill('SIGKILL')
+      await bare.client.close().catch(() => {})
     }
   })
 })

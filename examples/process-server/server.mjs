@@ -2,23 +2,76 @@
 // An MCP stdio server that runs commands for its client, and never leaves one behind.
 //
 // Tools:
-//   run_command        runs a command (its own process group, the kernel's death signal) tied to the
+//   run_command        runs a command under reapkit's native supervisor (its own process group, a
+//                      subreaper that adopts what daemonizes, the kernel's death signal) tied to the
 //                      request's id, and answers with its exit status and output once it ends;
 //                      cancelling the request (notifications/cancelled) stops the process gracefully
 //   list_processes     what this server started, with status
 //   terminate_process  stops one of them by pid or request id (nothing it did not start)
 //
+// run_command runs programs AS THIS SERVER'S USER: whoever can call it can do what that user can
+// (including `kill`, which terminate_process would refuse). So it runs only the commands named with
+// --allow, unless started with --allow-any (the example mode of `npm run example`). A command that is
+// a shell or an interpreter (sh, bash, node, python...) allows everything: allow such ones knowingly.
+// Commands get a minimal environment (PATH, HOME, LANG, and what --pass-env names), never this
+// server's own: a secret in it does not reach the client.
+//
 // On SIGTERM, SIGINT, SIGHUP, stdin end or its host's death it drains: calls in flight finish (or
-// are cut at the grace), every process it started is stopped, one report line goes to stderr.
+// are cut at the grace), every process it started is stopped, one report line goes to stderr. A
+// process that daemonizes (setsid, double fork) is adopted by its supervisor and stopped with it.
+//
+// Options:
+//   --allow <cmd>       a command run_command may run, as the client names it (repeatable, or
+//                       comma-separated). Default: none.
+//   --allow-any         run any command (the example mode: only on a machine and as a user you trust
+//                       the client with)
+//   --pass-env <NAME>   pass this variable of the server's environment to commands (repeatable)
 //
 // Run it from an MCP host's configuration:
-//   { "command": "node", "args": ["<path to reapkit>/examples/process-server/server.mjs"] }
-// or `npm run example` (it then speaks JSON-RPC on this terminal's stdin and stdout).
+//   { "command": "node", "args": ["<path to reapkit>/examples/process-server/server.mjs", "--allow", "git,ls"] }
+// or `npm run example` (--allow-any; it then speaks JSON-RPC on this terminal's stdin and stdout).
+import { constants } from 'node:os'
+import { basename } from 'node:path'
+import { parseArgs } from 'node:util'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { z } from 'zod'
-import { createKeepalive, Supervisor } from 'reapkit'
+import { createKeepalive, Supervisor, supervisorPath } from 'reapkit'
 import { withKeepalive } from 'reapkit/mcp'
+
+const { values: flags } = parseArgs({
+  options: {
+    allow: { type: 'string', multiple: true, default: [] },
+    'allow-any': { type: 'boolean', default: false },
+    'pass-env': { type: 'string', multiple: true, default: [] },
+  },
+})
+const allowed = new Set(flags.allow.flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean))
+const allowAny = flags['allow-any']
+if (allowAny) process.stderr.write('process-server: --allow-any: run_command runs any command as this user\n')
+/** The environment commands get: only what is named, never the server's own secrets. */
+const childEnv = Object.fromEntries(
+  ['PATH', 'HOME', 'LANG', ...flags['pass-env']].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]),
+)
+childEnv.PATH ??= '/usr/local/bin:/usr/bin:/bin'
+
+// The native supervisor in front of every command: it adopts descendants that daemonize (a subreaper)
+// and stops them with the rest, so a setsid escapee is no orphan. Its grace is shorter than ours, so
+// it finishes its own stop before we would SIGKILL it (a SIGKILLed supervisor cannot stop escapees).
+const SUPERVISOR = supervisorPath()
+const STOP_GRACE_MS = 2000
+const WRAPPER_GRACE_MS = 1500
+const wrap = (command, args) =>
+  SUPERVISOR ? [SUPERVISOR, ['--grace', String(WRAPPER_GRACE_MS), '--', command, ...args]] : [command, args]
+const signalNames = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name]))
+/** The supervisor exits 128 + n when the command died of signal n: report it as that signal. */
+const statusOf = (code, signal) => (SUPERVISOR && code > 128 && signalNames.has(code - 128) ? [null, signalNames.get(code - 128)] : [code, signal])
+/** A record as the client sees it: the command it asked for, not the supervisor in front of it. */
+const view = ({ pid, requestId, command, args, status, exitCode, signal }) => {
+  const [code, sig] = statusOf(exitCode, signal)
+  if (SUPERVISOR && command === SUPERVISOR) [command, ...args] = args.slice(args.indexOf('--') + 1)
+  return { pid, requestId, command, args, status, exitCode: code, signal: sig }
+}
 
 const supervisor = new Supervisor({ closeTimeoutMs: 1000 })
 const keepalive = createKeepalive({
@@ -36,7 +89,9 @@ const tail = (s, max = 4000) => (s.length > max ? `…${s.slice(-max)}` : s)
 server.registerTool(
   'run_command',
   {
-    description: 'Run a command (no shell) and return its exit status and output. Cancelling the request stops the process.',
+    description:
+      "Run a command (no shell) as the server's user and return its exit status and output. Only commands the server " +
+      'was started with --allow for (or any, under --allow-any). It gets a minimal environment. Cancelling the request stops the process.',
     inputSchema: {
       command: z.string().min(1),
       args: z.array(z.string()).default([]),
@@ -45,9 +100,13 @@ server.registerTool(
   },
   async ({ command, args, timeoutMs }, extra) => {
     const requestId = extra.requestId
+    if (!allowAny && !allowed.has(command)) {
+      return failure(`${command} is not allowed: start the server with --allow ${basename(command)} (or --allow-any)`)
+    }
     let child
     try {
-      child = supervisor.spawn(command, args, { requestId, stdio: ['ignore', 'pipe', 'pipe'] })
+      const [file, argv] = wrap(command, args)
+      child = supervisor.spawn(file, argv, { requestId, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv })
     } catch (err) {
       return failure(String(err.message ?? err))
     }
@@ -61,17 +120,17 @@ server.registerTool(
     })
     if (started) return failure(`cannot run ${command}: ${started.message}`)
     // Cancellation (and the timeout) stop the process gracefully: SIGTERM to its group, then SIGKILL.
-    const stop = (reason) => supervisor.terminate(requestId, { reason, graceMs: 2000 }).catch(() => {})
+    const stop = (reason) => supervisor.terminate(requestId, { reason, graceMs: STOP_GRACE_MS }).catch(() => {})
     extra.signal.addEventListener('abort', () => stop('cancelled'), { once: true })
     const timer = setTimeout(() => stop('timeout'), timeoutMs)
-    const [code, signal] = await new Promise((resolve) => child.once('exit', (c, s) => resolve([c, s])))
+    const [code, signal] = statusOf(...(await new Promise((resolve) => child.once('exit', (c, s) => resolve([c, s])))))
     clearTimeout(timer)
     return text({ pid: child.pid, requestId, exitCode: code, signal, stdout, stderr })
   },
 )
 
 server.registerTool('list_processes', { description: 'The processes this server started.' }, async () =>
-  text(supervisor.list().map(({ pid, requestId, command, args, status, exitCode, signal }) => ({ pid, requestId, command, args, status, exitCode, signal }))),
+  text(supervisor.list().map(view)),
 )
 
 server.registerTool(
@@ -84,7 +143,7 @@ server.registerTool(
     const target = pid ?? requestId
     if (target === undefined) return failure('give a pid or a requestId')
     try {
-      const result = await supervisor.terminate(target, { reason: 'terminate_process', graceMs: 2000 })
+      const result = await supervisor.terminate(target, { reason: 'terminate_process', graceMs: STOP_GRACE_MS })
       return text(result)
     } catch (err) {
       return failure(`${err.code ?? 'error'}: ${err.message}`)
