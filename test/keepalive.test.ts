@@ -1,16 +1,25 @@
 import { describe, expect, it } from 'vitest'
 import { createKeepalive, ShuttingDownError, SHUTTING_DOWN_JSONRPC_CODE } from '../lib/index'
+import { settlesWithin } from '../lib/wait'
 import { exitOf, isGone, jsonLines, spawnFixture, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 
-/** The server's stderr, and its last line parsed as the report. */
+/**
+ * The server's stderr, and its last line parsed as the report. The report is read at the pipe's end
+ * (bounded): a process seen to exit, or to be a zombie, may still have its last line in the pipe,
+ * not yet read by this event loop (on a busy machine, often).
+ */
 function stderrOf(child: ReturnType<typeof spawnFixture>) {
   let text = ''
   child.stderr!.setEncoding('utf8')
   child.stderr!.on('data', (d: string) => (text += d))
+  const ended = new Promise<void>((res) => child.stderr!.once('end', res))
   return {
-    report: () => JSON.parse(text.trim().split('\n').pop()!),
+    report: async () => {
+      if (!(await settlesWithin(ended, 10_000))) throw new Error(`the server's stderr did not end; so far: ${JSON.stringify(text)}`)
+      return JSON.parse(text.trim().split('\n').pop()!)
+    },
     text: () => text,
   }
 }
@@ -34,7 +43,7 @@ describe('createKeepalive (a real server process)', () => {
     await out.next((m) => m.event === 'done' && m.id === 1, 10_000, 'the slow work to complete')
     await out.next((m) => m.event === 'hook', 10_000, 'the onShutdown hook')
     expect(await exitOf(child)).toEqual({ code: 0, signal: null })
-    expect(err.report()).toMatchObject({ event: 'shutdown', reason: 'SIGTERM', served: 1, drained: 1, abandoned: 0, refused: 1 })
+    expect(await err.report()).toMatchObject({ event: 'shutdown', reason: 'SIGTERM', served: 1, drained: 1, abandoned: 0, refused: 1 })
     expect(out.seen.every((m) => m.event !== 'shutdown')).toBe(true) // the report never goes to stdout
   })
 
@@ -47,7 +56,7 @@ describe('createKeepalive (a real server process)', () => {
     child.kill('SIGTERM')
     expect(await exitOf(child)).toEqual({ code: 1, signal: null })
     expect(Date.now() - t0).toBeGreaterThanOrEqual(290) // the grace was given in full
-    expect(err.report()).toMatchObject({ reason: 'SIGTERM', drained: 0, abandoned: 1 })
+    expect(await err.report()).toMatchObject({ reason: 'SIGTERM', drained: 0, abandoned: 1 })
   })
 
   it('stdin end starts the drain; a later SIGTERM does not cut it short', async () => {
@@ -60,7 +69,7 @@ describe('createKeepalive (a real server process)', () => {
     child.kill('SIGTERM')
     await out.next((m) => m.event === 'done', 10_000, 'the work to complete')
     expect(await exitOf(child)).toEqual({ code: 0, signal: null })
-    expect(err.report()).toMatchObject({ reason: 'stdin-end', drained: 1, abandoned: 0 })
+    expect(await err.report()).toMatchObject({ reason: 'stdin-end', drained: 1, abandoned: 0 })
   })
 
   it('a second SIGINT exits at once (130), work still in flight', async () => {
@@ -84,7 +93,7 @@ describe('createKeepalive (a real server process)', () => {
     await out.next((m) => m.event === 'done', 10_000, 'the work to complete')
     // It exits by itself (a zombie under its new parent counts as gone: PID 1 here reaps lazily).
     await waitFor(() => isGone(ready.pid), 10_000, 'the server to exit')
-    expect(err.report()).toMatchObject({ reason: 'parent-death', drained: 1, abandoned: 0 })
+    expect(await err.report()).toMatchObject({ reason: 'parent-death', drained: 1, abandoned: 0 })
   })
 })
 
