@@ -3,7 +3,7 @@
 // registered with trackGroup as soon as its pid is known, including the setsid escapees.
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync } from 'node:fs'
+import { chmodSync, copyFileSync, cpSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -235,8 +235,52 @@ describe('reapkit -- command', () => {
   })
 
   const canSetpriv = linux && process.getuid?.() === 0 && spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status === 0
-  it.runIf(canUnshare && canSetpriv)('--isolate unprivileged (as nobody): through a user namespace, or one clear line and 125', () => {
-    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', BIN, '--isolate', '--', 'sh', '-c', 'echo $$ $(id -u); exit 4'], {
+  it.runIf(canUnshare && canSetpriv)('--isolate unprivileged (as nobody): through a user namespace, or one clear line and 125', (ctx) => {
+    // nobody may not be able to enter this checkout (a clone under root's 0700 home): stage the
+    // supervisor where it can, or say why not.
+    const reachable = (path: string): boolean => path.split('/').every((_, i, parts) => (statSync(parts.slice(0, i + 1).join('/') || '/').mode & 0o001) !== 0)
+    if (!reachable(tmpdir())) return ctx.skip(`${tmpdir()} is not reachable by nobody: nowhere to stage the supervisor`)
+    const { supervisorPath } = require(DIST)
+    const stage = mkdtempSync(join(tmpdir(), 'reapkit-nobody-'))
+    try {
+      chmodSync(stage, 0o755)
+      const supervisor = join(stage, 'reapkit-supervise')
+      copyFileSync(supervisorPath(), supervisor)
+      chmodSync(supervisor, 0o755)
+      asNobody(supervisor)
+    } finally {
+      rmSync(stage, { recursive: true, force: true })
+    }
+  })
+
+  it.runIf(canUnshare && canSetpriv)('the test above passes from a checkout nobody can enter (0700, as a clone under ~)', () => {
+    const copy = mkdtempSync(join(tmpdir(), 'reapkit-0700-')) // mkdtemp: 0700, as root's home is
+    try {
+      expect(statSync(copy).mode & 0o777).toBe(0o700)
+      for (const entry of ['bin', 'dist', 'build', 'prebuilds', 'test', 'package.json', 'vitest.config.mts']) {
+        try {
+          cpSync(join(ROOT, entry), join(copy, entry), { recursive: true })
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err // build/ or prebuilds/ may be absent
+        }
+      }
+      symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'))
+      const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', 'test/cli.test.ts', '-t', 'as nobody'], {
+        cwd: copy,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, CI: 'true' },
+      })
+      expect(r.status, r.stdout + r.stderr).toBe(0)
+      expect(r.stdout).toMatch(/1 passed/)
+    } finally {
+      rmSync(copy, { recursive: true, force: true })
+    }
+  })
+
+  /** Runs `supervisor --isolate` as nobody: a user namespace makes it work, or it says why not. */
+  function asNobody(supervisor: string): void {
+    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', supervisor, '--isolate', '--', 'sh', '-c', 'echo $$ $(id -u); exit 4'], {
       encoding: 'utf8',
       timeout: 10_000,
     })
@@ -248,7 +292,7 @@ describe('reapkit -- command', () => {
       expect(r.status, r.stderr).toBe(4)
       expect(r.stdout).toBe('2 65534\n')
     }
-  })
+  }
 
   it.runIf(linux)('carries a real MCP session (SDK client and server) and leaves nothing when the client closes', async () => {
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js')
