@@ -1,0 +1,138 @@
+// Writes the README's figures table from one bench run (bench/results/latest.json), between the
+// markers <!-- bench:figures:start --> and <!-- bench:figures:end -->. So every figure in the README
+// comes from the same run as its neighbours, beside its alternative or floor from that run, with
+// the ratio, labelled with the statistic it really is:
+//   n >= 100: p50 / p99;  10 <= n < 100: median and max;  n < 10: mean of n;  one sample: "1 run".
+// `npm run bench` calls it after a full run; `node bench/readme.mjs [results.json]` by hand.
+import { readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const START = '<!-- bench:figures:start -->'
+const END = '<!-- bench:figures:end -->'
+
+const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v >= 1 ? v.toFixed(2) : v.toFixed(3))
+function pct(values, p) {
+  const s = [...values].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]
+}
+const mean = (xs) => xs.reduce((s, x) => s + x, 0) / xs.length
+/** The statistic a sample can support, and its value to compare by (the median, or the mean). */
+export function stat(xs, unit = 'ms') {
+  const n = xs.length
+  if (n === 0) return { text: '—', center: NaN }
+  if (n === 1) return { text: `${fmt(xs[0])} ${unit} (1 run)`, center: xs[0] }
+  if (n < 10) return { text: `${fmt(mean(xs))} ${unit} (mean of ${n})`, center: mean(xs) }
+  if (n < 100) return { text: `${fmt(pct(xs, 50))} ${unit} median, max ${fmt(Math.max(...xs))} (n=${n})`, center: pct(xs, 50) }
+  return { text: `${fmt(pct(xs, 50))} / ${fmt(pct(xs, 99))} ${unit} p50 / p99 (n=${n})`, center: pct(xs, 50) }
+}
+/** How many times `theirs` is `ours` (both the same statistic, from the same run). */
+const times = (ours, theirs) => (Number.isFinite(ours) && Number.isFinite(theirs) && ours > 0 ? `${fmt(theirs / ours)}x` : '')
+const sum = (rows, key) => rows.reduce((s, r) => s + r[key], 0)
+
+/** The table's rows: [what, reapkit, alternative or floor (same run), ratio]. Rows whose data the run lacks are left out. */
+export function rows(d) {
+  const out = []
+  const add = (what, ours, theirs, ratio) => out.push(`| ${what} | ${ours} | ${theirs} | ${ratio} |`)
+  if (d.exit) {
+    const r = stat(d.exit.reapkit)
+    const p10 = stat(d.exit.poll10)
+    const p100 = stat(d.exit.poll100)
+    add('exit of a non-child, kill → promise (the same kills, side by side)', r.text, `\`kill(pid, 0)\` every 10 ms: ${p10.text}; every 100 ms: ${p100.text}`, `${times(r.center, p10.center)}, ${times(r.center, p100.center)}`)
+  }
+  if (d.parent?.sh) {
+    const r = stat(d.parent.sh.reapkit)
+    const k = stat(d.parent.sh.kernel)
+    const p = stat(d.parent.sh.poll2000)
+    add('parent (`sh`) SIGKILLed → `onExit`', r.text, `the kernel finished the parent: ${k.text}; \`getppid\` poll every 2 s: ${p.text}`, times(r.center, p.center))
+  }
+  if (d.idle) {
+    const { reapkit: r, poll100: p } = d.idle
+    add('100 idle watched processes, one 10 s window', `${fmt(r.cpuMs)} ms CPU, ${r.watcherThreadSwitches} watcher wake-ups`, `\`kill(pid, 0)\` every 100 ms: ${fmt(p.cpuMs)} ms CPU, ${p.switches} context switches`, times(r.cpuMs, p.cpuMs))
+  }
+  if (d.require) {
+    const r = stat(d.require.reapkit)
+    const f = stat(d.require.floor)
+    add('`require(\'reapkit\')`, fresh process', r.text, `a one-line file: ${f.text}`, times(f.center, r.center) + ' of the floor')
+  }
+  if (d.stop) {
+    const r = stat(d.stop.reapkit.map((x) => x.ms))
+    const lag = stat(d.stop.reapkit.map((x) => x.lagMs))
+    const tk = stat(d.stop.treeKill.map((x) => x.ms))
+    const poll = stat(d.stop.poll100.map((x) => x.ms))
+    const n = d.stop.reapkit.length
+    add(
+      `stop a 3-level tree and confirm it gone (${n} trees each)`,
+      `${r.text}; done ${fmt(lag.center)} ms (median) after its last process exited; ${sum(d.stop.reapkit, 'survivors')} survivors`,
+      `tree-kill: ${tk.text} to send, ${sum(d.stop.treeKill, 'survivors')} processes still alive at its callback; ` +
+        `\`kill(-pgid, 0)\` every 100 ms: ${poll.text}; execa \`kill()\`: ${sum(d.stop.execa, 'survivors')} survivors (direct child only)`,
+      times(r.center, poll.center) + ' (poll)',
+    )
+  }
+  if (d.close) {
+    const r = stat(d.close.reapkit.map((x) => x.ms))
+    const s = stat(d.close.sdk.map((x) => x.ms))
+    add(
+      'close a server behind `sh -c` that ignores stdin end',
+      `${r.text}, ${sum(d.close.reapkit, 'survivors')} survivors`,
+      `MCP SDK ${d.machine.sdk} \`close()\`: ${s.text}, server left running ${sum(d.close.sdk, 'survivors')} of ${d.close.sdk.length}`,
+      times(r.center, s.center),
+    )
+  }
+  if (d.orphaned) {
+    const r = stat(d.orphaned.reapkit)
+    const p = stat(d.orphaned.poll2000)
+    add('idle server: parent SIGKILLed → server exited', r.text, `a server polling \`getppid\` every 2 s: ${p.text}`, times(r.center, p.center))
+  }
+  if (d.cliStartup) {
+    const bare = pct(d.cliStartup.bare, 50)
+    const added = (xs) => stat(xs.map((x) => x - bare))
+    const r = added(d.cliStartup.reapkit)
+    const nw = added(d.cliStartup.nodeWrapper)
+    add('`reapkit -- true` start-up, added over bare', r.text, `a Node-resident wrapper: ${nw.text}`, times(r.center, nw.center))
+  }
+  if (d.cliRss) {
+    add('the wrapper\'s resident memory', `${(d.cliRss.reapkit / 1024).toFixed(2)} MiB (1 sample)`, `a Node-resident wrapper: ${(d.cliRss.nodeWrapper / 1024).toFixed(1)} MiB`, times(d.cliRss.reapkit, d.cliRss.nodeWrapper))
+  }
+  if (d.cliSurvivors) {
+    const wrapped = d.cliSurvivors.filter((r) => r.wrapped)
+    const bare = d.cliSurvivors.filter((r) => !r.wrapped)
+    add(
+      'host SIGKILLed: survivors (`sh -c` server; server that daemonizes a helper)',
+      `${wrapped.map((r) => `${r.survivors} of ${r.processes}`).join('; ')} with \`reapkit --\``,
+      `${bare.map((r) => `${r.survivors} of ${r.processes}`).join('; ')} without it`,
+      '',
+    )
+  }
+  for (const row of d.headlines ?? []) add(row.what, row.ours, row.theirs, row.ratio ?? '') // rows the bench modules add
+  return out
+}
+
+export function table(d) {
+  const m = d.machine
+  return [
+    `Measured by \`npm run bench\` on ${m.cpu}, ${m.os}, Node ${m.node.split(' ')[0]}, ${m.date.slice(0, 10)}: all rows from that one run.`,
+    'Absolute times depend on the machine (a machine half as fast doubles most of them); the ratios',
+    'against the alternative measured in the same run are what carries over.',
+    '',
+    '| what | reapkit | alternative or floor, same run | ratio |',
+    '|---|---|---|---|',
+    ...rows(d),
+  ].join('\n')
+}
+
+/** Rewrites the README's figures section from the run in `file` (a full run only). */
+export function writeReadme(file = join(here, 'results', 'latest.json')) {
+  const data = JSON.parse(readFileSync(file, 'utf8'))
+  if (data.quick) throw new Error(`${file} is a quick run: the README takes figures from full runs only`)
+  const readme = join(here, '..', 'README.md')
+  const text = readFileSync(readme, 'utf8')
+  const a = text.indexOf(START)
+  const b = text.indexOf(END)
+  if (a < 0 || b < a) throw new Error(`README.md has no ${START} … ${END} section`)
+  writeFileSync(readme, `${text.slice(0, a + START.length)}\n${table(data)}\n${text.slice(b)}`)
+  console.log(`README.md figures written from ${file} (${data.machine.date})`)
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) writeReadme(process.argv[2])
