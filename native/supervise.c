@@ -11,7 +11,8 @@
  * - (Linux) becomes a child subreaper, so descendants that leave the group (setsid, double fork) are
  *   re-parented to it instead of escaping, and reaps every zombie it adopts;
  * - forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the group and to every adopted descendant, and
- *   treats them as a request to stop: after the grace, SIGKILL what remains;
+ *   treats them as a request to stop: after the grace, SIGKILL what remains; handles every other
+ *   catchable signal too (forwarded, or a stop), so that no signal ends it and orphans the tree;
  * - watches its own parent by kernel event (pidfd on Linux, kqueue elsewhere): when the host dies it
  *   gives the command the close timeout to leave on its own (its stdin has reached end-of-file), then
  *   runs the same bounded stop;
@@ -95,22 +96,44 @@ typedef struct {
 
 static options_t opt = {9000, 2000, SIGTERM, 1, 0, 0, NULL};
 
+/* Every signal by name (for --verbose); `stop`: accepted by --signal (it ends a process by default). */
 static const struct {
   const char *name;
   int number;
+  int stop;
 } signal_names[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL}, {"USR1", SIGUSR1},
-    {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"PIPE", SIGPIPE},
+    {"HUP", SIGHUP, 1},     {"INT", SIGINT, 1},       {"QUIT", SIGQUIT, 1},   {"KILL", SIGKILL, 1},
+    {"USR1", SIGUSR1, 1},   {"USR2", SIGUSR2, 1},     {"TERM", SIGTERM, 1},   {"ALRM", SIGALRM, 1},
+    {"PIPE", SIGPIPE, 1},   {"ILL", SIGILL, 0},       {"TRAP", SIGTRAP, 0},   {"ABRT", SIGABRT, 0},
+    {"BUS", SIGBUS, 0},     {"FPE", SIGFPE, 0},       {"SEGV", SIGSEGV, 0},   {"CHLD", SIGCHLD, 0},
+    {"CONT", SIGCONT, 0},   {"STOP", SIGSTOP, 0},     {"TSTP", SIGTSTP, 0},   {"TTIN", SIGTTIN, 0},
+    {"TTOU", SIGTTOU, 0},   {"URG", SIGURG, 0},       {"XCPU", SIGXCPU, 0},   {"XFSZ", SIGXFSZ, 0},
+    {"VTALRM", SIGVTALRM, 0}, {"PROF", SIGPROF, 0},   {"WINCH", SIGWINCH, 0}, {"IO", SIGIO, 0},
+    {"SYS", SIGSYS, 0},
+#ifdef SIGPWR
+    {"PWR", SIGPWR, 0},
+#endif
+#ifdef SIGSTKFLT
+    {"STKFLT", SIGSTKFLT, 0},
+#endif
 };
 
 static const char *signal_name(int sig) {
-  static char buf[16];
+  static char bufs[2][16]; /* two names may appear in one event */
+  static int next = 0;
+  char *buf = bufs[next++ & 1];
   for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
     if (signal_names[i].number == sig) {
-      snprintf(buf, sizeof buf, "SIG%s", signal_names[i].name);
+      snprintf(buf, sizeof bufs[0], "SIG%s", signal_names[i].name);
       return buf;
     }
-  snprintf(buf, sizeof buf, "%d", sig);
+#ifdef SIGRTMIN
+  if (sig >= SIGRTMIN && sig <= SIGRTMAX) {
+    snprintf(buf, sizeof bufs[0], "SIGRTMIN+%d", sig - SIGRTMIN);
+    return buf;
+  }
+#endif
+  snprintf(buf, sizeof bufs[0], "%d", sig);
   return buf;
 }
 
@@ -121,12 +144,12 @@ static int parse_signal(const char *s) {
     if (*end != '\0') return -1;
     /* only the signals that end a process by default (not SIGCHLD, SIGSTOP, SIGCONT, ...) */
     for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
-      if (signal_names[i].number == v) return (int)v;
+      if (signal_names[i].number == v && signal_names[i].stop) return (int)v;
     return -1;
   }
   if (strncasecmp(s, "SIG", 3) == 0) s += 3;
   for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
-    if (strcasecmp(s, signal_names[i].name) == 0) return signal_names[i].number;
+    if (signal_names[i].stop && strcasecmp(s, signal_names[i].name) == 0) return signal_names[i].number;
   return -1;
 }
 
@@ -267,12 +290,47 @@ static void event(const char *name, const char *fields, ...) {
 }
 
 /* ------------------------------------------------------------------------------------------------ */
-/* signals: handlers write the number into a self-pipe that the poll loop reads */
+/* signals: handlers write the number into a self-pipe that the poll loop reads.
+ *
+ * Every catchable signal is handled (as tini and dumb-init do): a signal we left at its default
+ * action would end the supervisor at once and leave the command to its parent-death SIGKILL and its
+ * escaped descendants to nobody. What each one means (the README's table):
+ *
+ * - stop, the signal itself forwarded: SIGTERM, SIGINT, SIGHUP, SIGQUIT;
+ * - stop with --signal (default SIGTERM), as a request to end: the signals that end a process "in
+ *   error" when someone sends them (SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS,
+ *   SIGSTKFLT, SIGXCPU, SIGXFSZ): forwarding a SIGSEGV would make the command dump core;
+ * - forwarded to the command's group, no stop by itself: everything else (SIGUSR1, SIGUSR2,
+ *   SIGALRM, SIGVTALRM, SIGPROF, SIGPWR, SIGIO, SIGURG, SIGWINCH and the real-time signals). When
+ *   one ends the command, its exit starts the stop of what it left behind, with the grace;
+ * - unchanged: SIGCHLD (reaping), SIGPIPE, SIGTTOU and SIGTTIN ignored (a --verbose line into a dead
+ *   host's pipe, touching the terminal), SIGTSTP and SIGCONT at their defaults (job control).
+ *
+ * A fault the kernel raises in this very process (SIGSEGV from a bad pointer, SIGSYS from seccomp)
+ * is not a request: its default action is restored and it ends the supervisor, as it should. So is
+ * a kernel SIGXFSZ (a --verbose line past RLIMIT_FSIZE: the write fails, nothing else happens). */
 
 static int sig_pipe[2] = {-1, -1};
+static int pdeath_signal = 0; /* the real-time signal armed as our parent-death signal (old kernels) */
 
-static void on_signal(int sig) {
+static int is_fault_signal(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uctx) {
+  (void)uctx;
   int saved = errno;
+  /* si_code > 0: raised by the kernel for this process (a fault), not sent by anyone */
+  if (si != NULL && si->si_code > 0 && (is_fault_signal(sig) || sig == SIGXFSZ)) {
+    if (sig != SIGXFSZ) {
+      struct sigaction dfl;
+      memset(&dfl, 0, sizeof dfl);
+      dfl.sa_handler = SIG_DFL;
+      sigaction(sig, &dfl, NULL); /* the faulting instruction runs again and ends us */
+    }
+    errno = saved;
+    return;
+  }
   unsigned char b = (unsigned char)sig;
   ssize_t n = write(sig_pipe[1], &b, 1); /* full pipe: dropped, fine for SIGCHLD, rare otherwise */
   (void)n;
@@ -288,10 +346,21 @@ static int cloexec_pipe(int fds[2], int nonblock) {
   return 0;
 }
 
-static const int handled[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
+enum signal_action { SA_STOP_SAME, SA_STOP_DEFAULT, SA_FORWARD };
 
-static int is_stop_signal(int sig) {
-  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+static enum signal_action signal_action_of(int sig) {
+  if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT) return SA_STOP_SAME;
+  if (is_fault_signal(sig) || sig == SIGABRT || sig == SIGXCPU || sig == SIGXFSZ) return SA_STOP_DEFAULT;
+#ifdef SIGSTKFLT
+  if (sig == SIGSTKFLT) return SA_STOP_DEFAULT;
+#endif
+  return SA_FORWARD;
+}
+
+/* Not ours to handle: SIGKILL and SIGSTOP cannot be; the rest keep the dispositions set below. */
+static int left_alone(int sig) {
+  return sig == SIGKILL || sig == SIGSTOP || sig == SIGTSTP || sig == SIGCONT || sig == SIGPIPE || sig == SIGTTOU ||
+         sig == SIGTTIN;
 }
 
 static void install_handlers(int parent_death_signal) {
@@ -299,20 +368,18 @@ static void install_handlers(int parent_death_signal) {
     perror("reapkit: pipe");
     exit(EXIT_OWN_ERROR);
   }
+  pdeath_signal = parent_death_signal;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sa.sa_flags = SA_RESTART;
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
   sigfillset(&sa.sa_mask);
   sigset_t ours;
   sigemptyset(&ours);
-  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
-    sigaction(handled[i], &sa, NULL);
-    sigaddset(&ours, handled[i]);
-  }
-  if (parent_death_signal > 0) {
-    sigaction(parent_death_signal, &sa, NULL);
-    sigaddset(&ours, parent_death_signal);
+  for (int sig = 1; sig < NSIG; sig++) {
+    if (left_alone(sig)) continue;
+    /* (the C library's own real-time signals refuse: EINVAL, fine) */
+    if (sigaction(sig, &sa, NULL) == 0) sigaddset(&ours, sig);
   }
   /* A blocked mask survives exec: a host that spawned us with SIGCHLD blocked would leave us deaf. */
   sigprocmask(SIG_UNBLOCK, &ours, NULL);
@@ -754,15 +821,21 @@ static void on_parent_gone(void) {
 
 static void on_signal_received(int sig) {
   if (sig == SIGCHLD) return; /* reaped at the top of the loop */
-  if (!is_stop_signal(sig)) {
-    /* not a stop: pass it on (USR1/USR2) */
+  enum signal_action action = signal_action_of(sig);
+  if (action == SA_FORWARD) {
+    /* not a stop: pass it on; if it ends the command, its exit starts the stop of the rest */
     event("forward", "\"signal\":\"%s\"", signal_name(sig));
-    if (st.mode == OUTER || st.mode == NS_INIT) {
-      if (st.mode == OUTER && !st.main_reaped) kill(st.main, sig);
-      if (st.mode == NS_INIT && !st.main_reaped) killpg(st.main, sig); /* as in plain mode: the group */
+    if (st.mode == OUTER) {
+      if (!st.main_reaped) kill(st.main, sig); /* our init passes it to the command's group */
     } else if (!st.main_reaped) {
       killpg(st.main, sig);
     }
+    return;
+  }
+  if (action == SA_STOP_DEFAULT) {
+    /* a request to end, sent as a fault signal: the command gets the stop signal, not the fault */
+    event("signal", "\"signal\":\"%s\",\"as\":\"%s\"", signal_name(sig), signal_name(opt.stop_signal));
+    if (st.phase == RUNNING || st.phase == CLOSING) begin_stop(opt.stop_signal, "signal");
     return;
   }
   if (sig == SIGINT && ++st.interrupts >= 2 && st.phase == STOPPING) {
@@ -858,13 +931,11 @@ static void supervise(void) {
       ssize_t n;
       while ((n = read(sig_pipe[0], buf, sizeof buf)) > 0)
         for (ssize_t k = 0; k < n; k++) {
-#if RK_LINUX
-          if (st.parent > 1 && buf[k] == (unsigned char)(SIGRTMIN + 1)) {
+          if (pdeath_signal > 0 && buf[k] == (unsigned char)pdeath_signal) {
             /* fires when the parent *thread* that forked us exits: only a changed parent counts */
             if (getppid() != st.parent) on_parent_gone();
             continue;
           }
-#endif
           on_signal_received(buf[k]);
         }
     }
@@ -930,7 +1001,8 @@ static int watch_parent(pid_t parent) {
 #endif
   /* Kernels before 5.3: the parent-death signal (a real-time one nobody else uses). It fires when
    * the parent *thread* that forked us exits, which pidfd does not suffer from. */
-  prctl(PR_SET_PDEATHSIG, SIGRTMIN + 1, 0, 0, 0);
+  pdeath_signal = SIGRTMIN + 1;
+  prctl(PR_SET_PDEATHSIG, pdeath_signal, 0, 0, 0);
   if (getppid() != parent) st.parent_gone = 1;
   return -1;
 #elif RK_KQUEUE
@@ -1009,12 +1081,7 @@ int main(int argc, char **argv) {
   st.parent_fd = -1;
   st.parent = getppid();
 
-#if RK_LINUX
-  int pdeath_rt = SIGRTMIN + 1;
-#else
-  int pdeath_rt = 0;
-#endif
-  install_handlers(pdeath_rt);
+  install_handlers(0);
   st.parent_fd = watch_parent(st.parent);
 
   if (opt.isolate) {

@@ -98,6 +98,25 @@ describe('reapkit -- command', () => {
     })
   }
 
+  it.runIf(linux && canUnshare)('no signal knocks the wrapper over: each is forwarded to the command or stops it with the grace, and nothing survives', () => {
+    // Inside a private PID namespace (it sends signals). SIGALRM and the rest used to end the wrapper
+    // at once (128 + n): the command died of its parent-death SIGKILL and the setsid escapee lived.
+    const SIGRTMIN = 34 // glibc's (the kernel's 32 and 33 are the C library's own)
+    const forwarded = { ALRM: 14, VTALRM: 26, PROF: 27, PWR: 30, IO: 29, 'RTMIN+3': SIGRTMIN + 3 }
+    const stops = { XCPU: 24 } // a request to end: the command gets the stop signal (SIGTERM)
+    const all = { ...forwarded, ...stops }
+    const r = spawnSync('unshare', ['--pid', '--kill-child', '--mount-proc', 'sh', join(FIXTURES, 'wrapper-signal.sh'), BIN, ...Object.values(all).map(String)], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    })
+    expect(r.status, r.stderr).toBe(0)
+    const lines = Object.fromEntries(r.stdout.trim().split('\n').map((l) => [Number(l.match(/^sig=(\d+)/)![1]), l]))
+    for (const [name, sig] of Object.entries(all)) {
+      const got = sig === stops.XCPU ? 'TERM' : String(sig)
+      expect(lines[sig], `SIG${name}`).toBe(`sig=${sig} status=7 got=${got}, escapee=gone`)
+    }
+  })
+
   it.runIf(linux)('host SIGKILLed: a three-level tree whose innermost process double-forks and calls setsid is gone entirely', async () => {
     // Control first: the same tree without the wrapper outlives its SIGKILLed host (so this test can fail).
     const bareOut = tempFile()
