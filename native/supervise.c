@@ -80,6 +80,7 @@
 #define TICK_MS 20          /* rescan period while stopping: not every exit notifies us */
 #define KILL_CONFIRM_MS 5000 /* after SIGKILL, how long to wait for the kernel to finish */
 #define ISOLATE_MARGIN_MS 1000
+#define MAX_CHAIN 17         /* our parent and up to 16 launchers above it */
 
 /* ------------------------------------------------------------------------------------------------ */
 /* options */
@@ -573,10 +574,18 @@ typedef struct {
   int exit_code;
   enum phase phase;
   long long deadline;
-  int parent_fd;       /* pidfd or kqueue watching our parent; -1 */
+  int parent_fd;       /* kqueue watching our parent (not Linux); -1 */
   pid_t parent;
-  pid_t host;          /* the process watched: our parent, or the host behind launchers (npx) */
-  int launchers;       /* how many launchers sit between the host and us */
+  pid_t host;          /* the host as far as we can tell: our parent, or the first ancestor behind the
+                        * launchers that does not share our stdin (npx) */
+  int launchers;       /* how many launchers sit between that host and us */
+  /* Linux: a pidfd on every process of the chain from our parent up to that host. The first of them
+   * to die is taken for the host (a launcher outlives its host; a host that passes its own stdin on
+   * looks like a launcher, so which one is the host cannot be told by the pipe alone). */
+  int chain_fd[MAX_CHAIN];
+  pid_t chain_pid[MAX_CHAIN];
+  int nchain;
+  pid_t gone;          /* which of them died (for the event) */
   int parent_gone;
   int stop_signal_in_use;
   int interrupts;      /* SIGINTs received: a second one means now */
@@ -806,11 +815,14 @@ static void finish(int survivors) {
 static void on_parent_gone(void) {
   if (st.parent_gone) return;
   st.parent_gone = 1;
-  event("parent-exit", "\"host\":%d,\"phase\":\"%s\"", (int)(st.host ? st.host : st.parent), phase_names[st.phase]);
+  event("parent-exit", "\"host\":%d,\"phase\":\"%s\"", (int)(st.gone ? st.gone : st.host ? st.host : st.parent),
+        phase_names[st.phase]);
   if (st.parent_fd >= 0) {
     close(st.parent_fd);
     st.parent_fd = -1;
   }
+  for (int i = 0; i < st.nchain; i++) close(st.chain_fd[i]);
+  st.nchain = 0;
   if (st.phase == RUNNING) {
     /* The host is gone, so is its end of the command's stdin: give the command the close timeout
      * to notice end-of-file and leave on its own, then stop it. */
@@ -910,13 +922,19 @@ static void supervise(void) {
     /* No kernel event for the parent here: poll getppid once a second. */
     if (!st.parent_gone && st.parent > 1 && (timeout < 0 || timeout > 1000)) timeout = 1000;
 #endif
-    struct pollfd fds[2];
+    struct pollfd fds[2 + MAX_CHAIN];
     int nfds = 0;
     fds[nfds].fd = sig_pipe[0];
     fds[nfds].events = POLLIN;
     nfds++;
     if (st.parent_fd >= 0) {
       fds[nfds].fd = st.parent_fd;
+      fds[nfds].events = POLLIN;
+      nfds++;
+    }
+    int chain_at = nfds;
+    for (int i = 0; i < st.nchain; i++) {
+      fds[nfds].fd = st.chain_fd[i];
       fds[nfds].events = POLLIN;
       nfds++;
     }
@@ -939,7 +957,12 @@ static void supervise(void) {
           on_signal_received(buf[k]);
         }
     }
-    if (r > 0 && nfds > 1 && fds[1].revents) on_parent_gone();
+    if (r > 0 && st.parent_fd >= 0 && fds[1].revents) on_parent_gone();
+    for (int i = chain_at; r > 0 && i < nfds && !st.parent_gone; i++)
+      if (fds[i].revents) {
+        st.gone = st.chain_pid[i - chain_at];
+        on_parent_gone();
+      }
 #if !RK_LINUX && !RK_KQUEUE
     if (!st.parent_gone && st.parent > 1 && getppid() != st.parent) on_parent_gone();
 #endif
@@ -951,70 +974,95 @@ static void supervise(void) {
  * The host behind launchers. `npx -y reapkit -- cmd` runs us under `npm exec` and `sh -c`, which
  * outlive the host that started them: watching our parent alone would never see the host die. A
  * launcher passes its stdin (the host's pipe) on to us, and keeps it: so walk up while the parent
- * holds the very pipe (or socket) that is our stdin. The first ancestor that does not is the host.
- * `*link` is the process whose parent the host is (to re-check the link after pinning it).
+ * holds the very pipe (or socket) that is our stdin; the first ancestor that does not is the host as
+ * far as the pipe can tell. It cannot tell for sure: a host that was itself given a pipe as stdin and
+ * passes it on to us (`sh -c 'producer | node host.js'`, stdio 'inherit') looks like a launcher. So
+ * every process of the chain is watched, and the first death among them is taken for the host's: a
+ * launcher never ends before the host it launched for.
+ * Fills `chain` (our parent first) and returns its length; `*launchers` is length - 1.
  */
-static pid_t find_host(pid_t parent, pid_t *link, int *launchers) {
+static int find_chain(pid_t parent, pid_t *chain, int *launchers) {
   struct stat mine;
-  *link = getpid();
+  int n = 0;
+  chain[n++] = parent;
   *launchers = 0;
-  if (!scan_ok || fstat(STDIN_FILENO, &mine) != 0 || !(S_ISFIFO(mine.st_mode) || S_ISSOCK(mine.st_mode))) return parent;
+  if (!scan_ok || fstat(STDIN_FILENO, &mine) != 0 || !(S_ISFIFO(mine.st_mode) || S_ISSOCK(mine.st_mode))) return n;
   pid_t p = parent;
-  for (int i = 0; i < 16 && p > 1; i++) {
+  while (n < MAX_CHAIN && p > 1) {
     char path[64];
     struct stat theirs;
     proc_t row;
     snprintf(path, sizeof path, "/proc/%d/fd/0", (int)p);
     if (stat(path, &theirs) != 0 || theirs.st_dev != mine.st_dev || theirs.st_ino != mine.st_ino) break;
     if (read_stat(p, &row) != 0 || row.ppid <= 1) break;
-    *link = p;
     p = row.ppid;
+    chain[n++] = p;
     ++*launchers;
   }
-  return p;
+  return n;
 }
 
-/* Is `host` still the parent of `link`? (After the pidfd pinned it: not a recycled pid.) */
-static int host_linked(pid_t host, pid_t link) {
-  if (link == getpid()) return getppid() == host;
+/* Is chain[i] still where we found it (the parent of chain[i - 1], or ours)? After the pidfd pinned
+ * it: not a recycled pid. */
+static int chain_linked(const pid_t *chain, int i) {
+  if (i == 0) return getppid() == chain[0];
   proc_t row;
-  return read_stat(link, &row) == 0 && row.ppid == host;
+  return read_stat(chain[i - 1], &row) == 0 && row.ppid == chain[i];
 }
 #endif
 
-/* Watch the host (our parent, or the process behind our launchers) by kernel event. Returns the fd
- * to poll, or -1 (then, on Linux, a parent-death signal is armed instead). Sets st.parent_gone when
- * it is already gone. */
-static int watch_parent(pid_t parent) {
-  if (parent <= 1) return -1; /* started by init (or already orphaned): nothing to watch */
+/* Watch the host (our parent, and the processes behind our launchers) by kernel event: pidfds into
+ * st.chain_fd on Linux, a kqueue into st.parent_fd elsewhere; on Linux without pidfd_open, a
+ * parent-death signal. Sets st.parent_gone when one is already gone. */
+static void watch_parent(pid_t parent) {
+  if (parent <= 1) return; /* started by init (or already orphaned): nothing to watch */
 #if RK_LINUX
 #if defined(SYS_pidfd_open)
-  pid_t link;
-  pid_t host = find_host(parent, &link, &st.launchers);
-  int fd = (int)syscall(SYS_pidfd_open, host, 0);
-  if (fd >= 0) {
+  pid_t chain[MAX_CHAIN];
+  int n = find_chain(parent, chain, &st.launchers);
+  st.host = chain[n - 1];
+  for (int i = 0; i < n; i++) {
+    int fd = (int)syscall(SYS_pidfd_open, chain[i], 0);
+    if (fd < 0) {
+      /* ESRCH (or EINVAL, the kernel's race for a process without tasks): gone before we pinned it.
+       * Anything else (no pidfd_open, out of descriptors) is no death: watch what we have, and
+       * without even our parent's pidfd fall back to the parent-death signal below. */
+      if (errno != ESRCH && errno != EINVAL) break;
+      st.parent_gone = 1;
+      st.gone = chain[i];
+      return;
+    }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
-    st.host = host;
-    if (!host_linked(host, link)) st.parent_gone = 1; /* died before the pidfd pinned it */
-    return fd;
+    st.chain_fd[st.nchain] = fd;
+    st.chain_pid[st.nchain] = chain[i];
+    st.nchain++;
+    if (!chain_linked(chain, i)) { /* died (and maybe recycled) before the pidfd pinned it */
+      st.parent_gone = 1;
+      st.gone = chain[i];
+      return;
+    }
   }
+  if (st.nchain > 0) {
+    st.host = st.chain_pid[st.nchain - 1];
+    st.launchers = st.nchain - 1;
+    return;
+  }
+  st.host = 0;
+  st.launchers = 0;
 #endif
   /* Kernels before 5.3: the parent-death signal (a real-time one nobody else uses). It fires when
    * the parent *thread* that forked us exits, which pidfd does not suffer from. */
   pdeath_signal = SIGRTMIN + 1;
   prctl(PR_SET_PDEATHSIG, pdeath_signal, 0, 0, 0);
   if (getppid() != parent) st.parent_gone = 1;
-  return -1;
 #elif RK_KQUEUE
   int kq = kqueue();
-  if (kq < 0) return -1;
+  if (kq < 0) return;
   fcntl(kq, F_SETFD, FD_CLOEXEC);
   struct kevent ev;
   EV_SET(&ev, (uintptr_t)parent, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, NULL);
   if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0 || getppid() != parent) st.parent_gone = 1;
-  return kq;
-#else
-  return -1;
+  st.parent_fd = kq;
 #endif
 }
 
@@ -1082,7 +1130,7 @@ int main(int argc, char **argv) {
   st.parent = getppid();
 
   install_handlers(0);
-  st.parent_fd = watch_parent(st.parent);
+  watch_parent(st.parent);
 
   if (opt.isolate) {
 #if RK_LINUX
@@ -1101,6 +1149,8 @@ int main(int argc, char **argv) {
       close(alive[1]);
       if (st.parent_fd >= 0) close(st.parent_fd);
       st.parent_fd = -1;
+      for (int i = 0; i < st.nchain; i++) close(st.chain_fd[i]);
+      st.nchain = 0;
       st.parent = 0; /* the supervisor watches the host; init dies with the supervisor */
       close(sig_pipe[0]); /* a self-pipe of our own: the supervisor's is not ours to read */
       close(sig_pipe[1]);
@@ -1143,7 +1193,7 @@ int main(int argc, char **argv) {
           "\"child\":%d,\"pgid\":%d,\"subreaper\":%s,\"parent\":%d,\"host\":%d,\"launchers\":%d,"
           "\"parentWatch\":\"%s\",\"procTable\":%s",
           (int)st.main, (int)st.main, subreaper ? "true" : "false", (int)st.parent, (int)(st.host ? st.host : st.parent),
-          st.launchers, st.parent_fd >= 0 ? (RK_LINUX ? "pidfd" : "kqueue") : (st.parent > 1 ? "signal" : "none"),
+          st.launchers, st.nchain > 0 ? "pidfd" : st.parent_fd >= 0 ? "kqueue" : (st.parent > 1 ? "signal" : "none"),
           scan_ok ? "true" : "false");
   }
   if (st.parent_gone) {

@@ -146,7 +146,7 @@ describe('reapkit -- command', () => {
     await waitFor(() => alive(pids).length === 0, 10_000, `the tree to be gone (alive: ${alive(pids)})`)
   })
 
-  it.runIf(linux)('behind launchers that outlive the host (`npx reapkit --`, `sh -c`): it watches the host itself', async () => {
+  it.runIf(linux)('behind launchers that outlive the host (`npx reapkit --`): it watches the host itself', async () => {
     // `npx --package=<this checkout> reapkit -- ...`: npm exec and its sh -c sit between the host and
     // the wrapper and stay alive after the host dies; the wrapper must see through them.
     const out = tempFile()
@@ -165,6 +165,47 @@ describe('reapkit -- command', () => {
     process.kill(host.pid!, 'SIGKILL')
     const pids = [...new Set([...chain, ...Object.values(tree)])]
     await waitFor(() => alive(pids).length === 0, 15_000, `npx, the wrapper and the tree to be gone (alive: ${alive(pids)})`)
+  })
+
+  it.runIf(linux)('behind a `sh -c` launcher that outlives the host: it watches the host itself', async () => {
+    // The shell does not exec the wrapper (a command follows it), holds the host's stdin pipe, and
+    // stays alive after the host dies.
+    const out = tempFile()
+    const host = spawnGroup(process.execPath, ['-e', `
+      const c = require('node:child_process').spawn('sh', ['-c', '"${BIN}" --verbose --close-timeout 300 --grace 500 -- sh ${TREE} 1 ${out}; sleep 1000'],
+        { stdio: ['pipe', 'pipe', 'pipe'] })
+      c.stderr.on('data', (d) => process.stdout.write(d))
+      setInterval(() => {}, 1e6)`], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const events = jsonLines(host.stdout!)
+    const start = await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start under sh -c')
+    expect(start.launchers, 'sh -c between the host and the wrapper').toBe(1)
+    expect(start.host).toBe(host.pid)
+    const tree = await readTree(out)
+    const [shell] = childrenOf(host.pid!)
+    const pids = [start.pid, ...Object.values(tree)]
+    process.kill(host.pid!, 'SIGKILL')
+    await waitFor(() => alive(pids).length === 0, 10_000, `the wrapper and the tree to be gone (alive: ${alive(pids)})`)
+    expect(isGone(shell!), 'the launcher outlived the host (so only watching the host could catch it)').toBe(false)
+  })
+
+  it.runIf(linux)('a host that passes its own stdin pipe through (`sh -c \'sleep 1000 | node host\'`, stdio inherit) is watched, not the shell above it', async () => {
+    // By the pipe rule this host looks like a launcher (it holds the wrapper's stdin) and the shell
+    // above it like the host: the shell outlives the host (it waits for `sleep`). Every process of the
+    // chain is watched; the first to die is the host.
+    const out = tempFile()
+    const sh = spawnGroup('sh', ['-c', `sleep 1000 | "${process.execPath}" ${join(FIXTURES, 'pipe-host.cjs')} "${BIN}" --verbose --close-timeout 300 --grace 500 -- sh ${TREE} 1 ${out}`],
+      { stdio: ['ignore', 'pipe', 'pipe'] })
+    const spawned = await jsonLines(sh.stdout!).next((m) => m.event === 'spawned', 10_000, 'the host to start the wrapper')
+    const events = jsonLines(sh.stderr!)
+    const start = await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start')
+    expect(start.pid).toBe(spawned.wrapper)
+    const tree = await readTree(out)
+    const pids = [spawned.wrapper, ...Object.values(tree)]
+    process.kill(spawned.host, 'SIGKILL')
+    await waitFor(() => alive(pids).length === 0, 10_000, `the wrapper and the tree to be gone (alive: ${alive(pids)})`)
+    const exit = await events.next((m) => m.event === 'parent-exit', 1000, 'the parent-exit event')
+    expect(exit.host, 'the process whose death was noticed').toBe(spawned.host)
+    expect(isGone(sh.pid!), 'the shell outlived the host').toBe(false)
   })
 
   const canScript = linux && spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0
