@@ -1,4 +1,4 @@
-// The `reapkit` command (bin/reapkit, which execs the native supervisor native/supervise.c), on real
+// The `reapkit` command (bin/reapkit, which execs the native supervisor native/supervise/), on real
 // process trees. Every process these tests start is in a group the cleanup kills (spawnGroup) or is
 // registered with trackGroup as soon as its pid is known, including the setsid escapees.
 import { spawnSync } from 'node:child_process'
