@@ -97,7 +97,16 @@
       "type": "executable",
       "product_dir": "<(PRODUCT_DIR)/helper",
       "sources": [
-        "native/supervise.c"
+        "native/supervise/options.c",
+        "native/supervise/events.c",
+        "native/supervise/signals.c",
+        "native/supervise/command.c",
+        "native/supervise/tty.c",
+        "native/supervise/proctable.c",
+        "native/supervise/stop.c",
+        "native/supervise/host.c",
+        "native/supervise/isolate.c",
+        "native/supervise/main.c"
       ],
       "defines": [
         "REAPKIT_VERSION=<!(node -p \"require('./package.json').version\")"

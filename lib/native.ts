@@ -190,7 +190,7 @@ export function launcherPath(): string | null {
 }
 
 /**
- * The native supervisor behind the `reapkit` command (native/supervise.c), for hosts that start
+ * The native supervisor behind the `reapkit` command (native/supervise/), for hosts that start
  * servers themselves: `spawn(supervisorPath(), ['--', 'uvx', 'some-server'])`. null where missing.
  */
 export function supervisorPath(): string | null {

@@ -1,4 +1,4 @@
-// The `reapkit` command (bin/reapkit, which execs the native supervisor native/supervise.c), on real
+// The `reapkit` command (bin/reapkit, which execs the native supervisor native/supervise/), on real
 // process trees. Every process these tests start is in a group the cleanup kills (spawnGroup) or is
 // registered with trackGroup as soon as its pid is known, including the setsid escapees.
 import { spawnSync } from 'node:child_process'
@@ -101,6 +101,25 @@ describe('reapkit -- command', () => {
     })
   }
 
+  it.runIf(linux && canUnshare)('no signal knocks the wrapper over: each is forwarded to the command or stops it with the grace, and nothing survives', () => {
+    // Inside a private PID namespace (it sends signals). SIGALRM and the rest used to end the wrapper
+    // at once (128 + n): the command died of its parent-death SIGKILL and the setsid escapee lived.
+    const SIGRTMIN = 34 // glibc's (the kernel's 32 and 33 are the C library's own)
+    const forwarded = { ALRM: 14, VTALRM: 26, PROF: 27, PWR: 30, IO: 29, 'RTMIN+3': SIGRTMIN + 3 }
+    const stops = { XCPU: 24 } // a request to end: the command gets the stop signal (SIGTERM)
+    const all = { ...forwarded, ...stops }
+    const r = spawnSync('unshare', ['--pid', '--kill-child', '--mount-proc', 'sh', join(FIXTURES, 'wrapper-signal.sh'), BIN, ...Object.values(all).map(String)], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    })
+    expect(r.status, r.stderr).toBe(0)
+    const lines = Object.fromEntries(r.stdout.trim().split('\n').map((l) => [Number(l.match(/^sig=(\d+)/)![1]), l]))
+    for (const [name, sig] of Object.entries(all)) {
+      const got = sig === stops.XCPU ? 'TERM' : String(sig)
+      expect(lines[sig], `SIG${name}`).toBe(`sig=${sig} status=7 got=${got}, escapee=gone`)
+    }
+  })
+
   it.runIf(linux)('host SIGKILLed: a three-level tree whose innermost process double-forks and calls setsid is gone entirely', async () => {
     // Control first: the same tree without the wrapper outlives its SIGKILLed host (so this test can fail).
     const bareOut = tempFile()
@@ -130,7 +149,7 @@ describe('reapkit -- command', () => {
     await waitFor(() => alive(pids).length === 0, 10_000, `the tree to be gone (alive: ${alive(pids)})`)
   })
 
-  it.runIf(linux)('behind launchers that outlive the host (`npx reapkit --`, `sh -c`): it watches the host itself', async () => {
+  it.runIf(linux)('behind launchers that outlive the host (`npx reapkit --`): it watches the host itself', async () => {
     // `npx --package=<this checkout> reapkit -- ...`: npm exec and its sh -c sit between the host and
     // the wrapper and stay alive after the host dies; the wrapper must see through them.
     const out = tempFile()
@@ -149,6 +168,47 @@ describe('reapkit -- command', () => {
     process.kill(host.pid!, 'SIGKILL')
     const pids = [...new Set([...chain, ...Object.values(tree)])]
     await waitFor(() => alive(pids).length === 0, 15_000, `npx, the wrapper and the tree to be gone (alive: ${alive(pids)})`)
+  })
+
+  it.runIf(linux)('behind a `sh -c` launcher that outlives the host: it watches the host itself', async () => {
+    // The shell does not exec the wrapper (a command follows it), holds the host's stdin pipe, and
+    // stays alive after the host dies.
+    const out = tempFile()
+    const host = spawnGroup(process.execPath, ['-e', `
+      const c = require('node:child_process').spawn('sh', ['-c', '"${BIN}" --verbose --close-timeout 300 --grace 500 -- sh ${TREE} 1 ${out}; sleep 1000'],
+        { stdio: ['pipe', 'pipe', 'pipe'] })
+      c.stderr.on('data', (d) => process.stdout.write(d))
+      setInterval(() => {}, 1e6)`], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const events = jsonLines(host.stdout!)
+    const start = await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start under sh -c')
+    expect(start.launchers, 'sh -c between the host and the wrapper').toBe(1)
+    expect(start.host).toBe(host.pid)
+    const tree = await readTree(out)
+    const [shell] = childrenOf(host.pid!)
+    const pids = [start.pid, ...Object.values(tree)]
+    process.kill(host.pid!, 'SIGKILL')
+    await waitFor(() => alive(pids).length === 0, 10_000, `the wrapper and the tree to be gone (alive: ${alive(pids)})`)
+    expect(isGone(shell!), 'the launcher outlived the host (so only watching the host could catch it)').toBe(false)
+  })
+
+  it.runIf(linux)('a host that passes its own stdin pipe through (`sh -c \'sleep 1000 | node host\'`, stdio inherit) is watched, not the shell above it', async () => {
+    // By the pipe rule this host looks like a launcher (it holds the wrapper's stdin) and the shell
+    // above it like the host: the shell outlives the host (it waits for `sleep`). Every process of the
+    // chain is watched; the first to die is the host.
+    const out = tempFile()
+    const sh = spawnGroup('sh', ['-c', `sleep 1000 | "${process.execPath}" ${join(FIXTURES, 'pipe-host.cjs')} "${BIN}" --verbose --close-timeout 300 --grace 500 -- sh ${TREE} 1 ${out}`],
+      { stdio: ['ignore', 'pipe', 'pipe'] })
+    const spawned = await jsonLines(sh.stdout!).next((m) => m.event === 'spawned', 10_000, 'the host to start the wrapper')
+    const events = jsonLines(sh.stderr!)
+    const start = await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start')
+    expect(start.pid).toBe(spawned.wrapper)
+    const tree = await readTree(out)
+    const pids = [spawned.wrapper, ...Object.values(tree)]
+    process.kill(spawned.host, 'SIGKILL')
+    await waitFor(() => alive(pids).length === 0, 10_000, `the wrapper and the tree to be gone (alive: ${alive(pids)})`)
+    const exit = await events.next((m) => m.event === 'parent-exit', 1000, 'the parent-exit event')
+    expect(exit.host, 'the process whose death was noticed').toBe(spawned.host)
+    expect(isGone(sh.pid!), 'the shell outlived the host').toBe(false)
   })
 
   const canScript = linux && spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0

@@ -35,7 +35,8 @@ describe.runIf(haveCompiler && process.platform === 'linux')('native sources', (
     const r = spawnSync(
       cc,
       ['-std=c99', '-D_POSIX_C_SOURCE=200809L', '-D_DEFAULT_SOURCE', '-fsyntax-only', '-Wall', '-Wextra', '-Werror',
-        '-DREAPKIT_FORCE_KQUEUE', `-I${join(ROOT, 'test', 'kqueue-stub')}`, join(ROOT, 'native', 'supervise.c')],
+        '-DREAPKIT_FORCE_KQUEUE', `-I${join(ROOT, 'test', 'kqueue-stub')}`,
+        ...readdirSync(join(ROOT, 'native', 'supervise')).filter((f) => f.endsWith('.c')).map((f) => join(ROOT, 'native', 'supervise', f))],
       { encoding: 'utf8', timeout: 60_000 },
     )
     expect(r.status, r.stderr).toBe(0)

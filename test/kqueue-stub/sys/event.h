@@ -1,5 +1,5 @@
 /* A minimal macOS-shaped <sys/event.h>, for a COMPILE-ONLY check of native/exit_watch_kqueue.cc and
- * native/supervise.c on Linux (test/native-build.test.ts). It declares the kqueue API's shapes; it implements nothing and
+ * native/supervise/ on Linux (test/native-build.test.ts). It declares the kqueue API's shapes; it implements nothing and
  * is never linked or run. Behaviour is tested on macOS by .github/workflows/prebuild.yml. */
 #pragma once
 #include <stdint.h>

@@ -1,0 +1,73 @@
+/* Starting the command: fork + exec as a group leader, with the terminal handed over. */
+
+#include "supervise.h"
+
+/* fork + exec the command as a group leader; exits the supervisor if it cannot be executed. */
+pid_t start_command(char **argv) {
+  int err_pipe[2];
+  if (cloexec_pipe(err_pipe, 0) != 0) {
+    perror("reapkit: pipe");
+    exit(EXIT_OWN_ERROR);
+  }
+  /* Interactive use: a new group is a background group, which may not read the terminal. Hand it
+   * the foreground, as a shell does, when we hold it ourselves. */
+  int want_tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &old); /* no handler may run in the child before exec */
+  pid_t self = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(err_pipe[0]);
+    setpgid(0, 0);
+    /* Both sides hand over the terminal, so the command never reads it as a background group. */
+    if (want_tty) tcsetpgrp(STDIN_FILENO, getpid());
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+      if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
+#if RK_LINUX
+    /* The kernel's guarantee: if the supervisor dies, even by SIGKILL, so does the command. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != self) _exit(EXIT_OWN_ERROR);
+#else
+    (void)self;
+#endif
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execvp(argv[0], argv);
+    int e = errno;
+    ssize_t w = write(err_pipe[1], &e, sizeof e);
+    (void)w;
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  int fork_errno = errno;
+  if (pid > 0) {
+    setpgid(pid, pid); /* both sides, so the group exists before either goes on (EACCES after exec) */
+    if (want_tty && tcsetpgrp(STDIN_FILENO, pid) == 0) {
+      tty_fd = STDIN_FILENO;
+      /* Inside --isolate's namespace our group is not visible (0): the supervisor outside restores. */
+      tty_restore_pgrp = strcmp(role, "init") != 0 ? getpgrp() : 0;
+    }
+  }
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  close(err_pipe[1]);
+  if (pid < 0) {
+    fprintf(stderr, "reapkit: fork: %s\n", strerror(fork_errno));
+    exit(EXIT_OWN_ERROR);
+  }
+  int child_errno = 0;
+  ssize_t n;
+  do n = read(err_pipe[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  close(err_pipe[0]);
+  if (n == (ssize_t)sizeof child_errno) {
+    fprintf(stderr, "reapkit: cannot execute %s: %s\n", argv[0], strerror(child_errno));
+    waitpid(pid, NULL, 0);
+    restore_tty();
+    exit(child_errno == ENOENT ? 127 : 126);
+  }
+  return pid;
+}

@@ -1,0 +1,245 @@
+/* The stop machine: reaping, signalling what is ours, the grace, the exit. */
+
+#include "supervise.h"
+
+const char *phase_names[] = {"running", "closing", "stopping", "killing"};
+
+state_t st;
+
+static int code_of(int how, int status) {
+  return how == CLD_EXITED ? status : 128 + status;
+}
+
+void note_main_exit(int code, int by_signal, int sig) {
+  st.main_done = 1;
+  st.exit_code = code;
+  if (by_signal)
+    event("child-exit", "\"child\":%d,\"signal\":\"%s\",\"code\":%d", (int)st.main, signal_name(sig), code);
+  else
+    event("child-exit", "\"child\":%d,\"code\":%d", (int)st.main, code);
+}
+
+/* Reap every zombie we own except the command, whose status is read without reaping it (it keeps
+ * the group id pinned until we are done). */
+void reap(void) {
+  if (st.mode == NS_INIT || st.mode == OUTER || !scan_ok) {
+    /* Inside the namespace we signal with kill(-1), outside only our init: no pin is needed.
+     * Without a process table (not Linux, or a /proc of another PID namespace) the command is
+     * reaped at once too: the group then stays pinned only while it has members. */
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid == st.main) {
+        st.main_reaped = 1;
+        if (WIFSIGNALED(status))
+          note_main_exit(128 + WTERMSIG(status), 1, WTERMSIG(status));
+        else
+          note_main_exit(WEXITSTATUS(status), 0, 0);
+      } else {
+        event("reaped", "\"child\":%d", (int)pid);
+      }
+    }
+    return;
+  }
+#if RK_LINUX
+  /* (scan_ok) Our children, other than the command: adopted orphans. The kernel's list is cheap; without it
+   * (CONFIG_PROC_CHILDREN off) one /proc pass. */
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf - 1)) > 0) {
+      buf[n] = '\0';
+      /* a pid split across two reads is only delayed: it is reaped at the next event or tick */
+      char *s = buf, *end;
+      for (;;) {
+        long v = strtol(s, &end, 10);
+        if (end == s) break;
+        s = end;
+        if (v > 0 && (pid_t)v != st.main && waitpid((pid_t)v, NULL, WNOHANG) > 0) event("reaped", "\"child\":%ld", v);
+      }
+    }
+    close(fd);
+  } else {
+    scan_procs();
+    for (size_t i = 0; i < nprocs; i++)
+      if (procs[i].ppid == getpid() && procs[i].pid != st.main && procs[i].state == 'Z' &&
+          waitpid(procs[i].pid, NULL, WNOHANG) > 0)
+        event("reaped", "\"child\":%d", (int)procs[i].pid);
+  }
+#endif
+  if (!st.main_done) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int exited = waitid(P_PID, (id_t)st.main, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == st.main &&
+                 (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED);
+    if (exited) note_main_exit(code_of(si.si_code, si.si_status), si.si_code != CLD_EXITED, si.si_status);
+  }
+}
+
+static int already_signalled(const proc_t *p) {
+  for (size_t i = 0; i < st.nsignalled; i++)
+    if (st.signalled[i].pid == p->pid && st.signalled[i].start == p->start) return 1;
+  return 0;
+}
+
+static void remember_signalled(const proc_t *p) {
+  if (st.nsignalled == st.signalled_cap) {
+    size_t cap = st.signalled_cap ? st.signalled_cap * 2 : 32;
+    proc_t *n = realloc(st.signalled, cap * sizeof *n);
+    if (n == NULL) return;
+    st.signalled = n;
+    st.signalled_cap = cap;
+  }
+  st.signalled[st.nsignalled++] = *p;
+}
+
+/* Send `sig` to everything that is ours (`fresh_only`: only to what has not had it yet;
+ * `group_covered`: a killpg has just sent it to the group, so members are only remembered).
+ * Returns how many live processes remain ours besides the command's zombie. */
+int signal_ours_ex(int sig, int fresh_only, int group_covered) {
+  int remaining = 0;
+  if (st.mode == NS_INIT) {
+    /* init of a PID namespace: kill(-1) reaches every process in it but ourselves. Something
+     * remains while we have a child: every process in the namespace descends from us. */
+    if (sig && !(fresh_only && st.stop_signal_in_use)) kill(-1, sig); /* once per stop: see begin_stop */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 ? 1 : 0;
+  }
+  if (st.mode == OUTER) {
+    if (!st.main_reaped) {
+      if (sig && !(fresh_only && st.stop_signal_in_use)) kill(st.main, sig);
+      return 1;
+    }
+    return 0;
+  }
+  /* PLAIN: the group (pinned by the unreaped command), then every descendant found in /proc. */
+  pid_t pgid = st.main;
+  if (!scan_ok) {
+    /* The group only (no subreaper exists elsewhere to adopt escapees; without a trustworthy table
+     * we cannot find them). Zombies of ours are reaped at once here, so a live member remains
+     * while the group can be signalled. */
+    int members = killpg(pgid, 0) == 0;
+    if (members && sig && !(fresh_only && st.stop_signal_in_use)) killpg(pgid, sig);
+    return members;
+  }
+  if (sig && !fresh_only && !st.main_reaped) killpg(pgid, sig);
+#if RK_LINUX
+  scan_procs();
+  pid_t self = getpid();
+  /* Mark our descendants: repeat parent->child passes until nothing changes (the table is small). */
+  char *mine = calloc(nprocs ? nprocs : 1, 1);
+  if (mine == NULL) return 1;
+  for (size_t i = 0; i < nprocs; i++) mine[i] = procs[i].ppid == self;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t i = 0; i < nprocs; i++) {
+      if (mine[i]) continue;
+      for (size_t j = 0; j < nprocs; j++)
+        if (mine[j] && procs[j].pid == procs[i].ppid) {
+          mine[i] = 1;
+          changed = 1;
+          break;
+        }
+    }
+  }
+  for (size_t i = 0; i < nprocs; i++) {
+    proc_t *p = &procs[i];
+    if (p->pid == self || p->state == 'Z') continue;
+    int in_group = !st.main_reaped && p->pgrp == pgid;
+    if (!mine[i] && !in_group) continue;
+    remaining++;
+    if (!sig) continue;
+    if (fresh_only) {
+      if (already_signalled(p)) continue;
+      remember_signalled(p);
+      if (group_covered && in_group) continue;
+    }
+    signal_pinned(p, sig);
+  }
+  free(mine);
+#else
+  (void)group_covered;
+#endif
+  return remaining;
+}
+
+int signal_ours(int sig, int fresh_only) {
+  return signal_ours_ex(sig, fresh_only, 0);
+}
+
+void begin_stop(int sig, const char *why) {
+  st.phase = STOPPING;
+  long long grace = opt.grace_ms + (st.mode == OUTER ? ISOLATE_MARGIN_MS : 0);
+  st.deadline = now_ms() + grace;
+  event("stop", "\"why\":\"%s\",\"signal\":\"%s\",\"graceMs\":%lld", why, signal_name(sig), grace);
+  int covered = 0;
+  if (st.mode == PLAIN && scan_ok && !st.main_reaped)
+    covered = killpg(st.main, sig) == 0; /* the group at once: members forked mid-scan get it too */
+  int remaining = signal_ours_ex(sig, 1, covered);
+  st.stop_signal_in_use = sig;
+  event("signalled", "\"signal\":\"%s\",\"remaining\":%d", signal_name(sig), remaining);
+}
+
+void begin_kill(const char *why) {
+  st.phase = KILLING;
+  st.deadline = now_ms() + KILL_CONFIRM_MS;
+  int remaining = signal_ours(SIGKILL, 0);
+  event("escalate", "\"why\":\"%s\",\"signal\":\"SIGKILL\",\"remaining\":%d", why, remaining);
+}
+
+void finish(int survivors) {
+  restore_tty();
+  if (!st.main_reaped) {
+    int status;
+    if (waitpid(st.main, &status, st.main_done ? 0 : WNOHANG) == st.main && !st.main_done)
+      st.exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  }
+  if (survivors) {
+    fprintf(stderr, "reapkit: %d process(es) did not die within %d ms of SIGKILL (uninterruptible?)\n", survivors,
+            KILL_CONFIRM_MS);
+  }
+  int code = st.main_done ? st.exit_code : EXIT_OWN_ERROR;
+  event("exit", "\"code\":%d,\"survivors\":%d", code, survivors);
+  exit(code);
+}
+
+void on_signal_received(int sig) {
+  if (sig == SIGCHLD) return; /* reaped at the top of the loop */
+  enum signal_action action = signal_action_of(sig);
+  if (action == SA_FORWARD) {
+    /* not a stop: pass it on; if it ends the command, its exit starts the stop of the rest */
+    event("forward", "\"signal\":\"%s\"", signal_name(sig));
+    if (st.mode == OUTER) {
+      if (!st.main_reaped) kill(st.main, sig); /* our init passes it to the command's group */
+    } else if (!st.main_reaped) {
+      killpg(st.main, sig);
+    }
+    return;
+  }
+  if (action == SA_STOP_DEFAULT) {
+    /* a request to end, sent as a fault signal: the command gets the stop signal, not the fault */
+    event("signal", "\"signal\":\"%s\",\"as\":\"%s\"", signal_name(sig), signal_name(opt.stop_signal));
+    if (st.phase == RUNNING || st.phase == CLOSING) begin_stop(opt.stop_signal, "signal");
+    return;
+  }
+  if (sig == SIGINT && ++st.interrupts >= 2 && st.phase == STOPPING) {
+    /* Ctrl+C twice: a person wants it over now. */
+    begin_kill("second SIGINT");
+    return;
+  }
+  if (st.phase == RUNNING || st.phase == CLOSING) {
+    event("signal", "\"signal\":\"%s\"", signal_name(sig));
+    begin_stop(sig, "signal");
+  } else if (st.phase == STOPPING) {
+    /* Already stopping: forward it all the same (the host may send stdin end, then SIGTERM, then
+     * SIGINT); the grace is not restarted. */
+    event("signal", "\"signal\":\"%s\",\"phase\":\"stopping\"", signal_name(sig));
+    if (st.mode == PLAIN && (!st.main_reaped || !scan_ok)) killpg(st.main, sig);
+    else if (st.mode == OUTER && !st.main_reaped) kill(st.main, sig);
+    else if (st.mode == NS_INIT) kill(-1, sig);
+  }
+}

@@ -1,0 +1,181 @@
+/* reapkit-supervise: what the files of the native supervisor share (see main.c for what it does).
+ *
+ *   options.c    the command line, environment knobs, signal names     (portable)
+ *   events.c     time and the --verbose JSON events                      (portable)
+ *   signals.c    which signals are handled and what each means          (POSIX)
+ *   command.c    fork + exec of the command as a group leader            (POSIX)
+ *   tty.c        terminal handover and job control                      (POSIX)
+ *   proctable.c  /proc reads and pinned signals                          (Linux)
+ *   stop.c       the stop machine: reaping, signalling what is ours, grace, exit
+ *   host.c       watching the host and the launchers above us            (pidfd, kqueue)
+ *   isolate.c    --isolate: a PID namespace under an init of ours        (Linux)
+ *   main.c       the event loop and start-up
+ */
+#ifndef REAPKIT_SUPERVISE_H
+#define REAPKIT_SUPERVISE_H
+
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__linux__) && !defined(REAPKIT_FORCE_KQUEUE)
+#define RK_LINUX 1
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#else
+#define RK_LINUX 0
+#endif
+#if !RK_LINUX && (defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || \
+                  defined(__NetBSD__) || defined(REAPKIT_FORCE_KQUEUE))
+#define RK_KQUEUE 1
+#include <sys/event.h>
+#else
+#define RK_KQUEUE 0
+#endif
+
+#ifndef REAPKIT_VERSION
+#define REAPKIT_VERSION unknown
+#endif
+#define RK_STR2(x) #x
+#define RK_STR(x) RK_STR2(x)
+
+#define EXIT_OWN_ERROR 125
+#define TICK_MS 20          /* rescan period while stopping: not every exit notifies us */
+#define KILL_CONFIRM_MS 5000 /* after SIGKILL, how long to wait for the kernel to finish */
+#define ISOLATE_MARGIN_MS 1000
+#define MAX_CHAIN 17         /* our parent and up to 16 launchers above it */
+
+
+/* options.c */
+typedef struct {
+  long grace_ms;
+  long close_ms;
+  int stop_signal;
+  int subreaper;
+  int isolate;
+  int verbose;
+  char **command;
+} options_t;
+
+extern options_t opt;
+const char *signal_name(int sig);
+int parse_signal(const char *s);
+long env_ms(const char *name, long fallback, long min, long max);
+void parse_options(int argc, char **argv);
+
+/* events.c */
+extern long long started_ms;
+extern const char *role; /* "supervisor", or "init" inside the namespace of --isolate */
+long long now_ms(void);
+void event(const char *name, const char *fields, ...);
+
+/* signals.c */
+enum signal_action { SA_STOP_SAME, SA_STOP_DEFAULT, SA_FORWARD };
+extern int sig_pipe[2];
+extern int pdeath_signal;
+int cloexec_pipe(int fds[2], int nonblock);
+enum signal_action signal_action_of(int sig);
+void install_handlers(int parent_death_signal);
+
+/* command.c */
+pid_t start_command(char **argv);
+
+/* tty.c */
+extern int tty_fd;
+extern pid_t tty_restore_pgrp;
+void restore_tty(void);
+void follow_job_control(void);
+
+/* proctable.c */
+typedef struct {
+  pid_t pid, ppid, pgrp;
+  unsigned long long start;
+  char state;
+} proc_t;
+extern proc_t *procs;
+extern size_t nprocs;
+extern int scan_ok; /* /proc can be read and is our PID namespace's */
+void check_proc(void);
+#if RK_LINUX
+int read_stat(pid_t pid, proc_t *out);
+void scan_procs(void);
+int signal_pinned(const proc_t *p, int sig);
+#endif
+
+/* stop.c */
+enum mode { PLAIN, NS_INIT, OUTER };
+enum phase { RUNNING, CLOSING, STOPPING, KILLING };
+typedef struct {
+  enum mode mode;
+  pid_t main;          /* the command (PLAIN, NS_INIT) or our namespace init (OUTER) */
+  int main_done;       /* its status is known */
+  int main_reaped;
+  int exit_code;
+  enum phase phase;
+  long long deadline;
+  int parent_fd;       /* kqueue watching our parent (not Linux); -1 */
+  pid_t parent;
+  pid_t host;          /* the host as far as we can tell: our parent, or the first ancestor behind the
+                        * launchers that does not share our stdin (npx) */
+  int launchers;       /* how many launchers sit between that host and us */
+  /* Linux: a pidfd on every process of the chain from our parent up to that host. The first of them
+   * to die is taken for the host (a launcher outlives its host; a host that passes its own stdin on
+   * looks like a launcher, so which one is the host cannot be told by the pipe alone). */
+  int chain_fd[MAX_CHAIN];
+  pid_t chain_pid[MAX_CHAIN];
+  int nchain;
+  pid_t gone;          /* which of them died (for the event) */
+  int parent_gone;
+  int stop_signal_in_use;
+  int interrupts;      /* SIGINTs received: a second one means now */
+  /* (pid, start) pairs already sent the stop signal, so a rescan does not send it twice */
+  proc_t *signalled;
+  size_t nsignalled, signalled_cap;
+} state_t;
+
+extern state_t st;
+extern const char *phase_names[];
+void note_main_exit(int code, int by_signal, int sig);
+void reap(void);
+int signal_ours_ex(int sig, int fresh_only, int group_covered);
+int signal_ours(int sig, int fresh_only);
+void begin_stop(int sig, const char *why);
+void begin_kill(const char *why);
+void finish(int survivors);
+void on_signal_received(int sig);
+
+/* host.c */
+void watch_parent(pid_t parent);
+void on_parent_gone(void);
+
+/* isolate.c */
+#if RK_LINUX
+void unshare_pid_namespace(void);
+void become_namespace_init(int alive_fd);
+void start_isolated(void);
+#endif
+
+/* main.c */
+void supervise(void);
+
+#endif
