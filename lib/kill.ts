@@ -138,6 +138,11 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     throw rangeError('ERR_REAPKIT_SELF', `Refusing to signal this process itself (pid ${pid}); pass { allowSelf: true }`)
   }
   // Pin the leader unless it is known to be gone (a ChildProcess that libuv has reaped).
+  // A child not pinned at spawn is pinned by pid, and that is exact only while libuv has not reaped
+  // it. libuv reaps a batch of children before it reports their exits one by one, so inside one
+  // child's 'exit' another may be reaped already with its exitCode still null: look from the check
+  // phase, when every exit reaped in this turn has been reported.
+  if (child && !leader) await checkPhase()
   const reaped = child !== null && (child.exitCode !== null || child.signalCode !== null)
   if (!leader && !reaped) {
     try {
@@ -253,7 +258,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
           // The exit could not be watched (EMFILE when the watch needs a descriptor): it is not an
           // exit. Poll the pinned handle instead, which needs no descriptor, until it says gone.
           degraded(err)
-          return pollUntilGone(handle).then(() => (entry.gone = true))
+          return pollUntilGone(handle, () => finished).then(() => (entry.gone = true))
         },
       )
       handle.ref()
@@ -280,6 +285,8 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   // When the group could not be listed or its members pinned, one killpg still reaches them all, but
   // only while our own child leads the group unreaped: its pid then holds the group id (spawn.ts).
   let groupSignalled = false
+  let finished = false
+  const byNumber = (): boolean => uncertain || (leader !== null && !(leader instanceof Handle))
   const signalGroupByNumber = (sig: number): void => {
     if (groupSignalled || !uncertain || pgid === null || pgid !== pid || !binding) return
     if (!child || child.exitCode !== null || child.signalCode !== null) return
@@ -297,6 +304,9 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   const settle = async (sig: number, until: number, stop?: AbortSignal): Promise<boolean> => {
     for (;;) {
       await refresh()
+      // Signals by number (our unpinned child, the group by its id) go from the check phase only (see
+      // above); nothing below awaits before they are sent.
+      if (byNumber()) await checkPhase()
       const pending = live()
       const fresh = pending.filter((t) => !sentTo.has(t.handle))
       if (fresh.length > 0) {
@@ -338,6 +348,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     if (survivors.length > 0) logEvent(options.logger, 'error', 'kill.survivors', { pid, pgid, survivors })
     else logEvent(options.logger, 'info', 'group.gone', { pid, pgid, escalated, elapsedMs: now() - started })
   } finally {
+    finished = true // ends the polls of exits that could not be watched
     for (const t of tracked.values()) {
       t.handle.unref()
       if (t.handle !== leader || ownLeader) t.handle.close()
@@ -379,21 +390,28 @@ function isGoneError(err: unknown): boolean {
 }
 
 /** Resolves once the pinned process has exited (signal 0 through the pin fails with ESRCH), or the pin is closed. */
-async function pollUntilGone(handle: Pinned): Promise<void> {
-  while (!handle.closed) {
+async function pollUntilGone(handle: Pinned, finished: () => boolean): Promise<void> {
+  while (!handle.closed && !finished()) {
     try {
       handle.signal(0)
     } catch (err) {
       if (isGoneError(err) || handle.closed) return
     }
-    await new Promise((res) => setTimeout(res, DEGRADED_POLL_MS))
+    // Unref'd: the stop's own bounded wait keeps the loop alive while it needs the answer.
+    await new Promise((res) => setTimeout(res, DEGRADED_POLL_MS).unref())
   }
+}
+
+/** Resolves in the check phase of this loop turn (after the poll phase, where libuv reaps children). */
+function checkPhase(): Promise<void> {
+  return new Promise((res) => setImmediate(res))
 }
 
 /**
  * A pin for our own child when no handle could be opened (out of descriptors): signalled by pid,
- * which is exact while libuv has not reaped it (checked synchronously before each signal, and libuv
- * reaps only from the event loop), and gone when libuv reports its exit.
+ * which is exact while libuv has not reaped it. The caller signals only from the check phase
+ * (checkPhase()), when every child libuv reaped has had its exit reported, and this re-checks the
+ * status synchronously right before the syscall. Gone when libuv reports its exit.
  */
 function childPin(child: ChildProcess, pid: number): Pinned {
   let closed = false

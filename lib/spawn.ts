@@ -72,6 +72,11 @@ export function spawnedInfo(child: ChildProcess): SpawnedInfo | undefined {
 // Without a live witness the group is declared gone for good: we may leave a straggler behind, but
 // we never signal a stranger.
 const witnesses = new WeakMap<SpawnedInfo, Map<number, ProcessHandle>>()
+// Why a group could not be proven either way (EMFILE while listing it or pinning its witnesses):
+// then it is neither trusted nor declared gone, and every listing fails with that error, so a stop
+// reports itself uncertain instead of "empty".
+const unknown = new WeakMap<SpawnedInfo, Error>()
+const isGoneError = (err: unknown): boolean => (err as { code?: unknown })?.code === 'ESRCH'
 
 function isReaped(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null
@@ -96,14 +101,15 @@ function pinWitnesses(info: SpawnedInfo, pgid: number, members: number[]): void 
       const handle = openProcess(pid)
       if (witnessAlive(handle, pgid)) pinned.set(pid, handle)
       else handle.close()
-    } catch {
-      // exited meanwhile
+    } catch (err) {
+      if (!isGoneError(err)) unknown.set(info, err as Error) // not pinned, not gone: a witness we lack
     }
   }
 }
 
 function declareGone(info: SpawnedInfo): void {
   info.groupGone = true
+  unknown.delete(info)
   for (const handle of witnesses.get(info)?.values() ?? []) handle.close()
   witnesses.delete(info)
 }
@@ -131,9 +137,22 @@ export async function spawnedGroupMembers(child: ChildProcess, firstAfterReap = 
   const info = spawned.get(child)
   if (!info || info.pgid === null || info.groupGone) return []
   const pgid = info.pgid
-  const members = await groupMembersSoon(pgid)
+  let members: number[]
+  try {
+    members = await groupMembersSoon(pgid)
+  } catch (err) {
+    // The look right after the reap is the one that pins witnesses: without it, trust is unknown.
+    if (firstAfterReap) unknown.set(info, err as Error)
+    throw err
+  }
   if (info.groupGone) return []
-  if (!trustedNow(child, info, pgid, firstAfterReap) || (members.length === 0 && isReaped(child))) {
+  if (members.length === 0 && isReaped(child)) {
+    declareGone(info)
+    return []
+  }
+  if (!trustedNow(child, info, pgid, firstAfterReap)) {
+    const err = unknown.get(info)
+    if (err) throw err // no witness, for want of descriptors: unknown, not gone
     declareGone(info)
     return []
   }
@@ -149,7 +168,7 @@ export function spawnedGroupMembersSync(child: ChildProcess, table: Map<number, 
   const info = spawned.get(child)
   if (!info || info.pgid === null || info.groupGone) return []
   if (!trustedNow(child, info, info.pgid, false)) {
-    declareGone(info)
+    if (!unknown.has(info)) declareGone(info) // unknown: not signalled, but not declared gone either
     return []
   }
   return table.get(info.pgid) ?? []
@@ -166,9 +185,17 @@ export function trackChild(child: ChildProcess): SpawnedInfo | undefined {
   let pgid: number | null = null
   try {
     handle = openProcess(child.pid)
-    if (binding && binding.getpgid(child.pid) === child.pid) pgid = child.pid
-  } catch {
-    return undefined
+  } catch (err) {
+    if (isGoneError(err)) return undefined
+    // Out of descriptors, say: unpinned, but still our unreaped child, whose group is still its own.
+  }
+  try {
+    if (binding && binding.getpgid(child.pid) === child.pid) pgid = child.pid // needs no descriptor
+  } catch (err) {
+    if (isGoneError(err)) {
+      handle?.close()
+      return undefined
+    }
   }
   return register(child, { pgid, parentDeathSignal: null }, handle)
 }
@@ -180,7 +207,7 @@ function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'gr
     child.once('exit', () => {
       handle?.close()
       // Look once, right after libuv reaped it: pin what is left, or the group is gone for good.
-      if (info.pgid !== null) spawnedGroupMembers(child, true).catch(() => {})
+      if (info.pgid !== null) spawnedGroupMembers(child, true).catch(() => {}) // a failure is kept as "unknown" (above)
     })
   }
   return info

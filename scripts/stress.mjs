@@ -2,7 +2,7 @@
 // (default 5). Shared machines are loaded on a normal day; a test that fails here is a bug.
 // The busy loops are started with reapkit's own spawn: they die with this script, by the kernel's
 // death signal, even if it is killed.
-import { spawnSync } from 'node:child_process'
+import { spawn as spawnPlain } from 'node:child_process'
 import { availableParallelism } from 'node:os'
 import { createRequire } from 'node:module'
 
@@ -23,7 +23,9 @@ try {
   for (let i = 1; i <= runs; i++) {
     const started = Date.now()
     console.log(`== stress run ${i}/${runs}, ${loads} busy loops`)
-    const r = spawnSync('npx', ['vitest', 'run', ...args], { stdio: 'inherit' })
+    // Not spawnSync: this process must stay able to handle SIGINT/SIGTERM (and stop the loads) meanwhile.
+    const vitest = spawnPlain('npx', ['vitest', 'run', ...args], { stdio: 'inherit' })
+    const r = await new Promise((resolve) => vitest.once('exit', (status, signal) => resolve({ status, signal })))
     console.log(`== stress run ${i}/${runs}: ${r.status === 0 ? 'passed' : `FAILED (status ${r.status}, signal ${r.signal})`} in ${((Date.now() - started) / 1000).toFixed(0)} s`)
     if (r.status !== 0) {
       failed = i

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { groupMembers } from '../lib/index'
 import { exitOf, isGone, ROOT, trackGroup, waitFor } from './helpers'
 
-type Rec = { pid: number; requestId: string | number; status: string; signal: string | null }
+type Rec = { pid: number; requestId: string | number; status: string; exitCode: number | null; signal: string | null }
 const parse = (r: unknown) => JSON.parse((r as { content: Array<{ text: string }> }).content[0]!.text)
 
 /** Asks list_processes (bounded: 100 tries, 20 ms apart) until a running process shows up. */
@@ -56,7 +56,7 @@ describe('examples/process-server', () => {
       trackGroup(running!.pid)
       const terminated = parse(await client.callTool({ name: 'terminate_process', arguments: { pid: running!.pid } }))
       expect(terminated).toMatchObject({ escalated: false, survivors: [] })
-      expect(parse(await long)).toMatchObject({ signal: 'SIGTERM' })
+      expect(parse(await long)).toMatchObject({ exitCode: 128 + 15 }) // SIGTERM, as the supervisor in front of it reports it
 
       // terminate_process refuses what the server did not start
       const refused = (await client.callTool({ name: 'terminate_process', arguments: { pid: process.pid } })) as { isError?: boolean }
@@ -73,7 +73,7 @@ describe('examples/process-server', () => {
       await expect(cancelled).rejects.toBeDefined()
       await waitFor(() => groupMembers(victim!.pid).length === 0, 10_000, 'the cancelled process to stop')
       const after = parse(await client.callTool({ name: 'list_processes', arguments: {} })) as Rec[]
-      expect(after.find((p) => p.pid === victim!.pid)).toMatchObject({ status: 'terminated', signal: 'SIGTERM' })
+      expect(after.find((p) => p.pid === victim!.pid)).toMatchObject({ status: 'terminated', exitCode: 128 + 15 })
 
       // shutting down stops everything the server still runs
       void client.callTool({ name: 'run_command', arguments: { command: 'sleep', args: ['1000'] } }).catch(() => {})

@@ -11,14 +11,19 @@
 //
 // run_command runs programs AS THIS SERVER'S USER: whoever can call it can do what that user can
 // (including `kill`, which terminate_process would refuse). So it runs only the commands named with
-// --allow, unless started with --allow-any (the example mode of `npm run example`). A command that is
-// a shell or an interpreter (sh, bash, node, python...) allows everything: allow such ones knowingly.
-// Commands get a minimal environment (PATH, HOME, LANG, and what --pass-env names), never this
-// server's own: a secret in it does not reach the client.
+// --allow, unless started with --allow-any (the example mode of `npm run example`). An allowed
+// command is as powerful as its arguments: a shell or an interpreter (sh, node, python) allows
+// everything, and so do git (`-c alias.x=!cmd`), find (-exec), env, xargs, awk and tar: allow such
+// ones knowingly. Commands get a minimal environment (PATH, HOME, LANG, and what --pass-env names),
+// never this server's own, so nothing is inherited by accident; but a command running as the same
+// user can still read what that user can, /proc/<this server>/environ included: keep secrets out
+// of this server's environment, or run it as a user of its own.
 //
 // On SIGTERM, SIGINT, SIGHUP, stdin end or its host's death it drains: calls in flight finish (or
 // are cut at the grace), every process it started is stopped, one report line goes to stderr. A
-// process that daemonizes (setsid, double fork) is adopted by its supervisor and stopped with it.
+// process that daemonizes (setsid, double fork) is adopted by its supervisor and stopped with it;
+// one whose command kills that supervisor itself escapes it (the supervisor's --isolate, a PID
+// namespace, would close that too; it is not used here because it needs user namespaces or root).
 //
 // Options:
 //   --allow <cmd>       a command run_command may run, as the client names it (repeatable, or
@@ -28,9 +33,8 @@
 //   --pass-env <NAME>   pass this variable of the server's environment to commands (repeatable)
 //
 // Run it from an MCP host's configuration:
-//   { "command": "node", "args": ["<path to reapkit>/examples/process-server/server.mjs", "--allow", "git,ls"] }
+//   { "command": "node", "args": ["<path to reapkit>/examples/process-server/server.mjs", "--allow", "uptime,df"] }
 // or `npm run example` (--allow-any; it then speaks JSON-RPC on this terminal's stdin and stdout).
-import { constants } from 'node:os'
 import { basename } from 'node:path'
 import { parseArgs } from 'node:util'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
@@ -56,21 +60,19 @@ const childEnv = Object.fromEntries(
 childEnv.PATH ??= '/usr/local/bin:/usr/bin:/bin'
 
 // The native supervisor in front of every command: it adopts descendants that daemonize (a subreaper)
-// and stops them with the rest, so a setsid escapee is no orphan. Its grace is shorter than ours, so
+// and stops them with the rest, so a setsid escapee is no orphan. Its grace is well inside ours, so
 // it finishes its own stop before we would SIGKILL it (a SIGKILLed supervisor cannot stop escapees).
 const SUPERVISOR = supervisorPath()
-const STOP_GRACE_MS = 2000
 const WRAPPER_GRACE_MS = 1500
+const STOP_GRACE_MS = 4000
 const wrap = (command, args) =>
   SUPERVISOR ? [SUPERVISOR, ['--grace', String(WRAPPER_GRACE_MS), '--', command, ...args]] : [command, args]
-const signalNames = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name]))
-/** The supervisor exits 128 + n when the command died of signal n: report it as that signal. */
-const statusOf = (code, signal) => (SUPERVISOR && code > 128 && signalNames.has(code - 128) ? [null, signalNames.get(code - 128)] : [code, signal])
+// The supervisor exits 128 + n when the command died of signal n, as a shell reports it; that is not
+// told apart from a command that exits 128 + n itself, so the status is passed on as it is.
 /** A record as the client sees it: the command it asked for, not the supervisor in front of it. */
 const view = ({ pid, requestId, command, args, status, exitCode, signal }) => {
-  const [code, sig] = statusOf(exitCode, signal)
   if (SUPERVISOR && command === SUPERVISOR) [command, ...args] = args.slice(args.indexOf('--') + 1)
-  return { pid, requestId, command, args, status, exitCode: code, signal: sig }
+  return { pid, requestId, command, args, status, exitCode, signal }
 }
 
 const supervisor = new Supervisor({ closeTimeoutMs: 1000 })
@@ -90,8 +92,9 @@ server.registerTool(
   'run_command',
   {
     description:
-      "Run a command (no shell) as the server's user and return its exit status and output. Only commands the server " +
-      'was started with --allow for (or any, under --allow-any). It gets a minimal environment. Cancelling the request stops the process.',
+      "Run a command (no shell) as the server's user and return its exit status (128 + n: it died of signal n) and output. " +
+      'Only commands the server was started with --allow for (or any, under --allow-any). It gets a minimal environment. ' +
+      'Cancelling the request stops the process.',
     inputSchema: {
       command: z.string().min(1),
       args: z.array(z.string()).default([]),
@@ -123,7 +126,7 @@ server.registerTool(
     const stop = (reason) => supervisor.terminate(requestId, { reason, graceMs: STOP_GRACE_MS }).catch(() => {})
     extra.signal.addEventListener('abort', () => stop('cancelled'), { once: true })
     const timer = setTimeout(() => stop('timeout'), timeoutMs)
-    const [code, signal] = statusOf(...(await new Promise((resolve) => child.once('exit', (c, s) => resolve([c, s])))))
+    const [code, signal] = await new Promise((resolve) => child.once('exit', (c, s) => resolve([c, s])))
     clearTimeout(timer)
     return text({ pid: child.pid, requestId, exitCode: code, signal, stdout, stderr })
   },
