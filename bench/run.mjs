@@ -205,7 +205,7 @@ const orphaned = await keepaliveBench.parentDeathToExit(quick ? 3 : 10)
 const cliStartup = cliBench.startupLatency(quick ? 20 : 100)
 const cliRss = await cliBench.residentMemory()
 const cliSurvivors = await cliBench.survivorsAfterHostKill(quick ? 1 : 3)
-const wrapperStop = await wrapperStopBench.wrapperStop(quick)
+const wrapperStop = process.platform === 'linux' ? await wrapperStopBench.wrapperStop(quick) : null // (its C fixture uses prctl)
 killAll()
 
 const stat = (xs) => ({ n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) })
@@ -466,7 +466,7 @@ with \`--close-timeout 500 --grace 1000\`:
 |---|---|---:|---:|---:|
 ${cliSurvivors.map((r) => `| ${r.scenario} | ${r.wrapped ? '\`reapkit --\`' : 'none'} | ${r.rounds} | ${r.processes} | ${r.survivors} |`).join('\n')}
 
-${wrapperStopBench.wrapperStopMarkdown(wrapperStop)}
+${wrapperStop ? wrapperStopBench.wrapperStopMarkdown(wrapperStop) : '(The stop-path rows run on Linux only.)'}
 
 Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/${quick ? 'quick/' : ''}latest.json\`. Plots: ${Object.keys(figures).map((f) => `[${f}](${f})`).join(', ')}.
 `
