@@ -24,9 +24,14 @@
  *   supervisor itself is SIGKILLed.
  *
  * Signalling is exact: a pid is only signalled while it is provably ours. The command's group is
- * signalled with killpg while the command is unreaped (its status is read with WNOWAIT and it is
- * reaped last, so its pid, which is the group id, cannot be reused); other descendants are found by
- * one /proc pass, pinned with a pidfd, re-checked by start time and signalled through the pidfd.
+ * signalled with killpg only while the command is unreaped (alive, or a zombie we keep), so its
+ * pid, which is the group id, cannot be reused; other descendants are found by walking our own tree
+ * down the kernel's children lists (or, without a subreaper, by one /proc pass), pinned with a
+ * pidfd, re-checked by start time and signalled through the pidfd.
+ *
+ * Once a stop has begun it waits by event (stop.c): SIGCHLD for our children (every orphan of the
+ * tree is one: we are its subreaper), a pidfd for a group member that is not; it ticks every
+ * TICK_MS only where no event can say what changed (no subreaper, no children list, --isolate).
  *
  * Exit status: the command's; 125 for the supervisor's own errors (usage, --isolate refused), 126
  * when the command cannot be executed, 127 when it is not found (as env(1) and timeout(1)).

@@ -30,8 +30,8 @@ static int grow_kids(void) {
   return 1;
 }
 
-/* Reap every zombie we own except the command, whose status is read without reaping it (it keeps
- * the group id pinned until we are done). */
+/* Reap every zombie we own (the command too, except in the one mode that needs its pid to pin the
+ * group id: see below). */
 void reap(void) {
   /* Event-driven (a subreaper with the kernel's children list): the command is reaped as soon as it
    * exits, like every other child, so one waitpid(-1) loop reaps what died (the cost of a sweep is
@@ -70,22 +70,13 @@ void reap(void) {
     return;
   }
 #if RK_LINUX
-  /* (scan_ok) Our children, other than the command: adopted orphans. The kernel's list is cheap (one
-   * read, its size our children's, whatever the machine runs); without it (CONFIG_PROC_CHILDREN
-   * off) one /proc pass. The live ones are kept in st.kids: while we are a subreaper, nothing that
-   * descends from us lives unless one of them does (an orphan comes to us, and its death is our
-   * SIGCHLD), so they answer "does anything remain?" without a look at the whole table. */
-  st.nkids = 0;
+  /* (scan_ok, no subreaper or no children list) Our children other than the command: the kernel's
+   * list when it has one, else one /proc pass. The command is left unreaped: its status is read with
+   * WNOWAIT, and its pid pins the group id for killpg while members that no event tells us about
+   * may remain (re-parented elsewhere without a subreaper). */
   if (st.children_ok && read_children()) {
-    for (size_t i = 0; i < nchildren; i++) {
-      pid_t v = children[i];
-      if (v == st.main) continue;
-      if (waitpid(v, NULL, WNOHANG) > 0) {
-        event("reaped", "\"child\":%d", (int)v);
-      } else if (st.nkids < st.kids_cap || grow_kids()) {
-        st.kids[st.nkids++] = v;
-      }
-    }
+    for (size_t i = 0; i < nchildren; i++)
+      if (children[i] != st.main && waitpid(children[i], NULL, WNOHANG) > 0) event("reaped", "\"child\":%d", (int)children[i]);
   } else {
     st.children_ok = 0;
     scan_procs();
