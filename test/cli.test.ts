@@ -98,6 +98,17 @@ describe('reapkit -- command', () => {
     })
   }
 
+  it.runIf(linux && canUnshare)('--isolate: a forwarded signal crosses the namespace to the command; a fault-named one stops it', () => {
+    const r = spawnSync('unshare', ['--pid', '--kill-child', '--mount-proc', 'sh', join(FIXTURES, 'wrapper-signal.sh'), BIN, '14', '24', '37'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, ISOLATE: '1' },
+    })
+    expect(r.status, r.stderr).toBe(0)
+    const lines = r.stdout.trim().split('\n').map((l) => l.replace(/ escapee=.*$/, ''))
+    expect(lines).toEqual(['sig=14 status=7 got=14,', 'sig=24 status=7 got=TERM,', 'sig=37 status=7 got=37,'])
+  })
+
   it.runIf(linux && canUnshare)('no signal knocks the wrapper over: each is forwarded to the command or stops it with the grace, and nothing survives', () => {
     // Inside a private PID namespace (it sends signals). SIGALRM and the rest used to end the wrapper
     // at once (128 + n): the command died of its parent-death SIGKILL and the setsid escapee lived.
