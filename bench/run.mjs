@@ -189,6 +189,7 @@ async function requireTime() {
 const reaping = await import('./reaping.mjs')
 const keepaliveBench = await import('./keepalive.mjs')
 const cliBench = await import('./cli.mjs')
+const wrapperStopBench = await import('./wrapper-stop.mjs')
 const started = Date.now()
 const exit = await exitLatency()
 const parent = await parentLatency()
@@ -204,6 +205,7 @@ const orphaned = await keepaliveBench.parentDeathToExit(quick ? 3 : 10)
 const cliStartup = cliBench.startupLatency(quick ? 20 : 100)
 const cliRss = await cliBench.residentMemory()
 const cliSurvivors = await cliBench.survivorsAfterHostKill(quick ? 1 : 3)
+const wrapperStop = process.platform === 'linux' ? await wrapperStopBench.wrapperStop(quick) : null // (its C fixture uses prctl)
 killAll()
 
 const stat = (xs) => ({ n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) })
@@ -464,6 +466,8 @@ with \`--close-timeout 500 --grace 1000\`:
 |---|---|---:|---:|---:|
 ${cliSurvivors.map((r) => `| ${r.scenario} | ${r.wrapped ? '\`reapkit --\`' : 'none'} | ${r.rounds} | ${r.processes} | ${r.survivors} |`).join('\n')}
 
+${wrapperStop ? wrapperStopBench.wrapperStopMarkdown(wrapperStop) : '(The stop-path rows run on Linux only.)'}
+
 Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/${quick ? 'quick/' : ''}latest.json\`. Plots: ${Object.keys(figures).map((f) => `[${f}](${f})`).join(', ')}.
 `
 // A quick run (CI's smoke run, or a local check) goes to results/quick/ (not tracked), so it never
@@ -472,6 +476,6 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors, wrapperStop }, null, 1))
 console.log(md)
 process.exit(0)

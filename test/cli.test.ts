@@ -101,6 +101,17 @@ describe('reapkit -- command', () => {
     })
   }
 
+  it.runIf(linux && canUnshare)('--isolate: a forwarded signal crosses the namespace to the command; a fault-named one stops it', () => {
+    const r = spawnSync('unshare', ['--pid', '--kill-child', '--mount-proc', 'sh', join(FIXTURES, 'wrapper-signal.sh'), BIN, '14', '24', '37'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, ISOLATE: '1' },
+    })
+    expect(r.status, r.stderr).toBe(0)
+    const lines = r.stdout.trim().split('\n').map((l) => l.replace(/ escapee=.*$/, ''))
+    expect(lines).toEqual(['sig=14 status=7 got=14,', 'sig=24 status=7 got=TERM,', 'sig=37 status=7 got=37,'])
+  })
+
   it.runIf(linux && canUnshare)('no signal knocks the wrapper over: each is forwarded to the command or stops it with the grace, and nothing survives', () => {
     // Inside a private PID namespace (it sends signals). SIGALRM and the rest used to end the wrapper
     // at once (128 + n): the command died of its parent-death SIGKILL and the setsid escapee lived.
@@ -400,6 +411,39 @@ describe('reapkit -- command', () => {
       await waitFor(() => alive(pids).length === 0, 15_000, `the server's tree to be gone (alive: ${alive(pids)})`)
     })
   }
+
+  it.runIf(linux)('during the grace it waits by event: no wake-up while an escaped helper ignores SIGTERM, and the helper\'s exit ends the wait at once', async () => {
+    // The helper leaves the group (setsid), ignores SIGTERM, and exits on its own 1.5 s into a 60 s
+    // grace. The old stop loop rescanned /proc every 20 ms.
+    const dir2 = mkdtempSync(join(tmpdir(), 'reapkit-grace-'))
+    try {
+      const w = spawnGroup(BIN, ['--verbose', '--grace', '60000', '--', 'sh', '-c',
+        `setsid sh -c 'trap "" TERM; echo $$ > ${dir2}/helper.tmp; mv ${dir2}/helper.tmp ${dir2}/helper; sleep 1.5; exit 0' & exec sleep 1000`],
+      { stdio: ['ignore', 'ignore', 'pipe'] })
+      const events = jsonLines(w.stderr!)
+      trackGroup((await events.next((m) => m.event === 'start')).pgid)
+      await waitFor(() => { try { return readFileSync(join(dir2, 'helper'), 'utf8').trim() !== '' } catch { return false } }, 10_000, 'the helper to start')
+      const helper = Number(readFileSync(join(dir2, 'helper'), 'utf8'))
+      trackGroup(helper)
+      const t0 = performance.now()
+      w.kill('SIGTERM')
+      await events.next((m) => m.event === 'signalled', 5000, 'the stop')
+      const status = () => readFileSync(`/proc/${w.pid}/status`, 'utf8')
+      const field = (name: string) => Number(status().match(new RegExp(`^${name}:\\s+(\\d+)`, 'm'))![1])
+      await new Promise((r) => setTimeout(r, 100))
+      const before = field('voluntary_ctxt_switches') + field('nonvoluntary_ctxt_switches')
+      await new Promise((r) => setTimeout(r, 700))
+      const after = field('voluntary_ctxt_switches') + field('nonvoluntary_ctxt_switches')
+      expect(after - before, 'context switches of the wrapper in 700 ms of its grace').toBeLessThanOrEqual(3)
+      // The helper exits on its own: the wrapper notices by event (its SIGCHLD: it adopted it).
+      const { code } = await exitOf(w, 20_000)
+      expect(performance.now() - t0, 'ended by the helper\'s exit, long before the 60 s grace').toBeLessThan(20_000)
+      expect(code).toBe(143)
+      expect(isGone(helper)).toBe(true)
+    } finally {
+      rmSync(dir2, { recursive: true, force: true })
+    }
+  })
 
   it.runIf(linux)('resident memory after start-up is under 4 MiB, and idle it does not wake up', async () => {
     const w = spawnGroup(BIN, ['--verbose', '--', 'sleep', '30'], { stdio: ['ignore', 'ignore', 'pipe'] })

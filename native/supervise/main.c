@@ -24,9 +24,14 @@
  *   supervisor itself is SIGKILLed.
  *
  * Signalling is exact: a pid is only signalled while it is provably ours. The command's group is
- * signalled with killpg while the command is unreaped (its status is read with WNOWAIT and it is
- * reaped last, so its pid, which is the group id, cannot be reused); other descendants are found by
- * one /proc pass, pinned with a pidfd, re-checked by start time and signalled through the pidfd.
+ * signalled with killpg only while the command is unreaped (alive, or a zombie we keep), so its
+ * pid, which is the group id, cannot be reused; other descendants are found by walking our own tree
+ * down the kernel's children lists (or, without a subreaper, by one /proc pass), pinned with a
+ * pidfd, re-checked by start time and signalled through the pidfd.
+ *
+ * Once a stop has begun it waits by event (stop.c): SIGCHLD for our children (every orphan of the
+ * tree is one: we are its subreaper), a pidfd for a group member that is not; it ticks every
+ * TICK_MS only where no event can say what changed (no subreaper, no children list, --isolate).
  *
  * Exit status: the command's; 125 for the supervisor's own errors (usage, --isolate refused), 126
  * when the command cannot be executed, 127 when it is not found (as env(1) and timeout(1)).
@@ -41,7 +46,7 @@ void supervise(void) {
     long long now = now_ms();
     if (st.main_done) {
       /* Stop what the command left behind; leave once nothing of it remains. */
-      int remaining = signal_ours(0, 0);
+      int remaining = ours_remaining();
       if (remaining == 0) finish(0);
       if (st.phase == RUNNING || st.phase == CLOSING) begin_stop(opt.stop_signal, "child-exit");
     }
@@ -57,27 +62,37 @@ void supervise(void) {
     }
     /* While stopping, processes started after the stop signal (a server's own cleanup helpers) are
      * left alone until the grace ends; SIGKILL then takes everything. */
-    if (st.phase == KILLING) signal_ours(SIGKILL, 0);
+    if (st.phase == KILLING) kill_new();
 
     int timeout = -1; /* idle: no timer at all */
     if (st.phase != RUNNING) {
       long long left = st.deadline - now_ms();
       if (left < 0) left = 0;
-      /* While stopping, not every exit notifies us (a grandchild reaped by its own parent): tick. */
-      if (st.phase != CLOSING && left > TICK_MS) left = TICK_MS;
+      /* While stopping, an exit that matters reaches us as an event: SIGCHLD from one of our
+       * children (every orphan of the tree is one, we are its subreaper), or the pidfd of a group
+       * member that is not. Without those (no subreaper, no children list, too many to pin), not
+       * every exit notifies us: tick. */
+      int events_suffice = stop_by_event() && st.unpinned == 0;
+      if (st.phase != CLOSING && !events_suffice && left > TICK_MS) left = TICK_MS;
       timeout = (int)left;
     }
 #if !RK_LINUX && !RK_KQUEUE
     /* No kernel event for the parent here: poll getppid once a second. */
     if (!st.parent_gone && st.parent > 1 && (timeout < 0 || timeout > 1000)) timeout = 1000;
 #endif
-    struct pollfd fds[2 + MAX_CHAIN];
+    struct pollfd fds[2 + MAX_CHAIN + MAX_EXTRA];
     int nfds = 0;
     fds[nfds].fd = sig_pipe[0];
     fds[nfds].events = POLLIN;
     nfds++;
     if (st.parent_fd >= 0) {
       fds[nfds].fd = st.parent_fd;
+      fds[nfds].events = POLLIN;
+      nfds++;
+    }
+    int extra_at = nfds;
+    for (int i = 0; i < st.nextra; i++) {
+      fds[nfds].fd = st.extra_fd[i];
       fds[nfds].events = POLLIN;
       nfds++;
     }
@@ -107,6 +122,11 @@ void supervise(void) {
         }
     }
     if (r > 0 && st.parent_fd >= 0 && fds[1].revents) on_parent_gone();
+    for (int i = extra_at; r > 0 && i < chain_at; i++)
+      if (fds[i].revents) {
+        drop_extras(); /* one of them exited: the next ours_remaining() looks again */
+        break;
+      }
     for (int i = chain_at; r > 0 && i < nfds && !st.parent_gone; i++)
       if (fds[i].revents) {
         st.gone = st.chain_pid[i - chain_at];
@@ -126,6 +146,9 @@ int main(int argc, char **argv) {
   st.mode = PLAIN;
   st.parent_fd = -1;
   st.parent = getppid();
+#if RK_LINUX
+  st.children_ok = read_children(); /* CONFIG_PROC_CHILDREN */
+#endif
 
   install_handlers(0);
   watch_parent(st.parent);
@@ -140,6 +163,7 @@ int main(int argc, char **argv) {
   } else {
 #if RK_LINUX
     int subreaper = opt.subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+    st.subreaper = subreaper;
 #else
     int subreaper = 0;
 #endif

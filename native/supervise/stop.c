@@ -19,10 +19,26 @@ void note_main_exit(int code, int by_signal, int sig) {
     event("child-exit", "\"child\":%d,\"code\":%d", (int)st.main, code);
 }
 
-/* Reap every zombie we own except the command, whose status is read without reaping it (it keeps
- * the group id pinned until we are done). */
+static void pin_extra(const proc_t *p);
+
+static int grow_kids(void) {
+  size_t cap = st.kids_cap ? st.kids_cap * 2 : 64;
+  pid_t *k = realloc(st.kids, cap * sizeof *k);
+  if (k == NULL) return 0;
+  st.kids = k;
+  st.kids_cap = cap;
+  return 1;
+}
+
+/* Reap every zombie we own (the command too, except in the one mode that needs its pid to pin the
+ * group id: see below). */
 void reap(void) {
-  if (st.mode == NS_INIT || st.mode == OUTER || !scan_ok) {
+  /* Event-driven (a subreaper with the kernel's children list): the command is reaped as soon as it
+   * exits, like every other child, so one waitpid(-1) loop reaps what died (the cost of a sweep is
+   * the number of zombies, not of children). Its group id cannot be recycled while a member lives,
+   * and every member that lives descends from us, so the table still finds each one. */
+  int reap_all = st.mode == NS_INIT || st.mode == OUTER || !scan_ok || stop_by_event();
+  if (reap_all) {
     /* Inside the namespace we signal with kill(-1), outside only our init: no pin is needed.
      * Without a process table (not Linux, or a /proc of another PID namespace) the command is
      * reaped at once too: the group then stays pinned only while it has members. */
@@ -39,30 +55,30 @@ void reap(void) {
         event("reaped", "\"child\":%d", (int)pid);
       }
     }
+#if RK_LINUX
+    if (stop_by_event()) {
+      /* our live children (those that died since have their SIGCHLD on its way) */
+      st.nkids = 0;
+      if (!read_children()) {
+        st.children_ok = 0; /* the kernel stopped offering the list: tick and rescan from now on */
+        return;
+      }
+      for (size_t i = 0; i < nchildren; i++)
+        if (children[i] != st.main && (st.nkids < st.kids_cap || grow_kids())) st.kids[st.nkids++] = children[i];
+    }
+#endif
     return;
   }
 #if RK_LINUX
-  /* (scan_ok) Our children, other than the command: adopted orphans. The kernel's list is cheap; without it
-   * (CONFIG_PROC_CHILDREN off) one /proc pass. */
-  char path[64];
-  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf - 1)) > 0) {
-      buf[n] = '\0';
-      /* a pid split across two reads is only delayed: it is reaped at the next event or tick */
-      char *s = buf, *end;
-      for (;;) {
-        long v = strtol(s, &end, 10);
-        if (end == s) break;
-        s = end;
-        if (v > 0 && (pid_t)v != st.main && waitpid((pid_t)v, NULL, WNOHANG) > 0) event("reaped", "\"child\":%ld", v);
-      }
-    }
-    close(fd);
+  /* (scan_ok, no subreaper or no children list) Our children other than the command: the kernel's
+   * list when it has one, else one /proc pass. The command is left unreaped: its status is read with
+   * WNOWAIT, and its pid pins the group id for killpg while members that no event tells us about
+   * may remain (re-parented elsewhere without a subreaper). */
+  if (st.children_ok && read_children()) {
+    for (size_t i = 0; i < nchildren; i++)
+      if (children[i] != st.main && waitpid(children[i], NULL, WNOHANG) > 0) event("reaped", "\"child\":%d", (int)children[i]);
   } else {
+    st.children_ok = 0;
     scan_procs();
     for (size_t i = 0; i < nprocs; i++)
       if (procs[i].ppid == getpid() && procs[i].pid != st.main && procs[i].state == 'Z' &&
@@ -99,7 +115,7 @@ static void remember_signalled(const proc_t *p) {
 /* Send `sig` to everything that is ours (`fresh_only`: only to what has not had it yet;
  * `group_covered`: a killpg has just sent it to the group, so members are only remembered).
  * Returns how many live processes remain ours besides the command's zombie. */
-int signal_ours_ex(int sig, int fresh_only, int group_covered) {
+static int signal_ours_pin(int sig, int fresh_only, int group_covered, int pin) {
   int remaining = 0;
   if (st.mode == NS_INIT) {
     /* init of a PID namespace: kill(-1) reaches every process in it but ourselves. Something
@@ -128,30 +144,26 @@ int signal_ours_ex(int sig, int fresh_only, int group_covered) {
   }
   if (sig && !fresh_only && !st.main_reaped) killpg(pgid, sig);
 #if RK_LINUX
-  scan_procs();
   pid_t self = getpid();
-  /* Mark our descendants: repeat parent->child passes until nothing changes (the table is small). */
-  char *mine = calloc(nprocs ? nprocs : 1, 1);
-  if (mine == NULL) return 1;
-  for (size_t i = 0; i < nprocs; i++) mine[i] = procs[i].ppid == self;
-  for (int changed = 1; changed;) {
-    changed = 0;
-    for (size_t i = 0; i < nprocs; i++) {
-      if (mine[i]) continue;
-      for (size_t j = 0; j < nprocs; j++)
-        if (mine[j] && procs[j].pid == procs[i].ppid) {
-          mine[i] = 1;
-          changed = 1;
-          break;
-        }
-    }
+  char *mine;
+  if (stop_by_event()) {
+    /* every live process of ours descends from us (subreaper), and the command is reaped once it
+     * exits: our tree alone, walked down, not the whole table */
+    walk_descendants();
+    mine = malloc(nprocs ? nprocs : 1);
+    if (mine != NULL) memset(mine, 1, nprocs ? nprocs : 1);
+  } else {
+    scan_procs();
+    mine = mark_descendants(self);
   }
+  if (mine == NULL) return 1;
   for (size_t i = 0; i < nprocs; i++) {
     proc_t *p = &procs[i];
     if (p->pid == self || p->state == 'Z') continue;
     int in_group = !st.main_reaped && p->pgrp == pgid;
     if (!mine[i] && !in_group) continue;
     remaining++;
+    if (pin && p->ppid != self) pin_extra(p);
     if (!sig) continue;
     if (fresh_only) {
       if (already_signalled(p)) continue;
@@ -163,12 +175,79 @@ int signal_ours_ex(int sig, int fresh_only, int group_covered) {
   free(mine);
 #else
   (void)group_covered;
+  (void)pin;
 #endif
   return remaining;
 }
 
+int signal_ours_ex(int sig, int fresh_only, int group_covered) {
+  return signal_ours_pin(sig, fresh_only, group_covered, 0);
+}
+
 int signal_ours(int sig, int fresh_only) {
-  return signal_ours_ex(sig, fresh_only, 0);
+  return signal_ours_pin(sig, fresh_only, 0, 0);
+}
+
+/* Pin a process that is ours but not our child (a group member re-parented elsewhere, a
+ * descendant of one of our children) by pidfd, so that its exit wakes the loop. */
+static void pin_extra(const proc_t *p) {
+#if RK_LINUX && defined(SYS_pidfd_open)
+  for (int i = 0; i < st.nextra; i++)
+    if (st.extra_pid[i] == p->pid) return;
+  if (st.nextra >= MAX_EXTRA) return; /* more than that: the loop ticks instead (see main.c) */
+  int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+  if (fd < 0) return;
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  proc_t again;
+  if (read_stat(p->pid, &again) != 0 || again.start != p->start) {
+    close(fd);
+    return;
+  }
+  st.extra_fd[st.nextra] = fd;
+  st.extra_pid[st.nextra] = p->pid;
+  st.nextra++;
+#else
+  (void)p;
+#endif
+}
+
+void drop_extras(void) {
+  for (int i = 0; i < st.nextra; i++) close(st.extra_fd[i]);
+  st.nextra = 0;
+}
+
+/* Event-driven stop (Linux, our own /proc, the kernel's children list, a subreaper): the loop needs
+ * no timer and no rescan. */
+int stop_by_event(void) {
+  return st.mode == PLAIN && scan_ok && st.children_ok && st.subreaper;
+}
+
+/* How many processes of ours remain, besides the command's zombie. Event-driven: our live
+ * children answer while there are any; when none is left, one pass over the table looks for group
+ * members that do not descend from us, and pins them so that their exits wake us. */
+int ours_remaining(void) {
+  if (!stop_by_event()) return signal_ours(0, 0);
+  if (st.nkids > 0) return (int)st.nkids;
+  st.unpinned = 0;
+  if (st.main_reaped) return 0;
+  drop_extras();
+  int remaining = signal_ours_pin(0, 0, 0, 1);
+  st.unpinned = remaining - st.nextra;
+  return remaining;
+}
+
+/* While killing: SIGKILL what may have appeared since (an orphan re-parented to us, a group member
+ * forked just before its parent's SIGKILL). Our unreaped children cannot be recycled pids. */
+void kill_new(void) {
+  if (!stop_by_event()) {
+    signal_ours(SIGKILL, 0);
+    return;
+  }
+  if (!st.main_reaped) killpg(st.main, SIGKILL);
+  for (size_t i = 0; i < st.nkids; i++) kill(st.kids[i], SIGKILL);
+#if RK_LINUX && defined(SYS_pidfd_send_signal)
+  for (int i = 0; i < st.nextra; i++) syscall(SYS_pidfd_send_signal, st.extra_fd[i], SIGKILL, NULL, 0);
+#endif
 }
 
 void begin_stop(int sig, const char *why) {

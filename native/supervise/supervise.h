@@ -60,7 +60,8 @@
 #define RK_STR(x) RK_STR2(x)
 
 #define EXIT_OWN_ERROR 125
-#define TICK_MS 20          /* rescan period while stopping: not every exit notifies us */
+#define TICK_MS 20          /* rescan period while stopping, where no event says what changed */
+#define MAX_EXTRA 64         /* processes of ours that are not our children, pinned by pidfd */
 #define KILL_CONFIRM_MS 5000 /* after SIGKILL, how long to wait for the kernel to finish */
 #define ISOLATE_MARGIN_MS 1000
 #define MAX_CHAIN 17         /* our parent and up to 16 launchers above it */
@@ -111,6 +112,7 @@ typedef struct {
   pid_t pid, ppid, pgrp;
   unsigned long long start;
   char state;
+  int threads;
 } proc_t;
 extern proc_t *procs;
 extern size_t nprocs;
@@ -120,6 +122,11 @@ void check_proc(void);
 int read_stat(pid_t pid, proc_t *out);
 void scan_procs(void);
 int signal_pinned(const proc_t *p, int sig);
+extern pid_t *children;
+extern size_t nchildren;
+int read_children(void);
+char *mark_descendants(pid_t self);
+void walk_descendants(void);
 #endif
 
 /* stop.c */
@@ -148,6 +155,14 @@ typedef struct {
   int parent_gone;
   int stop_signal_in_use;
   int interrupts;      /* SIGINTs received: a second one means now */
+  int subreaper;       /* we adopt orphaned descendants (Linux) */
+  int children_ok;     /* the kernel lists our children (/proc/self/task/<tid>/children) */
+  pid_t *kids;         /* our live children other than the command, as of the last reap() */
+  size_t nkids, kids_cap;
+  int extra_fd[MAX_EXTRA]; /* pidfds on processes of ours that are not our children */
+  pid_t extra_pid[MAX_EXTRA];
+  int nextra;
+  int unpinned;        /* processes of ours that are not our children and could not be pinned */
   /* (pid, start) pairs already sent the stop signal, so a rescan does not send it twice */
   proc_t *signalled;
   size_t nsignalled, signalled_cap;
@@ -159,6 +174,10 @@ void note_main_exit(int code, int by_signal, int sig);
 void reap(void);
 int signal_ours_ex(int sig, int fresh_only, int group_covered);
 int signal_ours(int sig, int fresh_only);
+int stop_by_event(void);
+int ours_remaining(void);
+void kill_new(void);
+void drop_extras(void);
 void begin_stop(int sig, const char *why);
 void begin_kill(const char *why);
 void finish(int survivors);
