@@ -189,6 +189,7 @@ async function requireTime() {
 const reaping = await import('./reaping.mjs')
 const keepaliveBench = await import('./keepalive.mjs')
 const cliBench = await import('./cli.mjs')
+const exitScale = await import('./exitscale.mjs')
 const started = Date.now()
 const exit = await exitLatency()
 const parent = await parentLatency()
@@ -196,6 +197,7 @@ const idle = await idleCost()
 const req = await requireTime()
 const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
 const close = await reaping.closeServer(quick ? 1 : 3)
+const exitscale = await exitScale.run(reapkit, { quick })
 const scaling = await reaping.shutdownScaling(quick ? [1, 10, 100] : [1, 10, 100, 500])
 reaping.sweep()
 const tracking = await keepaliveBench.trackingOverhead(quick ? 20_000 : 200_000)
@@ -365,6 +367,14 @@ ${fig('parent-death.svg', 'Parent-death detection latency, ECDF: reapkit watchPa
 | \`kill(pid, 0)\` × 100 every 100 ms | ${fmt(idle.poll100.cpuMs)} | ${idle.poll100.switches} | |
 | \`kill(pid, 0)\` × 100 every 10 ms | ${fmt(idle.poll10.cpuMs)} | ${idle.poll10.switches} | |
 
+## Exit delivery at scale (N watches, beside a C pidfd + epoll floor)
+
+\`watchExit(pid)\` on N tiny static C processes (\`pause()\`); the C floor is bench/fixtures/exit-floor.c,
+compiled at bench start, on its own set of N processes in the same run. Both sides kill with one
+\`kill(2)\` per process.
+
+${exitScale.table(exitscale)}
+
 ## \`require('reapkit')\` in a fresh process (addon included)
 
 | what | n | p50 ms | p99 ms |
@@ -472,6 +482,6 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
 console.log(md)
 process.exit(0)

@@ -1,0 +1,181 @@
+// Exit delivery at scale: reapkit's exit watcher against a C pidfd + epoll floor, in the same run.
+// The watched processes are tiny static C programs (pause()), forked en masse by the same C file:
+// thousands of forked Node or sh processes stall on small VMs (FACTS.md, "Scale").
+//   node bench/exitscale.mjs     prints the rows alone (BENCH_QUICK=1: N = 1k only)
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const hr = () => process.hrtime.bigint()
+const ms = (a, b) => Number(b - a) / 1e6
+const sleep = (t) => new Promise((r) => setTimeout(r, t))
+function pct(values, p) {
+  const s = [...values].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]
+}
+
+/** Compiles the C floor (and the pause program) into a temporary folder. */
+export function buildFloor() {
+  const dir = mkdtempSync(join(os.tmpdir(), 'reapkit-exitscale-'))
+  const bin = join(dir, 'exit-floor')
+  const src = join(here, 'fixtures', 'exit-floor.c')
+  try {
+    execFileSync('cc', ['-O2', '-static', '-o', bin, src], { stdio: 'pipe' })
+  } catch {
+    execFileSync('cc', ['-O2', '-o', bin, src], { stdio: 'inherit' }) // no static libc here
+  }
+  return { bin, cleanup: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** N pause processes in one new group; `done()` ends whatever is left of them. */
+async function spawnSet(bin, n) {
+  const child = spawn(bin, ['spawn', String(n)], { stdio: ['pipe', 'pipe', 'inherit'] })
+  let out = ''
+  child.stdout.setEncoding('utf8')
+  await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d
+      if (out.includes('\n')) resolve()
+    })
+    child.once('exit', () => reject(new Error('exit-floor spawn ended early')))
+  })
+  const nums = out.trim().split(/\s+/).map(Number)
+  const pgid = -nums.pop()
+  child.stdin.on('error', () => {})
+  const done = () => {
+    try { process.kill(-pgid, 'SIGKILL') } catch {}
+    child.stdin.end()
+  }
+  return { pids: nums, pgid, done, spawner: child }
+}
+
+function runFloor(bin, args, pids) {
+  return new Promise((resolve, reject) => {
+    const c = spawn(bin, args, { stdio: ['pipe', 'pipe', 'inherit'] })
+    let out = ''
+    c.stdout.setEncoding('utf8')
+    c.stdout.on('data', (d) => (out += d))
+    c.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit-floor ${args[0]} exited ${code}`))))
+    c.stdin.end(pids.join('\n') + '\n\n')
+  })
+}
+
+/** The longest gap between ticks of a 1 ms interval: how long the event loop was held. */
+function lagProbe() {
+  let last = performance.now()
+  let max = 0
+  const timer = setInterval(() => {
+    const now = performance.now()
+    max = Math.max(max, now - last)
+    last = now
+  }, 1)
+  return { stop: () => (clearInterval(timer), max) }
+}
+
+const fdCount = () => readdirSync('/proc/self/fd').length
+
+export async function run(reapkit, { quick = process.env.BENCH_QUICK === '1' } = {}) {
+  const { bin, cleanup } = buildFloor()
+  const sizes = quick ? [1000] : [1000, 3000, 10000]
+  const all = []
+  const sets = new Set()
+  try {
+    for (const n of sizes) {
+      // The floor: C, pidfd_open + epoll, on its own set.
+      let set = await spawnSet(bin, n)
+      sets.add(set)
+      const [floorRegUs, floorMs, floorSeen] = (await runFloor(bin, ['all', String(set.pgid)], set.pids)).trim().split(' ').map(Number)
+      set.done()
+      sets.delete(set)
+      await sleep(200)
+      // reapkit: watchExit(pid) for each, on a fresh set.
+      set = await spawnSet(bin, n)
+      sets.add(set)
+      const fdsBefore = fdCount()
+      const t0 = hr()
+      const promises = set.pids.map((pid) => reapkit.watchExit(pid))
+      const regUs = (ms(t0, hr()) * 1e3) / n
+      const fdsPerWatch = (fdCount() - fdsBefore) / n
+      const probe = lagProbe()
+      await sleep(20)
+      const t1 = hr()
+      set.spawner.stdin.write('k')
+      await Promise.all(promises)
+      const settledMs = ms(t1, hr())
+      const maxBlockMs = probe.stop()
+      set.done()
+      sets.delete(set)
+      await sleep(200)
+      // The same kill with nothing watched: how long this machine holds the loop by itself while N
+      // processes die (their exits compete for the same cores); reapkit's share is the difference.
+      set = await spawnSet(bin, n)
+      sets.add(set)
+      const idle = lagProbe()
+      await sleep(20)
+      set.spawner.stdin.write('k')
+      await sleep(Math.max(settledMs, floorMs) + 50)
+      const baseBlockMs = idle.stop()
+      set.done()
+      sets.delete(set)
+      all.push({ n, settledMs, floorMs, floorSeen, maxBlockMs, baseBlockMs, regUs, floorRegUs, fdsPerWatch })
+      await sleep(200)
+    }
+
+    // One exit among N watches: latency of each, R times.
+    const n = quick ? 1000 : 10000
+    const r = quick ? 30 : 200
+    let set = await spawnSet(bin, n)
+    sets.add(set)
+    const floorOne = (await runFloor(bin, ['one', String(r)], set.pids)).trim().split('\n').map(Number)
+    set.done()
+    sets.delete(set)
+    await sleep(200)
+    set = await spawnSet(bin, n)
+    sets.add(set)
+    const promises = set.pids.map((pid) => reapkit.watchExit(pid))
+    const one = []
+    for (let j = 0; j < r; j++) {
+      const t = hr()
+      process.kill(set.pids[j], 'SIGKILL')
+      await promises[j]
+      one.push(ms(t, hr()))
+    }
+    set.done()
+    sets.delete(set)
+    await Promise.allSettled(promises)
+    return { all, one: { n, r, reapkit: one, floor: floorOne } }
+  } finally {
+    for (const s of sets) s.done()
+    cleanup()
+  }
+}
+
+const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(3))
+
+export function table(res) {
+  const { all, one } = res
+  const p50 = pct(one.reapkit, 50)
+  const f50 = pct(one.floor, 50)
+  return `| N watched, all SIGKILLed at once | every promise settled, ms | C pidfd + epoll, ms | ratio (target ≤ 1.5x) | longest event-loop block, ms: watching / nothing watched | register one watch, µs (C) | descriptors per watch |
+|---:|---:|---:|---:|---:|---:|---:|
+${all.map((r) => `| ${r.n} | ${fmt(r.settledMs)} | ${fmt(r.floorMs)} | ${(r.settledMs / r.floorMs).toFixed(2)}x | ${fmt(r.maxBlockMs)} / ${fmt(r.baseBlockMs)} | ${fmt(r.regUs)} (${fmt(r.floorRegUs)}) | ${r.fdsPerWatch.toFixed(2)} |`).join('\n')}
+
+Each row is one run per side (the N processes are forked afresh for each), so expect noise of a few tens of ms.
+The event-loop block is the longest gap of a 1 ms interval timer while the N exits are delivered; the
+"nothing watched" figure is the same kill with no watch at all, i.e. what the dying processes alone
+cost a loop on this machine (target for reapkit's own share: ≤ 50 ms).
+
+One exit among ${one.n} watches, ${one.r} runs each: reapkit p50 ${fmt(p50)} ms, p90 ${fmt(pct(one.reapkit, 90))} ms; C floor p50 ${fmt(f50)} ms, p90 ${fmt(pct(one.floor, 90))} ms; p50 ratio ${(p50 / f50).toFixed(2)}x (target ≤ 2x).`
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { createRequire } = await import('node:module')
+  const reapkit = createRequire(import.meta.url)(process.env.REAPKIT_DIST ?? join(here, '..', 'dist', 'cjs', 'index.js'))
+  const res = await run(reapkit)
+  console.log(table(res))
+  if (process.env.BENCH_JSON) console.log(JSON.stringify(res))
+  process.exit(0)
+}
