@@ -1,7 +1,7 @@
 // Exit delivery at scale: reapkit's exit watcher against a C pidfd + epoll floor, in the same run.
 // The watched processes are tiny static C programs (pause()), forked en masse by the same C file:
 // thousands of forked Node or sh processes stall on small VMs (FACTS.md, "Scale").
-//   node bench/exitscale.mjs     prints the rows alone (BENCH_QUICK=1: N = 1k only)
+//   node bench/exitscale.mjs [exits|shutdown]   prints the rows alone (BENCH_QUICK=1: N = 1k / 200)
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import os from 'node:os'
@@ -153,6 +153,57 @@ export async function run(reapkit, { quick = process.env.BENCH_QUICK === '1' } =
   }
 }
 
+/**
+ * Supervisor.shutdownAll of N children that ignore stdin end and SIGTERM (close 250 + grace 500),
+ * beside a hand-rolled Promise.all of closeClient over the same kind of children, same options.
+ */
+export async function shutdownWedged(reapkit, counts) {
+  const { bin, cleanup } = buildFloor()
+  const rows = []
+  try {
+    for (const n of counts) {
+      const row = { n }
+      for (const how of ['supervisor', 'handRolled']) {
+        const sup = new reapkit.Supervisor({ closeTimeoutMs: 250, graceMs: 500, backstop: false })
+        const kids = []
+        try {
+          for (let i = 0; i < n; i++) kids.push(sup.spawn(bin, ['wedged'], { stdio: ['pipe', 'ignore', 'ignore'] }))
+          await sleep(500)
+          const c0 = process.cpuUsage()
+          const t0 = hr()
+          const reports = how === 'supervisor'
+            ? await sup.shutdownAll()
+            : await Promise.all(kids.map((k) => reapkit.closeClient(k, { closeTimeoutMs: 250, graceMs: 500 })))
+          const cpu = process.cpuUsage(c0)
+          row[how] = {
+            ms: ms(t0, hr()),
+            cpuMs: (cpu.user + cpu.system) / 1000,
+            capped: reports.filter((r) => r.capped).length,
+            alive: kids.filter((k) => k.exitCode === null && k.signalCode === null).length,
+          }
+        } finally {
+          for (const k of kids) k.kill('SIGKILL')
+          sup.dispose()
+        }
+        await sleep(300)
+      }
+      rows.push(row)
+    }
+  } finally {
+    cleanup()
+  }
+  return rows
+}
+
+export function shutdownTable(rows) {
+  return `| N wedged children | shutdownAll wall ms | CPU ms | capped | hand-rolled Promise.all(closeClient) wall ms | CPU ms | CPU ratio (target ≤ 1.5x) | wall vs close + grace + 1 s (1750 ms) |
+|---:|---:|---:|---:|---:|---:|---:|---:|
+${rows.map((r) => `| ${r.n} | ${fmt(r.supervisor.ms)} | ${fmt(r.supervisor.cpuMs)} | ${r.supervisor.capped} | ${fmt(r.handRolled.ms)} | ${fmt(r.handRolled.cpuMs)} | ${(r.supervisor.cpuMs / r.handRolled.cpuMs).toFixed(2)}x | ${(r.supervisor.ms / 1750).toFixed(2)}x |`).join('\n')}
+
+One run per cell. Both sides pay the same per-close cost on the one event loop; the Supervisor's own
+bookkeeping is O(1) per status change, and its cap grows by 1 ms per process (2,000 → close + grace + 3 s).`
+}
+
 const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(3))
 
 export function table(res) {
@@ -174,8 +225,12 @@ One exit among ${one.n} watches, ${one.r} runs each: reapkit p50 ${fmt(p50)} ms,
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { createRequire } = await import('node:module')
   const reapkit = createRequire(import.meta.url)(process.env.REAPKIT_DIST ?? join(here, '..', 'dist', 'cjs', 'index.js'))
-  const res = await run(reapkit)
-  console.log(table(res))
+  const quick = process.env.BENCH_QUICK === '1'
+  if (process.argv[2] !== 'shutdown') {
+    const res = await run(reapkit)
+    console.log(table(res))
+  }
+  if (process.argv[2] !== 'exits') console.log('\n' + shutdownTable(await shutdownWedged(reapkit, quick ? [200] : [500, 1000, 2000])))
   if (process.env.BENCH_JSON) console.log(JSON.stringify(res))
   process.exit(0)
 }

@@ -198,6 +198,7 @@ const req = await requireTime()
 const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
 const close = await reaping.closeServer(quick ? 1 : 3)
 const exitscale = await exitScale.run(reapkit, { quick })
+const shutdownWedged = await exitScale.shutdownWedged(reapkit, quick ? [200] : [500, 1000, 2000])
 const scaling = await reaping.shutdownScaling(quick ? [1, 10, 100] : [1, 10, 100, 500])
 reaping.sweep()
 const tracking = await keepaliveBench.trackingOverhead(quick ? 20_000 : 200_000)
@@ -421,6 +422,10 @@ ${fig('tree-stop.svg', 'Tree stop latency, ECDF: reapkit against tree-kill, a ki
 
 The SDK signals only its direct child (\`sh\`); the real server is left running, re-parented.
 
+## \`Supervisor.shutdownAll\` of children that ignore SIGTERM (close 250 ms + grace 500 ms)
+
+${exitScale.shutdownTable(shutdownWedged)}
+
 ## \`Supervisor.shutdownAll\` against the number of children
 
 Each child ignores stdin end and exits on SIGTERM: every stop takes the 250 ms close window, then a
@@ -482,6 +487,6 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors }, null, 1))
 console.log(md)
 process.exit(0)
