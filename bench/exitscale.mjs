@@ -77,51 +77,64 @@ function lagProbe() {
 
 const fdCount = () => readdirSync('/proc/self/fd').length
 
+/** One round of "N exit at once": the C floor, reapkit, and nothing watched, each on a fresh set. */
+async function allAtOnce(bin, n, sets, reapkit) {
+  let set = await spawnSet(bin, n)
+  sets.add(set)
+  const [floorRegUs, floorMs, floorSeen] = (await runFloor(bin, ['all'], set.pids)).trim().split(' ').map(Number)
+  set.done()
+  sets.delete(set)
+  await sleep(200)
+  set = await spawnSet(bin, n)
+  sets.add(set)
+  const fdsBefore = fdCount()
+  const t0 = hr()
+  const promises = set.pids.map((pid) => reapkit.watchExit(pid))
+  const regUs = (ms(t0, hr()) * 1e3) / n
+  const fdsPerWatch = (fdCount() - fdsBefore) / n
+  const probe = lagProbe()
+  await sleep(20)
+  const t1 = hr()
+  set.spawner.stdin.write('k')
+  await Promise.all(promises)
+  const settledMs = ms(t1, hr())
+  const maxBlockMs = probe.stop()
+  set.done()
+  sets.delete(set)
+  await sleep(200)
+  // The same kill with nothing watched: how long this machine holds the loop by itself while N
+  // processes die (their exits compete for the same cores); reapkit's share is the difference.
+  set = await spawnSet(bin, n)
+  sets.add(set)
+  const idle = lagProbe()
+  await sleep(20)
+  set.spawner.stdin.write('k')
+  await sleep(Math.max(settledMs, floorMs) + 50)
+  const baseBlockMs = idle.stop()
+  set.done()
+  sets.delete(set)
+  await sleep(200)
+  return { settledMs, floorMs, floorSeen, maxBlockMs, baseBlockMs, regUs, floorRegUs, fdsPerWatch }
+}
+
 export async function run(reapkit, { quick = process.env.BENCH_QUICK === '1' } = {}) {
   const { bin, cleanup } = buildFloor()
   const sizes = quick ? [1000] : [1000, 3000, 10000]
   const all = []
   const sets = new Set()
   try {
+    const rounds = quick ? 1 : 3
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
     for (const n of sizes) {
-      // The floor: C, pidfd_open + epoll, on its own set.
-      let set = await spawnSet(bin, n)
-      sets.add(set)
-      const [floorRegUs, floorMs, floorSeen] = (await runFloor(bin, ['all', String(set.pgid)], set.pids)).trim().split(' ').map(Number)
-      set.done()
-      sets.delete(set)
-      await sleep(200)
-      // reapkit: watchExit(pid) for each, on a fresh set.
-      set = await spawnSet(bin, n)
-      sets.add(set)
-      const fdsBefore = fdCount()
-      const t0 = hr()
-      const promises = set.pids.map((pid) => reapkit.watchExit(pid))
-      const regUs = (ms(t0, hr()) * 1e3) / n
-      const fdsPerWatch = (fdCount() - fdsBefore) / n
-      const probe = lagProbe()
-      await sleep(20)
-      const t1 = hr()
-      set.spawner.stdin.write('k')
-      await Promise.all(promises)
-      const settledMs = ms(t1, hr())
-      const maxBlockMs = probe.stop()
-      set.done()
-      sets.delete(set)
-      await sleep(200)
-      // The same kill with nothing watched: how long this machine holds the loop by itself while N
-      // processes die (their exits compete for the same cores); reapkit's share is the difference.
-      set = await spawnSet(bin, n)
-      sets.add(set)
-      const idle = lagProbe()
-      await sleep(20)
-      set.spawner.stdin.write('k')
-      await sleep(Math.max(settledMs, floorMs) + 50)
-      const baseBlockMs = idle.stop()
-      set.done()
-      sets.delete(set)
-      all.push({ n, settledMs, floorMs, floorSeen, maxBlockMs, baseBlockMs, regUs, floorRegUs, fdsPerWatch })
-      await sleep(200)
+      const samples = []
+      for (let round = 0; round < rounds; round++) samples.push(await allAtOnce(bin, n, sets, reapkit))
+      const pick = (k) => median(samples.map((x) => x[k]))
+      all.push({
+        n, rounds,
+        settledMs: pick('settledMs'), floorMs: pick('floorMs'), maxBlockMs: pick('maxBlockMs'), baseBlockMs: pick('baseBlockMs'),
+        regUs: pick('regUs'), floorRegUs: pick('floorRegUs'), fdsPerWatch: pick('fdsPerWatch'),
+        ratios: samples.map((x) => x.settledMs / x.floorMs), samples,
+      })
     }
 
     // One exit among N watches: latency of each, R times.
@@ -214,7 +227,8 @@ export function table(res) {
 |---:|---:|---:|---:|---:|---:|---:|
 ${all.map((r) => `| ${r.n} | ${fmt(r.settledMs)} | ${fmt(r.floorMs)} | ${(r.settledMs / r.floorMs).toFixed(2)}x | ${fmt(r.maxBlockMs)} / ${fmt(r.baseBlockMs)} | ${fmt(r.regUs)} (${fmt(r.floorRegUs)}) | ${r.fdsPerWatch.toFixed(2)} |`).join('\n')}
 
-Each row is one run per side (the N processes are forked afresh for each), so expect noise of a few tens of ms.
+Each cell is the median of ${all[0]?.rounds ?? 1} rounds (the N processes are forked afresh for each side of each round); the
+per-round ratios are in the JSON.
 The event-loop block is the longest gap of a 1 ms interval timer while the N exits are delivered; the
 "nothing watched" figure is the same kill with no watch at all, i.e. what the dying processes alone
 cost a loop on this machine (target for reapkit's own share: ≤ 50 ms).

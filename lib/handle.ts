@@ -36,7 +36,7 @@ let reffedWatches = 0
 
 // Exits settled per macrotask: a larger batch is split across setImmediate turns so that timers
 // and I/O run between the parts (10,000 exits at once must not hold the loop for their whole run).
-const DISPATCH_CHUNK = 1024
+const DISPATCH_CHUNK = 256
 
 // Batches not yet fully settled, oldest first: a batch that arrives while an earlier one is split
 // waits behind it, so exits settle in the order the kernel reported them.
