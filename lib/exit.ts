@@ -96,8 +96,9 @@ function watchPid(pid: number, timeoutMs: number | undefined, abort: AbortSignal
     const code = (err as { code?: string }).code
     // Gone before we could pin it: it has exited (and been reaped); nothing more is known.
     if (code === 'ESRCH') return Promise.resolve({ pid, code: null, signal: null })
-    // pidfd_open refuses a thread id (EINVAL): one of our own threads is "this process".
-    if (code === 'EINVAL' && isSelf(pid)) throw selfError(pid)
+    // pidfd_open refuses a thread id (ENOENT on 6.x kernels, EINVAL on some older ones): one of
+    // our own threads is "this process".
+    if ((code === 'ENOENT' || code === 'EINVAL') && isSelf(pid)) throw selfError(pid)
     throw err
   }
   if (ref) watch.ref(1)

@@ -3,7 +3,7 @@
 // processes are tiny static C programs (bench/fixtures/exit-floor.c `spawn N`): thousands of
 // forked Node or sh processes stall on small VMs (FACTS.md, "Scale").
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -139,6 +139,12 @@ describe.runIf(linux)('exit delivery at scale', () => {
     expect(infos.map((i) => i.pid)).toEqual(set.pids)
     expect(exitWatcherStats().registrations).toBe(0)
   }, 30_000)
+
+  it("a bare pid that is one of this process's threads is refused as this process", async () => {
+    const tid = readdirSync('/proc/self/task').map(Number).find((t) => t !== process.pid)!
+    await expect(watchExit(tid)).rejects.toMatchObject({ code: 'ERR_REAPKIT_SELF' })
+    await expect(watchExit(process.pid)).rejects.toMatchObject({ code: 'ERR_REAPKIT_SELF' })
+  })
 
   it('20,000 watches on 200 processes fit under a 1,000-descriptor limit (one registration per process)', async () => {
     const set = await pauseSet(200)
