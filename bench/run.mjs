@@ -190,6 +190,7 @@ const reaping = await import('./reaping.mjs')
 const keepaliveBench = await import('./keepalive.mjs')
 const cliBench = await import('./cli.mjs')
 const wrapperStopBench = await import('./wrapper-stop.mjs')
+const exitScale = await import('./exitscale.mjs')
 const started = Date.now()
 const exit = await exitLatency()
 const parent = await parentLatency()
@@ -197,6 +198,8 @@ const idle = await idleCost()
 const req = await requireTime()
 const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
 const close = await reaping.closeServer(quick ? 1 : 3)
+const exitscale = await exitScale.run(reapkit, { quick })
+const shutdownWedged = await exitScale.shutdownWedged(reapkit, quick ? [200] : [500, 1000, 2000])
 const scaling = await reaping.shutdownScaling(quick ? [1, 10, 100] : [1, 10, 100, 500])
 reaping.sweep()
 const tracking = await keepaliveBench.trackingOverhead(quick ? 20_000 : 200_000)
@@ -367,6 +370,14 @@ ${fig('parent-death.svg', 'Parent-death detection latency, ECDF: reapkit watchPa
 | \`kill(pid, 0)\` × 100 every 100 ms | ${fmt(idle.poll100.cpuMs)} | ${idle.poll100.switches} | |
 | \`kill(pid, 0)\` × 100 every 10 ms | ${fmt(idle.poll10.cpuMs)} | ${idle.poll10.switches} | |
 
+## Exit delivery at scale (N watches, beside a C pidfd + epoll floor)
+
+\`watchExit(pid)\` on N tiny static C processes (\`pause()\`); the C floor is bench/fixtures/exit-floor.c,
+compiled at bench start, on its own set of N processes in the same run. Both sides kill with one
+\`kill(2)\` per process.
+
+${exitScale.table(exitscale)}
+
 ## \`require('reapkit')\` in a fresh process (addon included)
 
 | what | n | p50 ms | p99 ms |
@@ -412,6 +423,10 @@ ${fig('tree-stop.svg', 'Tree stop latency, ECDF: reapkit against tree-kill, a ki
 | MCP SDK ${machine.sdk} \`StdioClientTransport.close()\` | ${close.sdk.length} | ${fmt(close.sdk.reduce((s, r) => s + r.ms, 0) / close.sdk.length)} | ${close.sdk.reduce((s, r) => s + r.survivors, 0)} |
 
 The SDK signals only its direct child (\`sh\`); the real server is left running, re-parented.
+
+## \`Supervisor.shutdownAll\` of children that ignore SIGTERM (close 250 ms + grace 500 ms)
+
+${exitScale.shutdownTable(shutdownWedged)}
 
 ## \`Supervisor.shutdownAll\` against the number of children
 
@@ -476,6 +491,6 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors, wrapperStop }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors, wrapperStop }, null, 1))
 console.log(md)
 process.exit(0)

@@ -54,7 +54,16 @@ export function closeTimeoutMs(): number {
 }
 
 /**
- * The shutdownAll cap: close + grace + 1 s, so that no graceful window is pre-empted.
+ * The slack shutdownAll adds to its derived cap per process it stops: each close costs the event
+ * loop some work (signals, timers, exit watches, group listings), serialized on one thread, so the
+ * last of N closes ends about N times that after the first. 1 ms is a few times what one close
+ * costs on a 2-vCPU machine; 2,000 processes get 2 s more.
+ */
+export const SHUTDOWN_SLACK_PER_PROCESS_MS = 1
+
+/**
+ * The shutdownAll cap: close + grace + 1 s (plus the per-process slack at the call), so that no
+ * graceful window is pre-empted.
  * REAPKIT_SHUTDOWN_TIMEOUT_MS (1000..600000 ms) may lengthen it, never shorten it below that.
  */
 export function shutdownTimeoutMs(close: number, grace: number): number {

@@ -4,9 +4,10 @@
  * (`timeoutMs`) and cancelled (`signal`).
  */
 import type { ChildProcess } from 'node:child_process'
-import { AbortError, ReapkitError, TimeoutError, typeError } from './errors'
-import { type ExitInfo, type ExitWatch, ProcessHandle, openProcess } from './handle'
-import { validateAbortSignal, validateMs, validatePid, validateOptions } from './validate'
+import { AbortError, ReapkitError, TimeoutError, rangeError, typeError } from './errors'
+import { type ExitInfo, type ExitWatch, type NativeWatch, ProcessHandle, openProcess, registerExit } from './handle'
+import { binding, capabilities } from './native'
+import { isSelf, signalName, validateAbortSignal, validateMs, validatePid, validateOptions } from './validate'
 
 export type { ExitInfo } from './handle'
 
@@ -67,6 +68,7 @@ function start(target: ProcessTarget, options: WatchExitOptions): Promise<ExitIn
   }
   const pid = validatePid(target)
   if (abort?.aborted) return Promise.reject(abortError(abort))
+  if (binding && capabilities().exitWatch !== 'poll') return watchPid(pid, timeoutMs, abort, ref)
   let handle: ProcessHandle
   try {
     handle = openProcess(pid, { allowSelf: false })
@@ -77,6 +79,35 @@ function start(target: ProcessTarget, options: WatchExitOptions): Promise<ExitIn
   }
   if (ref) handle.ref()
   return bounded(handle.exited, timeoutMs, abort, ref, () => handle.close())
+}
+
+// A bare pid on an exit-watching kernel: no handle of its own; the watch joins any registration
+// the same running process already has (one descriptor for all the watches of a process). Without
+// a bound, the exit settles the returned promise directly (one promise per watch, no chain), which
+// keeps 10,000 exits at once cheap for the event loop.
+function watchPid(pid: number, timeoutMs: number | undefined, abort: AbortSignal | undefined, ref: boolean): Promise<ExitInfo> {
+  if (pid === process.pid) throw selfError(pid)
+  let resolve!: (info: ExitInfo) => void
+  const promise = new Promise<ExitInfo>((res) => (resolve = res))
+  let watch: NativeWatch
+  try {
+    watch = registerExit(pid, (code, signal) => resolve({ pid, code, signal: signal === null ? null : signalName(signal) }))
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    // Gone before we could pin it: it has exited (and been reaped); nothing more is known.
+    if (code === 'ESRCH') return Promise.resolve({ pid, code: null, signal: null })
+    // pidfd_open refuses a thread id (ENOENT on 6.x kernels, EINVAL on some older ones): one of
+    // our own threads is "this process".
+    if ((code === 'ENOENT' || code === 'EINVAL') && isSelf(pid)) throw selfError(pid)
+    throw err
+  }
+  if (ref) watch.ref(1)
+  if ((timeoutMs === undefined || timeoutMs === Infinity) && !abort) return promise
+  return bounded(promise, timeoutMs, abort, ref, () => watch.cancel())
+}
+
+function selfError(pid: number): RangeError {
+  return rangeError('ERR_REAPKIT_SELF', `Refusing a handle on this process itself (pid ${pid}); pass { allowSelf: true }`)
 }
 
 function childExit(child: ChildProcess): { promise: Promise<ExitInfo>; cancel(): void } | Promise<ExitInfo> {

@@ -34,13 +34,51 @@ const watches = new Map<number, Watch>()
 let watcherStarted = false
 let reffedWatches = 0
 
-function dispatch(id: number, code: number | null, signal: number | null): void {
+// Exits settled per macrotask: a larger batch is split across setImmediate turns so that timers
+// and I/O run between the parts (10,000 exits at once must not hold the loop for their whole run).
+const DISPATCH_CHUNK = 256
+
+// Batches not yet fully settled, oldest first: a batch that arrives while an earlier one is split
+// waits behind it, so exits settle in the order the kernel reported them.
+const queue: { batch: Float64Array; at: number }[] = []
+let draining = false
+
+/**
+ * Called by the native watcher once per wake-up with every exit it has: (watch id, code, signal)
+ * triples, -1 for unknown. O(1) per exit.
+ */
+function dispatch(batch: Float64Array): void {
+  queue.push({ batch, at: 0 })
+  if (!draining) drain()
+}
+
+function drain(): void {
+  draining = false
+  let budget = DISPATCH_CHUNK
+  while (queue.length > 0 && budget > 0) {
+    const head = queue[0]!
+    const { batch } = head
+    const end = Math.min(batch.length, head.at + budget * 3)
+    for (let i = head.at; i < end; i += 3) settle(batch[i]!, batch[i + 1]!, batch[i + 2]!)
+    budget -= (end - head.at) / 3
+    head.at = end
+    if (end >= batch.length) queue.shift()
+  }
+  if (queue.length > 0) {
+    // The watches of the rest are still in `watches` (and hold their refs), so the loop stays
+    // alive for them exactly as before their exit arrived.
+    draining = true
+    setImmediate(drain)
+  }
+}
+
+function settle(id: number, code: number, signal: number): void {
   const watch = watches.get(id)
   if (!watch) return
   watches.delete(id)
   if (watch.refs > 0) adjustRef(-1)
   try {
-    watch.resolve(code, signal)
+    watch.resolve(code < 0 ? null : code, signal < 0 ? null : signal)
   } catch {
     // resolve() only settles promises; nothing here may throw into the native dispatcher
   }
@@ -60,30 +98,36 @@ export interface ExitWatch {
   ref(delta: 1 | -1): void
 }
 
-/** Registers `handle` with the native exit watcher (pidfd or kqueue). */
-export function watchNative(handle: NativeProcessHandle): ExitWatch {
+/** A native watch without a promise of its own: `onExit` is called once, from the dispatcher. */
+export interface NativeWatch {
+  cancel(): void
+  ref(delta: 1 | -1): void
+}
+
+/**
+ * Registers `target` (a handle, or a bare pid) with the native exit watcher (pidfd or kqueue);
+ * `onExit` runs when it exits. Watches of one running process share one kernel registration (one
+ * descriptor, not one each). A bare pid that no longer exists throws ESRCH; a handle whose
+ * process kqueue reports gone calls `onExit` at once.
+ */
+export function registerExit(target: NativeProcessHandle | number, onExit: Watch['resolve']): NativeWatch {
   const native = binding!
   if (!watcherStarted) {
     native.watcherStart(dispatch)
     watcherStarted = true
   }
-  let resolve!: Watch['resolve']
-  const promise = new Promise<{ code: number | null; signal: number | null }>((res) => {
-    resolve = (code, signal) => res({ code, signal })
-  })
   let id: number
   try {
-    id = native.watch(handle)
+    id = native.watch(target)
   } catch (err) {
     // kqueue reports a process that is already gone as ESRCH: that is an exit, not an error.
-    if ((err as { code?: string }).code !== 'ESRCH') throw err
-    resolve(null, null)
-    return { promise, cancel() {}, ref() {} }
+    if ((err as { code?: string }).code !== 'ESRCH' || typeof target === 'number') throw err
+    onExit(null, null)
+    return { cancel() {}, ref() {} }
   }
-  const watch: Watch = { resolve, refs: 0 }
+  const watch: Watch = { resolve: onExit, refs: 0 }
   watches.set(id, watch)
   return {
-    promise,
     cancel() {
       if (!watches.delete(id)) return
       native.unwatch(id)
@@ -96,6 +140,16 @@ export function watchNative(handle: NativeProcessHandle): ExitWatch {
       if (was !== watch.refs > 0) adjustRef(watch.refs > 0 ? 1 : -1)
     },
   }
+}
+
+/** registerExit() with a promise. */
+export function watchNative(target: NativeProcessHandle | number): ExitWatch {
+  let resolve!: Watch['resolve']
+  const promise = new Promise<{ code: number | null; signal: number | null }>((res) => {
+    resolve = (code, signal) => res({ code, signal })
+  })
+  const watch = registerExit(target, resolve)
+  return { promise, cancel: watch.cancel, ref: watch.ref }
 }
 
 /** Whether `pid` still runs, for the poll fallback only: ESRCH or a zombie count as gone. */
@@ -146,8 +200,8 @@ export function watchByPoll(pid: number): ExitWatch {
 }
 
 /** Internal: statistics of this environment's native watcher (for tests and diagnostics). */
-export function exitWatcherStats(): { running: boolean; watches: number; reffed: boolean } {
-  return binding ? binding.watcherStats() : { running: false, watches: 0, reffed: false }
+export function exitWatcherStats(): { running: boolean; watches: number; registrations: number; reffed: boolean } {
+  return binding ? binding.watcherStats() : { running: false, watches: 0, registrations: 0, reffed: false }
 }
 
 // ---- ProcessHandle ----

@@ -31,11 +31,13 @@ export interface Binding {
   isChildSubreaper(): boolean
   reapZombie(pid: number): boolean
   ProcessHandle: new (pid: number) => NativeProcessHandle
-  watcherStart(dispatch: (id: number, code: number | null, signal: number | null) => void): void
-  watch(handle: NativeProcessHandle): number
+  /** `dispatch` gets every exit of one wake-up at once: (watch id, code, signal) triples, -1 = unknown. */
+  watcherStart(dispatch: (batch: Float64Array) => void): void
+  /** A handle, or a bare pid (opened here; ESRCH if gone). Watches of one process share a registration. */
+  watch(target: NativeProcessHandle | number): number
   unwatch(id: number): void
   watcherRef(ref: boolean): void
-  watcherStats(): { running: boolean; watches: number; reffed: boolean }
+  watcherStats(): { running: boolean; watches: number; registrations: number; reffed: boolean }
   capabilities: { pidfd: boolean; prctl: boolean; exitWatch: 'pidfd' | 'kqueue' | 'none' }
 }
 

@@ -1,12 +1,12 @@
 /**
  * watchParent({ onExit }): fires once when this process's parent dies.
  *
- * - Linux: arms PR_SET_PDEATHSIG (`deathSignal`, default SIGTERM), so the kernel delivers that
- *   signal even while our event loop is blocked, and watches the original parent's pidfd for the
- *   exit event that calls `onExit`. The parent pid is recorded first, pinned by a pidfd, and
- *   getppid() is re-checked after arming: if the parent was already gone, it fires at once (the
- *   kernel never sends the signal in that case). The re-check compares with the recorded pid, not
- *   with 1: under a subreaper the new parent is not 1.
+ * - Linux: watches the original parent's pidfd for the exit event that calls `onExit` (a
+ *   notification: nothing is armed by default). With `deathSignal`, it also arms PR_SET_PDEATHSIG,
+ *   so the kernel delivers that signal even while our event loop is blocked. The parent pid is
+ *   recorded first, pinned by a pidfd, and getppid() is re-checked after arming: if the parent was
+ *   already gone, it fires at once (the kernel never sends the signal in that case). The re-check
+ *   compares with the recorded pid, not with 1: under a subreaper the new parent is not 1.
  * - macOS / BSD: kqueue EVFILT_PROC NOTE_EXIT on the original parent (no death signal exists).
  * - Elsewhere, or without the addon: a getppid poll (default every 2 s, REAPKIT_PARENT_POLL_INTERVAL_MS),
  *   and `mechanism` says 'poll'.
@@ -16,8 +16,7 @@
  * parent process; a process started from a Node worker_thread gets it when that worker ends, while
  * the parent lives (onExit, which watches the process, does not fire then). If nothing handles the
  * signal, its default action ends this process at once and onExit never runs: that is the
- * no-orphan guarantee at work. Handle the signal (createKeepalive does), or pass
- * `deathSignal: false` for a notification only.
+ * no-orphan guarantee at work. Handle the signal (createKeepalive does) to get both.
  */
 import { parentPollMs } from './config'
 import { rangeError, typeError } from './errors'
@@ -39,8 +38,12 @@ export interface WatchParentOptions {
   /** Called once, asynchronously, when the parent dies. */
   onExit?: (info: ParentExitInfo) => void
   /**
-   * Linux only: the signal the kernel sends this process when its parent dies (PR_SET_PDEATHSIG).
-   * Default 'SIGTERM'. `false` or `null`: do not arm it (notification only). Ignored elsewhere.
+   * Linux only: a signal the kernel sends this process when its parent dies (PR_SET_PDEATHSIG).
+   * Default: none (`onExit` is a notification; `false` or `null` say the same). The trade-off: a
+   * death signal reaches a process whose event loop is blocked, where `onExit` cannot run until the
+   * loop is free; but a signal nobody handles ends the process by its default action before
+   * `onExit` runs (pass `deathSignal: 'SIGTERM'` for exactly that: die with the parent). Handle the
+   * signal to get both. Ignored elsewhere.
    */
   deathSignal?: SignalLike | false | null
   /** Poll interval where the kernel cannot notify. Default 2000 ms (REAPKIT_PARENT_POLL_INTERVAL_MS). */
@@ -107,7 +110,7 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   const pollMs = validateMs(options.pollIntervalMs, 'pollIntervalMs') ?? parentPollMs()
   if (pollMs < 1) throw rangeError('ERR_OUT_OF_RANGE', 'The value of "pollIntervalMs" is out of range. It must be >= 1')
   const caps = capabilities()
-  const wantSignal = options.deathSignal === undefined ? 'SIGTERM' : options.deathSignal
+  const wantSignal = options.deathSignal === undefined ? false : options.deathSignal
   const deathSig = wantSignal === false || wantSignal === null ? 0 : signalNumber(wantSignal, { allowZero: false })
   let reffed = options.ref === true
 

@@ -17,7 +17,7 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter, on } from 'node:events'
-import { closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from './config'
+import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from './config'
 import { type CloseReport, closeClient } from './close'
 import { ReapkitError, rangeError, typeError } from './errors'
 import { isChildProcess } from './exit'
@@ -52,7 +52,11 @@ export interface SupervisorOptions {
   closeTimeoutMs?: number
   /** SIGTERM -> SIGKILL grace. Default 9000 (REAPKIT_KILL_GRACE_MS). */
   graceMs?: number
-  /** Cap of shutdownAll. Default close + grace + 1000 (REAPKIT_SHUTDOWN_TIMEOUT_MS may lengthen it). */
+  /**
+   * Cap of shutdownAll. Default: close + grace + 1000, plus 1 ms per process being stopped (the
+   * slack grows with the work: each close costs the one event loop a little). Set here or by
+   * REAPKIT_SHUTDOWN_TIMEOUT_MS (which may only lengthen the base), the cap is that fixed value.
+   */
   shutdownTimeoutMs?: number
   logger?: Logger
   /** Install the synchronous exit backstop. Default true. */
@@ -108,9 +112,13 @@ export class Supervisor extends EventEmitter {
   readonly shutdownTimeoutMs: number
   readonly #logger: Logger
   readonly #history: number
+  readonly #capFixed: boolean
   readonly #entries = new Map<number, Entry>()
   readonly #byPid = new Map<number, Entry>()
   readonly #byRequest = new Map<string | number, Entry>()
+  readonly #byChild = new Map<ChildProcess, Entry>()
+  /** Entries whose status is final, in the order they settled (what #prune drops from). */
+  readonly #finished = new Set<Entry>()
   #nextId = 1
 
   constructor(options: SupervisorOptions = {}) {
@@ -118,8 +126,9 @@ export class Supervisor extends EventEmitter {
     super()
     this.closeTimeoutMs = validateMs(options.closeTimeoutMs, 'closeTimeoutMs') ?? envCloseTimeoutMs()
     this.graceMs = validateMs(options.graceMs, 'graceMs') ?? killGraceMs()
-    this.shutdownTimeoutMs =
-      validateMs(options.shutdownTimeoutMs, 'shutdownTimeoutMs') ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
+    const fixedCap = validateMs(options.shutdownTimeoutMs, 'shutdownTimeoutMs')
+    this.#capFixed = fixedCap !== undefined || (process.env.REAPKIT_SHUTDOWN_TIMEOUT_MS ?? '').trim() !== ''
+    this.shutdownTimeoutMs = fixedCap ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
     this.#logger = options.logger ?? silentLogger
     const history = options.history ?? 1000
     if (typeof history !== 'number') {
@@ -154,7 +163,7 @@ export class Supervisor extends EventEmitter {
     if (!isChildProcess(child) || child.pid === undefined) {
       throw typeError('ERR_INVALID_ARG_TYPE', 'adopt() takes a spawned ChildProcess')
     }
-    const known = [...this.#entries.values()].find((e) => e.child === child)
+    const known = this.#byChild.get(child)
     if (known) return { ...known.record }
     if (options.requestId !== undefined) this.#checkRequestId(options.requestId)
     const [command = '', ...args] = child.spawnargs
@@ -208,7 +217,7 @@ export class Supervisor extends EventEmitter {
 
   /**
    * Closes every running process (and groups left behind by exited ones) in parallel, each through
-   * the two-phase close, under one cap (close + grace + 1 s unless set). Whatever is left at the cap
+   * the two-phase close, under one cap (close + grace + 1 s + 1 ms per process, unless set). Whatever is left at the cap
    * is SIGKILLed. One report each.
    */
   async shutdownAll(options: { close?: (child: ChildProcess, record: ProcessRecord) => unknown } = {}): Promise<ShutdownReport[]> {
@@ -218,10 +227,11 @@ export class Supervisor extends EventEmitter {
       entries.map((e) => (running(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
     )
     const targets = entries.filter((_, i) => leftovers[i])
-    logEvent(this.#logger, 'info', 'shutdown.start', { processes: targets.length, capMs: this.shutdownTimeoutMs })
+    const capMs = this.#capFixed ? this.shutdownTimeoutMs : this.shutdownTimeoutMs + targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS
+    logEvent(this.#logger, 'info', 'shutdown.start', { processes: targets.length, capMs })
     const started = performance.now()
     let capTimer: NodeJS.Timeout | undefined
-    const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, this.shutdownTimeoutMs, 'cap')))
+    const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, capMs, 'cap')))
     // When the cap fires for everyone at once, one listing of the process table serves them all.
     let capTable: Map<number, number[]> | null | undefined
     let capTableError: Error | undefined
@@ -401,7 +411,9 @@ export class Supervisor extends EventEmitter {
     const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0 }
     this.#entries.set(entry.id, entry)
     this.#byPid.set(pid, entry)
+    this.#byChild.set(child, entry)
     if (requestId !== null) this.#byRequest.set(requestId, entry)
+    if (exited) this.#finished.add(entry)
     if (!exited) {
       child.once('exit', (code, signal) => {
         record.exitCode = code
@@ -425,6 +437,7 @@ export class Supervisor extends EventEmitter {
     if (!running(entry) || status === 'running') return
     entry.record.status = status
     entry.record.exitedAt ??= new Date()
+    this.#finished.add(entry)
     logEvent(this.#logger, 'info', 'process.status', { pid: entry.record.pid, requestId: entry.record.requestId, status })
     this.#emit(entry.record)
     this.#prune()
@@ -441,23 +454,30 @@ export class Supervisor extends EventEmitter {
     }
   }
 
-  /** Drops the oldest finished records beyond the history limit. */
+  /**
+   * Drops the oldest finished records beyond the history limit. O(1) amortized per status change:
+   * it looks only at `#finished` (settled entries, oldest first) and only while there are more of
+   * them than the limit, never at the running ones.
+   */
   #prune(): void {
-    // Finished and provably over: its leader reaped and its group (if any) gone.
+    if (this.#finished.size <= this.#history) return
+    // Finished and provably over: its leader reaped and its group (if any) gone. One that is not
+    // over yet (its group still has members) stays, and is looked at again on a later change.
     const over = (e: Entry): boolean => {
-      if (running(e) || (e.child.exitCode === null && e.child.signalCode === null)) return false
+      if (e.child.exitCode === null && e.child.signalCode === null) return false
       const info = spawnedInfo(e.child)
       return !info || info.pgid === null || info.groupGone
     }
-    let finished = 0
-    for (const e of this.#entries.values()) if (over(e)) finished++
-    for (const [id, e] of this.#entries) {
-      if (finished <= this.#history) break
+    let excess = this.#finished.size - this.#history
+    for (const e of this.#finished) {
+      if (excess <= 0) break
       if (!over(e)) continue
-      this.#entries.delete(id)
+      this.#finished.delete(e)
+      this.#entries.delete(e.id)
       if (this.#byPid.get(e.record.pid) === e) this.#byPid.delete(e.record.pid)
       if (e.record.requestId !== null && this.#byRequest.get(e.record.requestId) === e) this.#byRequest.delete(e.record.requestId)
-      finished--
+      this.#byChild.delete(e.child)
+      excess--
     }
   }
 }

@@ -3,14 +3,20 @@
 // through a thread-safe function that is unref'd unless JS asks otherwise, so an idle watcher never
 // keeps the process alive by itself.
 //
-// Threading: the thread touches only the backend's wait/wake descriptors, the thread-safe function
-// and the `stopping` flag. The watch table is read and written on the JS thread only, so it needs
-// no lock. The env cleanup hook stops the thread (wake, join, release) before Node runs finalizers.
+// Cost per event is O(1): a registration (one per watched process, shared by all its watches) is
+// found by id or pid in a hash map, and a watch leaves its registration by a swap-remove. Exits
+// that arrive while JS is busy pile up in one pending list and reach JS as ONE call, however many.
+//
+// Threading: the thread touches only the backend's wait/wake descriptors, the pending list (under
+// `mutex`), the thread-safe function and the `stopping` flag. The watch and registration tables are
+// read and written on the JS thread only, so they need no lock. The env cleanup hook stops the
+// thread (wake, join, release) before Node runs finalizers.
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
 #include <cerrno>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -22,12 +28,19 @@ namespace reapkit {
 
 #if REAPKIT_EXIT_WATCH_PIDFD || REAPKIT_EXIT_WATCH_KQUEUE
 
-struct ExitBatch {
-  std::vector<ExitEvent> events;
+struct Registration {
+  int pid;
+  int fd;                          // the backend's descriptor, or -1
+  std::vector<uint64_t> watches;   // ids of the watches it settles
 };
 
-static void DeliverBatch(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher, ExitBatch* batch);
-using ExitTsfn = Napi::TypedThreadSafeFunction<ExitWatcher, ExitBatch, DeliverBatch>;
+struct WatchEntry {
+  uint32_t reg;   // its registration
+  uint32_t slot;  // its index in that registration's `watches`
+};
+
+static void DeliverPending(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher, void* unused);
+using ExitTsfn = Napi::TypedThreadSafeFunction<ExitWatcher, void, DeliverPending>;
 
 class ExitWatcher {
  public:
@@ -40,24 +53,43 @@ class ExitWatcher {
   bool reffed = false;
   std::atomic<bool> stopping{false};
   std::atomic<int> failed{0};  // errno of a backend failure that ended the thread, or 0
-  uint64_t next_id = 1;
+
+  // Thread -> JS hand-off: events not yet delivered, and whether a call to deliver them is queued.
+  std::mutex mutex;
+  std::vector<ExitEvent> pending;
+  bool call_queued = false;
+
+  // JS thread only.
+  uint64_t next_watch = 1;
+  uint32_t next_reg = 1;
   std::unordered_map<uint64_t, WatchEntry> watches;
+  std::unordered_map<uint32_t, Registration> regs;
+  std::unordered_map<int, uint32_t> reg_by_pid;  // the newest registration of each pid
 
   void RunThread() {
-    ExitEvent events[64];
+    std::vector<ExitEvent> events(512);
     while (!stopping.load(std::memory_order_acquire)) {
-      int n = BackendWait(backend, events, 64);
+      int n = BackendWait(backend, events.data(), (int)events.size());
       if (stopping.load(std::memory_order_acquire)) break;
       if (n < 0) {  // the backend descriptor failed: nothing more can be watched; Watch() says so
         failed.store(-n, std::memory_order_release);
         break;
       }
       if (n == 0) continue;
-      auto* batch = new ExitBatch();
-      batch->events.assign(events, events + n);
-      // Non-blocking with an unlimited queue: the thread never waits on the JS thread, so the
-      // cleanup hook can always join it.
-      if (tsfn.NonBlockingCall(batch) != napi_ok) delete batch;
+      bool call;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        pending.insert(pending.end(), events.begin(), events.begin() + n);
+        call = !call_queued;
+        call_queued = true;
+      }
+      // One queued call at a time: exits that come while it waits join the same delivery. The call
+      // is non-blocking with an unlimited queue, so the thread never waits on the JS thread and
+      // the cleanup hook can always join it.
+      if (call && tsfn.NonBlockingCall(nullptr) != napi_ok) {
+        std::lock_guard<std::mutex> lock(mutex);
+        call_queued = false;
+      }
     }
   }
 
@@ -81,27 +113,70 @@ class ExitWatcher {
       pthread_join(thread, nullptr);
       thread_started = false;
     }
-    for (auto& it : watches) BackendRemove(backend, it.first, &it.second, false);
+    for (auto& it : regs) BackendRemove(backend, it.first, it.second.pid, it.second.fd);
+    regs.clear();
+    reg_by_pid.clear();
     watches.clear();
     BackendClose(backend);
-    backend = nullptr;  // DeliverBatch drops whatever was still queued
+    backend = nullptr;  // DeliverPending drops whatever was still queued
     tsfn.Release();
   }
 
   static void Finalize(Napi::Env, void*, ExitWatcher* watcher) { delete watcher; }
 
-  bool PidStillWatched(int pid, uint64_t except) const {
-    for (const auto& it : watches) {
-      if (it.first != except && it.second.pid == pid) return true;
-    }
-    return false;
+  void DropRegistration(uint32_t reg_id) {
+    auto it = regs.find(reg_id);
+    if (it == regs.end()) return;
+    auto by_pid = reg_by_pid.find(it->second.pid);
+    if (by_pid != reg_by_pid.end() && by_pid->second == reg_id) reg_by_pid.erase(by_pid);
+    BackendRemove(backend, reg_id, it->second.pid, it->second.fd);
+    regs.erase(it);
   }
 
+  // Removes one watch; the registration goes with its last watch. O(1).
   void Remove(uint64_t id) {
     auto it = watches.find(id);
     if (it == watches.end()) return;
-    BackendRemove(backend, id, &it->second, PidStillWatched(it->second.pid, id));
+    WatchEntry entry = it->second;
     watches.erase(it);
+    auto reg = regs.find(entry.reg);
+    if (reg == regs.end()) return;
+    std::vector<uint64_t>& list = reg->second.watches;
+    uint64_t moved = list.back();
+    list[entry.slot] = moved;
+    list.pop_back();
+    if (moved != id) watches[moved].slot = entry.slot;
+    if (list.empty()) DropRegistration(entry.reg);
+  }
+
+  // Adds a watch of `pid` (pinned by `handle_fd`, or -1 for a bare pid). Returns 0 or an errno.
+  int Add(int pid, int handle_fd, uint64_t* out_id) {
+    uint32_t reg_id = 0;
+    auto by_pid = reg_by_pid.find(pid);
+    if (by_pid != reg_by_pid.end()) {
+      const Registration& reg = regs[by_pid->second];
+      if (BackendSameLiveProcess(pid, reg.fd, handle_fd)) reg_id = by_pid->second;
+    }
+    if (reg_id == 0) {
+      // Ids are 32-bit (the pidfd backend packs them beside the fd); 0 is the wake-up key. After a
+      // wrap-around, skip ids that a long-lived registration still holds.
+      do {
+        reg_id = next_reg;
+        next_reg = next_reg == 0xFFFFFFFFU ? 1 : next_reg + 1;
+      } while (regs.count(reg_id) != 0);
+      int fd = -1;
+      int err = BackendAdd(backend, reg_id, pid, handle_fd, &fd);
+      if (err != 0) return err;
+      regs.emplace(reg_id, Registration{pid, fd, {}});
+      reg_by_pid[pid] = reg_id;
+    }
+    // Watch ids are JS numbers: exact up to 2^53, far beyond any run's count.
+    uint64_t id = next_watch++;
+    Registration& reg = regs[reg_id];
+    watches.emplace(id, WatchEntry{reg_id, (uint32_t)reg.watches.size()});
+    reg.watches.push_back(id);
+    *out_id = id;
+    return 0;
   }
 };
 
@@ -123,36 +198,44 @@ void DestroyExitWatcher(ModuleData* data) {
   watcher->Stop();
 }
 
-static void DeliverBatch(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher, ExitBatch* batch) {
-  if (env == nullptr || watcher == nullptr || watcher->backend == nullptr) {
-    delete batch;  // the watcher is stopped or the env is going away: nobody listens any more
-    return;
-  }
-  // Expand pid keys (kqueue) into the watches of that pid; id keys (pidfd) stand for themselves.
+// JS thread: takes every pending exit, settles their watches' registrations and calls the
+// dispatcher ONCE with a Float64Array of (watch id, code, signal) triples, -1 for "unknown".
+static void DeliverPending(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher, void*) {
+  if (env == nullptr || watcher == nullptr || watcher->backend == nullptr) return;  // stopped
   std::vector<ExitEvent> events;
-  for (const ExitEvent& event : batch->events) {
-    if (BackendKeysAreIds()) {
-      events.push_back(event);
-      continue;
-    }
-    for (const auto& it : watcher->watches) {
-      if ((uint64_t)it.second.pid != event.key) continue;
-      ExitEvent copy = event;
-      copy.key = it.first;
-      events.push_back(copy);
-    }
+  {
+    std::lock_guard<std::mutex> lock(watcher->mutex);
+    events.swap(watcher->pending);
+    watcher->call_queued = false;
   }
-  delete batch;
+  std::vector<double> out;
+  out.reserve(events.size() * 3);
   for (const ExitEvent& event : events) {
-    if (watcher->watches.find(event.key) == watcher->watches.end()) continue;  // unwatched meanwhile
-    watcher->Remove(event.key);
+    uint32_t reg_id;
+    if (BackendKeysAreIds()) {
+      reg_id = (uint32_t)event.key;
+    } else {
+      auto by_pid = watcher->reg_by_pid.find((int)event.key);
+      if (by_pid == watcher->reg_by_pid.end()) continue;
+      reg_id = by_pid->second;
+    }
+    auto reg = watcher->regs.find(reg_id);
+    if (reg == watcher->regs.end()) continue;  // unwatched meanwhile
     bool exited = event.status_known && event.signal == 0;
     bool signaled = event.status_known && event.signal != 0;
-    Napi::Value code = exited ? Napi::Number::New(env, event.code).As<Napi::Value>() : env.Null();
-    Napi::Value sig = signaled ? Napi::Number::New(env, event.signal).As<Napi::Value>() : env.Null();
-    dispatch.Call({Napi::Number::New(env, (double)event.key), code, sig});
-    if (env.IsExceptionPending()) return;  // the dispatcher never throws; if it did, stop here
+    for (uint64_t id : reg->second.watches) {
+      watcher->watches.erase(id);
+      out.push_back((double)id);
+      out.push_back(exited ? event.code : -1);
+      out.push_back(signaled ? event.signal : -1);
+    }
+    reg->second.watches.clear();
+    watcher->DropRegistration(reg_id);
   }
+  if (out.empty()) return;
+  Napi::Float64Array batch = Napi::Float64Array::New(env, out.size());
+  std::copy(out.begin(), out.end(), batch.Data());
+  dispatch.Call({batch});
 }
 
 static Napi::Value WatcherStart(const Napi::CallbackInfo& info) {
@@ -202,29 +285,29 @@ static ExitWatcher* RequireWatcher(Napi::Env env, const char* syscall) {
   return data->exit_watcher;
 }
 
-// watch(handle) -> id. Throws ESRCH when the process is already gone (kqueue reports it so; with
-// pidfds an exited process is reported through the normal event path instead).
+// watch(handle | pid) -> id. Watches of one running process share one kernel registration. Throws
+// ESRCH when the process is already gone (kqueue reports it so, and a bare pid that no longer
+// exists; with a handle's pidfd an exited process is reported through the normal event path).
 static Napi::Value Watch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ExitWatcher* watcher = RequireWatcher(env, "exit_watch_add");
   if (watcher == nullptr) return env.Undefined();
   int pid = 0, fd = -1;
-  if (info.Length() < 1 || !UnwrapProcessHandle(info[0], &pid, &fd)) {
-    return ThrowTypeError(env, "watch() takes an open ProcessHandle");
+  if (info.Length() >= 1 && info[0].IsNumber()) {
+    pid = info[0].As<Napi::Number>().Int32Value();
+    if (pid <= 0) return ThrowTypeError(env, "watch() takes a positive pid");
+  } else if (info.Length() < 1 || !UnwrapProcessHandle(info[0], &pid, &fd)) {
+    return ThrowTypeError(env, "watch() takes an open ProcessHandle or a pid");
   }
   int failed = watcher->failed.load(std::memory_order_acquire);
   if (failed != 0) return ThrowSystemError(env, failed, REAPKIT_EXIT_WATCH_PIDFD ? "epoll_wait" : "kevent");
-  // Ids are 32-bit (the pidfd backend packs them beside the fd); 0 is the wake-up key. After a
-  // wrap-around, skip ids that a long-lived watch still holds.
-  uint64_t id;
-  do {
-    id = watcher->next_id;
-    watcher->next_id = (watcher->next_id % 0xFFFFFFFFULL) + 1;
-  } while (watcher->watches.count(id) != 0);
-  WatchEntry entry{pid, -1};
-  int err = BackendAdd(watcher->backend, id, fd, &entry);
-  if (err != 0) return ThrowSystemError(env, err, REAPKIT_EXIT_WATCH_PIDFD ? "epoll_ctl" : "kevent");
-  watcher->watches.emplace(id, entry);
+  if (REAPKIT_EXIT_WATCH_PIDFD && fd < 0 && !info[0].IsNumber()) return ThrowSystemError(env, EBADF, "epoll_ctl");
+  uint64_t id = 0;
+  int err = watcher->Add(pid, fd, &id);
+  if (err != 0) {
+    const char* syscall = REAPKIT_EXIT_WATCH_PIDFD ? (fd < 0 ? "pidfd_open" : "epoll_ctl") : "kevent";
+    return ThrowSystemError(env, err, syscall);
+  }
   return Napi::Number::New(env, (double)id);
 }
 
@@ -261,6 +344,7 @@ static Napi::Value WatcherStats(const Napi::CallbackInfo& info) {
   ExitWatcher* watcher = data->exit_watcher;
   stats.Set("running", Napi::Boolean::New(env, watcher != nullptr && watcher->thread_started));
   stats.Set("watches", Napi::Number::New(env, watcher ? (double)watcher->watches.size() : 0));
+  stats.Set("registrations", Napi::Number::New(env, watcher ? (double)watcher->regs.size() : 0));
   stats.Set("reffed", Napi::Boolean::New(env, watcher != nullptr && watcher->reffed));
   return stats;
 }

@@ -1,21 +1,19 @@
 // One interface for "tell me when this process exits", by kernel event and never by polling.
 // A backend (exit_watch_pidfd.cc on Linux, exit_watch_kqueue.cc on macOS/BSD) supplies the kernel
-// side; exit_watch.cc owns the one background thread per environment that waits on it and hands
-// events to JavaScript through a thread-safe function.
+// side; exit_watch.cc owns the one background thread per environment that waits on it, the tables
+// that map a kernel event to the watches it settles, and the hand-off to JavaScript.
+//
+// The unit the kernel knows is a *registration*: one per watched process, whatever the number of
+// watches on it (a pidfd in epoll, or a kqueue knote). Watches of one process share it, refcounted.
 #pragma once
 
 #include <cstdint>
 
 namespace reapkit {
 
-struct WatchEntry {
-  int pid;
-  int fd;  // the backend's own descriptor for this watch (a dup'ed pidfd), or -1
-};
-
 struct ExitBackend;  // defined by the backend
 
-// What the thread reports for one exit. `key` is a watch id or a pid (see BackendKeysAreIds).
+// What the thread reports for one exit. `key` is a registration id or a pid (see BackendKeysAreIds).
 struct ExitEvent {
   uint64_t key;
   bool status_known;  // code/signal are valid (our own child, read before libuv reaped it)
@@ -26,12 +24,16 @@ struct ExitEvent {
 // Called on the JS thread unless said otherwise. Errors are returned as errno values.
 int BackendOpen(ExitBackend** out);
 void BackendClose(ExitBackend* backend);
-// Registers entry under `id`. `handle_fd` is the ProcessHandle's pidfd (or -1); the backend may
-// dup it into entry->fd. Returns 0, or an errno (ESRCH: the process is already gone).
-int BackendAdd(ExitBackend* backend, uint64_t id, int handle_fd, WatchEntry* entry);
-// Deregisters and releases entry->fd. `pid_still_watched`: another watch covers the same pid.
-void BackendRemove(ExitBackend* backend, uint64_t id, WatchEntry* entry, bool pid_still_watched);
-// The keys that BackendWait reports are watch ids (true) or pids (false).
+// Registers process `pid` under registration id `reg` (32 bits, never 0). `handle_fd` is a
+// ProcessHandle's pidfd to pin the process with, or -1 to open one for `pid`. Stores the
+// backend's own descriptor (or -1) in *fd. Returns 0, or an errno (ESRCH: the process is gone).
+int BackendAdd(ExitBackend* backend, uint32_t reg, int pid, int handle_fd, int* fd);
+// Deregisters and releases what BackendAdd made.
+void BackendRemove(ExitBackend* backend, uint32_t reg, int pid, int fd);
+// Whether a new watch of `pid` (pinned by `handle_fd`, or -1) may share the registration (`pid`,
+// `fd`) already made for that pid: true only when both name the same, still running process.
+bool BackendSameLiveProcess(int pid, int fd, int handle_fd);
+// The keys that BackendWait reports are registration ids (true) or pids (false).
 bool BackendKeysAreIds();
 
 // Background thread only: blocks until at least one watched process exits or BackendWake is called.

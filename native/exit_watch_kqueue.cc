@@ -1,6 +1,6 @@
 // macOS / BSD exit-watch backend: kqueue EVFILT_PROC + NOTE_EXIT, which reports the exit of any
-// process we may see, child or not. kqueue keys a knote by (pid, filter), so several watches of one
-// pid share a knote: the thread reports pids and the common layer fans them out to watch ids.
+// process we may see, child or not. kqueue keys a knote by (pid, filter), so a pid has one knote and
+// one registration: the thread reports pids and the common layer maps them to that registration.
 // A pipe registered for EVFILT_READ wakes the thread (portable to compatibility libraries that
 // lack EVFILT_USER).
 //
@@ -64,20 +64,22 @@ void BackendClose(ExitBackend* b) {
   delete b;
 }
 
-int BackendAdd(ExitBackend* b, uint64_t, int, WatchEntry* entry) {
+int BackendAdd(ExitBackend* b, uint32_t, int pid, int, int* fd) {
   struct kevent ev;
-  EV_SET(&ev, (uintptr_t)entry->pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, 0);
+  EV_SET(&ev, (uintptr_t)pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, 0);
   if (kevent(b->kq, &ev, 1, nullptr, 0, nullptr) < 0) return errno;  // ESRCH: already gone
-  entry->fd = -1;
+  *fd = -1;
   return 0;
 }
 
-void BackendRemove(ExitBackend* b, uint64_t, WatchEntry* entry, bool pid_still_watched) {
-  if (pid_still_watched) return;
+void BackendRemove(ExitBackend* b, uint32_t, int pid, int) {
   struct kevent ev;
-  EV_SET(&ev, (uintptr_t)entry->pid, EVFILT_PROC, EV_DELETE, 0, 0, 0);
+  EV_SET(&ev, (uintptr_t)pid, EVFILT_PROC, EV_DELETE, 0, 0, 0);
   kevent(b->kq, &ev, 1, nullptr, 0, nullptr);  // ENOENT after the exit fired: nothing to undo
 }
+
+// One knote per pid: a second registration of the same pid would replace the first one's knote.
+bool BackendSameLiveProcess(int, int, int) { return true; }
 
 bool BackendKeysAreIds() { return false; }
 
@@ -85,8 +87,8 @@ bool BackendKeysAreIds() { return false; }
 // otherwise, so the status stays unknown here; the TS layer gets the status of its children from
 // the ChildProcess instead.
 int BackendWait(ExitBackend* b, ExitEvent* out, int max) {
-  struct kevent events[64];
-  if (max > 64) max = 64;
+  struct kevent events[512];
+  if (max > 512) max = 512;
   for (;;) {
     int n = kevent(b->kq, nullptr, 0, events, max, nullptr);
     if (n < 0) {

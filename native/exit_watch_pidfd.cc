@@ -1,17 +1,19 @@
-// Linux exit-watch backend: each watched process is a pidfd (dup'ed from its ProcessHandle) in one
-// epoll set. A pidfd polls readable once the process has exited (zombie or reaped). EPOLLONESHOT
-// keeps an exited process from waking the thread again before JS has removed it.
+// Linux exit-watch backend: each watched process is one pidfd in one epoll set (dup'ed from a
+// ProcessHandle, or opened for a bare pid), however many watches share it. A pidfd polls readable
+// once the process has exited (zombie or reaped). EPOLLONESHOT keeps an exited process from waking
+// the thread again before JS has removed it.
 //
-// The epoll data of a watch packs (id << 32 | pidfd), so the thread can read the exit status from
-// the pidfd without a table shared with the JS thread. If JS removes a watch (closing its pidfd)
-// while the thread is looking at its event, the descriptor number may already belong to another
-// watch: the status read is then attributed to the removed id, which JS no longer knows, and is
-// dropped. A live id's pidfd is never closed before its event is delivered.
+// The epoll data of a registration packs (id << 32 | pidfd), so the thread can read the exit status
+// from the pidfd without a table shared with the JS thread. If JS removes a registration (closing
+// its pidfd) while the thread is looking at its event, the descriptor number may already belong to
+// another one: the status read is then attributed to the removed id, which JS no longer knows, and
+// is dropped. A live registration's pidfd is never closed before its event is delivered.
 #include "reapkit.h"
 
 #if REAPKIT_EXIT_WATCH_PIDFD
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -28,7 +30,8 @@
 
 namespace reapkit {
 
-static const uint64_t kWakeKey = 0;  // watch ids start at 1
+static const uint64_t kWakeKey = 0;  // registration ids start at 1
+static const int kMaxEvents = 512;
 
 static uint64_t Pack(uint64_t id, int fd) { return (id << 32) | (uint32_t)fd; }
 
@@ -73,27 +76,35 @@ void BackendClose(ExitBackend* b) {
   delete b;
 }
 
-int BackendAdd(ExitBackend* b, uint64_t id, int handle_fd, WatchEntry* entry) {
-  if (handle_fd < 0) return EBADF;
-  int fd = fcntl(handle_fd, F_DUPFD_CLOEXEC, 3);
+int BackendAdd(ExitBackend* b, uint32_t reg, int pid, int handle_fd, int* out_fd) {
+  int fd = handle_fd >= 0 ? fcntl(handle_fd, F_DUPFD_CLOEXEC, 3) : PidfdOpen(pid);
   if (fd < 0) return errno;
+  if (handle_fd < 0) fcntl(fd, F_SETFD, FD_CLOEXEC);  // pidfd_open sets it already; be explicit
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLONESHOT;
-  ev.data.u64 = Pack(id, fd);
+  ev.data.u64 = Pack(reg, fd);
   if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
     int err = errno;
     close(fd);
     return err;
   }
-  entry->fd = fd;
+  *out_fd = fd;
   return 0;
 }
 
-void BackendRemove(ExitBackend* b, uint64_t, WatchEntry* entry, bool) {
-  if (entry->fd < 0) return;
-  epoll_ctl(b->epfd, EPOLL_CTL_DEL, entry->fd, nullptr);
-  close(entry->fd);
-  entry->fd = -1;
+void BackendRemove(ExitBackend* b, uint32_t, int, int fd) {
+  if (fd < 0) return;
+  epoll_ctl(b->epfd, EPOLL_CTL_DEL, fd, nullptr);
+  close(fd);
+}
+
+// A pidfd is readable once its process has exited. Both descriptors unreadable at once means both
+// processes were running with the same pid at that moment: they are the same process. (The
+// registration's process ran since before the handle's check, so no recycling fits in between.)
+bool BackendSameLiveProcess(int, int fd, int handle_fd) {
+  pollfd fds[2] = {{fd, POLLIN, 0}, {handle_fd, POLLIN, 0}};
+  int n = poll(fds, handle_fd >= 0 ? 2 : 1, 0);
+  return n == 0;
 }
 
 // Exit status of our own child, read without reaping it. Fails (ECHILD) for processes that are not
@@ -115,8 +126,8 @@ static bool ReadStatus(int pidfd, ExitEvent* event) {
 bool BackendKeysAreIds() { return true; }
 
 int BackendWait(ExitBackend* b, ExitEvent* out, int max) {
-  epoll_event events[64];
-  if (max > 64) max = 64;
+  epoll_event events[kMaxEvents];
+  if (max > kMaxEvents) max = kMaxEvents;
   for (;;) {
     int n = epoll_wait(b->epfd, events, max, -1);
     if (n < 0) {

@@ -1,9 +1,9 @@
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { capabilities, getParentDeathSignal, setParentDeathSignal, watchParent } from '../lib/index'
-import { ROOT, jsonLines, spawnFixture } from './helpers'
+import { ROOT, isGone, jsonLines, spawnFixture, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 
@@ -29,7 +29,7 @@ describe.runIf(linux)('watchParent on Linux', () => {
     expect(out.seen.filter((m) => m.event === 'onExit')).toHaveLength(1) // exactly once
   })
 
-  it('defaults to SIGTERM, and deathSignal: false watches by pidfd without arming anything', async () => {
+  it("deathSignal: 'SIGTERM' arms it; deathSignal: false watches by pidfd without arming anything", async () => {
     const a = await startChain('intermediate', 'SIGTERM')
     expect(await a.out.next((m) => m.event === 'ready')).toMatchObject({ mechanism: 'pdeathsig', armed: 'SIGTERM' })
     a.intermediate.kill('SIGKILL')
@@ -40,6 +40,40 @@ describe.runIf(linux)('watchParent on Linux', () => {
     expect(await b.out.next((m) => m.event === 'ready')).toMatchObject({ mechanism: 'pidfd', deathSignal: null, armed: null })
     b.intermediate.kill('SIGKILL')
     expect((await b.out.next((m) => m.event === 'onExit', 10_000, 'onExit')).info.mechanism).toBe('pidfd')
+  })
+
+  it('watchParent({ onExit }) alone calls onExit: nothing is armed, the process is not killed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-parent-'))
+    try {
+      const marker = join(dir, 'marker')
+      const { intermediate, out } = await startChain('intermediate', 'default', { MARKER: marker })
+      const ready = await out.next((m) => m.event === 'ready', 15_000, 'the watcher to start')
+      expect(ready).toMatchObject({ mechanism: 'pidfd', deathSignal: null, armed: null })
+      intermediate.kill('SIGKILL')
+      const onExit = await out.next((m) => m.event === 'onExit', 10_000, 'onExit')
+      expect(onExit.info.mechanism).toBe('pidfd')
+      expect(JSON.parse(readFileSync(marker, 'utf8'))).toMatchObject({ parentPid: ready.parentPid })
+      // It ends on its own (exit 0 after onExit) rather than by a signal: wait until it is gone.
+      await waitFor(() => isGone(ready.pid), 10_000, 'the watcher to exit')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("deathSignal: 'SIGTERM' with no handler: the old default, the process dies before onExit", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-parent-'))
+    try {
+      const marker = join(dir, 'marker')
+      const { intermediate, out } = await startChain('intermediate', 'SIGTERM!', { MARKER: marker })
+      const ready = await out.next((m) => m.event === 'ready', 15_000, 'the watcher to start')
+      expect(ready).toMatchObject({ mechanism: 'pdeathsig', deathSignal: 'SIGTERM', armed: 'SIGTERM' })
+      intermediate.kill('SIGKILL')
+      await waitFor(() => isGone(ready.pid), 10_000, 'the watcher to be killed')
+      expect(existsSync(marker)).toBe(false)
+      expect(out.seen.some((m) => m.event === 'onExit')).toBe(false)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('the race: the parent is already gone when watching starts, so it fires at once', async () => {

@@ -488,7 +488,7 @@ defcase({
       }
     }
     const opts = withoutOptions(o)
-    const want = w.r.capabilities().pdeathsig ? deathSignalNumber(opts.deathSignal, 'SIGTERM') : 0
+    const want = w.r.capabilities().pdeathsig && opts.deathSignal !== undefined ? deathSignalNumber(opts.deathSignal) : 0 // default: nothing armed
     try {
       return await t.call({ fails }, () => w.r.watchParent(o), {
         ok: (watcher) => {
