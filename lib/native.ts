@@ -30,6 +30,7 @@ export interface Binding {
   setChildSubreaper(on: boolean): void
   isChildSubreaper(): boolean
   reapZombie(pid: number): boolean
+  pipePeerAlive(pid: number, fd: number, readSide: boolean): boolean | null
   ProcessHandle: new (pid: number) => NativeProcessHandle
   watcherStart(dispatch: (id: number, code: number | null, signal: number | null) => void): void
   watch(handle: NativeProcessHandle): number
