@@ -5,12 +5,12 @@
  * candidate; the kernel confirms each pipe verdict (native/pipe_probe.cc). stopOrphans(): stops such trees, every process pinned by pidfd and re-checked by start
  * time after the listing, so a pid recycled in between is never signalled.
  */
-import { readFileSync, statSync } from 'node:fs'
+import { readFileSync, readlinkSync, statSync } from 'node:fs'
 import { typeError } from './errors'
 import { openProcess, type ProcessHandle } from './handle'
 import { binding } from './native'
-import { descendantsOf, processRow, type ProcessRow, readProcessTable } from './proctable'
-import { fdTargets, listeningSockets, pipeInode, scanFds, socketInode, unixPeers } from './pipes'
+import { commandOf, descendantsOf, processRow, type ProcessRow, readProcessTable } from './proctable'
+import { fdTargets, listeningSockets, pipeInode, pipeOrSocketStdio, scanFds, socketInode, unixPeers } from './pipes'
 import { validateMs, validateOptions } from './validate'
 import { settlesWithin } from './wait'
 
@@ -49,7 +49,7 @@ export interface DoctorReport {
   zombies: OrphanProcess[]
   /** Processes whose fd table could not be read (other users' without privilege): never candidates. */
   unreadable: number
-  /** How many processes the pass looked at, and how long it took. */
+  /** How many processes the pass looked at, and how long it took (not counting the zombie re-check). */
   scanned: number
   durationMs: number
 }
@@ -79,6 +79,17 @@ function statExtra(pid: number): StatExtra {
   } catch {
     return { sid: 0, rssBytes: 0 }
   }
+}
+
+function stdioLinks(pid: number): { stdin: string; stdout: string } {
+  const link = (fd: number): string => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`)
+    } catch {
+      return '(closed)'
+    }
+  }
+  return { stdin: link(0), stdout: link(1) }
 }
 
 function uidOf(pid: number): number {
@@ -117,9 +128,12 @@ export async function findOrphans(options: FindOrphansOptions = {}): Promise<Doc
     throw Object.assign(new Error(`findOrphans needs /proc (Linux); not available on ${process.platform}`), { code: 'ERR_REAPKIT_UNSUPPORTED' })
   }
   const started = performance.now()
-  const table = readProcessTable()
+  const table = readProcessTable({ commands: false })
   const byPid = new Map(table.map((r) => [r.pid, r]))
-  const scan = scanFds(byPid.keys())
+  // With the addon, the kernel answers for each pipe (pipePeerAlive), so only fds 0 and 1 need
+  // reading; without it, one pass over every process's fds and fdinfo says who holds which end.
+  const scan = binding ? null : scanFds(byPid.keys())
+  let unreadable = scan?.unreadable.size ?? 0
   const me = process.getuid?.() ?? -1
   const mine = (pid: number): boolean => opts.allUsers || uidOf(pid) === me
 
@@ -132,13 +146,26 @@ export async function findOrphans(options: FindOrphansOptions = {}): Promise<Doc
   // (and stdout again by the kernel, see hasHiddenReader); sockets by their peer (see unixPeers).
   const pending: Array<{ pid: number; stdin: string; stdout: string }> = []
   let needPeers = false
-  for (const [pid, { stdin, stdout }] of scan.stdio) {
-    if (exempt.has(pid) || stdin === null || stdout === null) continue
+  for (const pid of byPid.keys()) {
+    if (exempt.has(pid)) continue
+    let stdin: string | null
+    let stdout: string | null
+    if (scan) {
+      ;({ stdin, stdout } = scan.stdio.get(pid) ?? { stdin: null, stdout: null })
+    } else {
+      const io = pipeOrSocketStdio(pid)
+      if (io === 'unreadable') unreadable++
+      if (io === null || io === 'unreadable') continue
+      ;({ stdin, stdout } = io)
+    }
+    if (stdin === null || stdout === null) continue
     const inPipe = pipeInode(stdin)
     const outPipe = pipeInode(stdout)
-    if (inPipe !== null ? (scan.pipes.get(inPipe)?.writers.size ?? 0) > 0 : socketInode(stdin) === null) continue
-    if (outPipe !== null ? (scan.pipes.get(outPipe)?.readers.size ?? 0) > 0 : socketInode(stdout) === null) continue
+    if (inPipe === null && socketInode(stdin) === null) continue
+    if (outPipe === null && socketInode(stdout) === null) continue
     if (!mine(pid)) continue
+    if (inPipe !== null && (scan ? (scan.pipes.get(inPipe)?.writers.size ?? 0) > 0 : pipePeerAlive(pid, 0))) continue
+    if (outPipe !== null && (scan ? (scan.pipes.get(outPipe)?.readers.size ?? 0) > 0 : pipePeerAlive(pid, 1))) continue
     if (inPipe === null || outPipe === null) needPeers = true
     pending.push({ pid, stdin, stdout })
   }
@@ -150,7 +177,6 @@ export async function findOrphans(options: FindOrphansOptions = {}): Promise<Doc
     // A socket whose peer cannot be told (no `ss`, another network namespace) is never a candidate.
     if (inSock !== null && peers?.get(inSock) !== 0) continue
     if (outSock !== null && peers?.get(outSock) !== 0) continue
-    if ((inSock === null && pipePeerAlive(pid, 0)) || (outSock === null && pipePeerAlive(pid, 1))) continue
     evidence.set(pid, `stdin ${stdin} has no ${inSock === null ? 'writer' : 'peer'}; stdout ${stdout} has no ${outSock === null ? 'reader' : 'peer'}`)
   }
 
@@ -196,9 +222,10 @@ export async function findOrphans(options: FindOrphansOptions = {}): Promise<Doc
     if (!INIT_PIDS.has(row.ppid) || !mine(row.pid)) continue
     const { sid } = statExtra(row.pid)
     if (sid === 0 || sid === row.pid || byPid.has(sid)) continue
-    const io = scan.stdio.get(row.pid)
-    reparented.push(describe(row, `parent gone (re-parented to ${row.ppid}), session ${sid} gone; stdin ${io?.stdin ?? '?'}, stdout ${io?.stdout ?? '?'}`, sockets, opts.paths))
+    const io = stdioLinks(row.pid)
+    reparented.push(describe(row, `parent gone (re-parented to ${row.ppid}), session ${sid} gone; stdin ${io.stdin}, stdout ${io.stdout}`, sockets, opts.paths))
   }
+  const durationMs = performance.now() - started
   // Zombies that stay unreaped for a moment (a parent reaping normally takes far less).
   const zombies: OrphanProcess[] = []
   if (zombieRows.length > 0) {
@@ -212,9 +239,9 @@ export async function findOrphans(options: FindOrphansOptions = {}): Promise<Doc
     trees,
     reparented,
     zombies,
-    unreadable: scan.unreadable.size,
+    unreadable,
     scanned: table.length,
-    durationMs: performance.now() - started,
+    durationMs,
   }
 }
 
@@ -238,7 +265,7 @@ function describe(row: ProcessRow, evidence: string, sockets: Map<number, string
     pgid: row.pgid,
     start: row.start,
     state: row.state,
-    command: row.command,
+    command: commandOf(row.pid) ?? row.command,
     ageMs: row.ageMs,
     rssBytes: statExtra(row.pid).rssBytes,
     uid: uidOf(row.pid),
@@ -295,7 +322,7 @@ function pin(pid: number, start: string): { pinned: Pinned } | { reason: 'gone' 
 
 /** Pins what the pinned processes have started or taken into their groups since the listing. */
 function adopt(pinned: Map<number, Pinned>): void {
-  const table = readProcessTable()
+  const table = readProcessTable({ commands: false })
   const alive = [...pinned.values()].filter((p) => !p.gone).map((p) => p.pid)
   const leads = new Set(alive)
   const found: ProcessRow[] = []

@@ -195,3 +195,26 @@ export function unixPeers(): Map<number, number> | null {
   }
   return peers
 }
+
+/**
+ * fd 0 and fd 1 of `pid` when both are pipes or sockets (the only stdio that can lose a host), else
+ * null; 'unreadable' when its fd table is closed to us (another user's process, without privilege).
+ * Two readlinks: the whole cost, per process, of a listing on Linux when the kernel probe is there.
+ */
+export function pipeOrSocketStdio(pid: number): { stdin: string; stdout: string } | null | 'unreadable' {
+  let stdin: string
+  try {
+    stdin = readlinkSync(`/proc/${pid}/fd/0`)
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EACCES' ? 'unreadable' : null
+  }
+  if (!stdin.startsWith('pipe:') && !stdin.startsWith('socket:')) return null
+  let stdout: string
+  try {
+    stdout = readlinkSync(`/proc/${pid}/fd/1`)
+  } catch {
+    return null
+  }
+  if (!stdout.startsWith('pipe:') && !stdout.startsWith('socket:')) return null
+  return { stdin, stdout }
+}

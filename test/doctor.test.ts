@@ -2,9 +2,10 @@
 // by name), and stopped exactly. Everything that could signal runs in a private PID namespace, where
 // the whole process table is the scenario's; outside one, tests assert only on pids they started.
 import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup } from './helpers'
+import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 const BIN = join(ROOT, 'bin', 'reapkit')
@@ -41,6 +42,22 @@ describe.runIf(linux)('findOrphans (on this machine: asserts on its own pids onl
         process.kill(ready.server, 'SIGKILL') // ours: started by our host, pid checked above
       } catch {}
     }
+  })
+
+  it('the fd/fdinfo scan (the path without the addon) sees which end of a pipe each process holds', async () => {
+    const { scanFds, pipeInode } = await import('../lib/pipes')
+    const sh = spawnGroup('sh', ['-c', 'sleep 30 | cat'], { stdio: ['ignore', 'ignore', 'ignore'] })
+    let kids: number[] = []
+    await waitFor(() => (kids = readFileSync(`/proc/${sh.pid}/task/${sh.pid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number)).length === 2, 5000, 'the pipeline')
+    await new Promise((r) => setTimeout(r, 100)) // both exec'd
+    const scan = scanFds(kids)
+    const a = scan.stdio.get(kids[0]!)
+    const writer = pipeInode(a!.stdout) !== null ? kids[0]! : kids[1]!
+    const reader = writer === kids[0] ? kids[1]! : kids[0]!
+    const inode = pipeInode(scan.stdio.get(writer)!.stdout)!
+    expect(pipeInode(scan.stdio.get(reader)!.stdin)).toBe(inode)
+    expect([...scan.pipes.get(inode)!.writers]).toEqual([writer])
+    expect([...scan.pipes.get(inode)!.readers]).toEqual([reader])
   })
 
   it('refuses bad options before looking, and bad arguments with exit status 2', async () => {
