@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { pipeInode, scanFds } from '../lib/pipes'
 import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
@@ -45,7 +46,6 @@ describe.runIf(linux)('findOrphans (on this machine: asserts on its own pids onl
   })
 
   it('the fd/fdinfo scan (the path without the addon) sees which end of a pipe each process holds', async () => {
-    const { scanFds, pipeInode } = await import('../lib/pipes')
     const sh = spawnGroup('sh', ['-c', 'sleep 30 | cat'], { stdio: ['ignore', 'ignore', 'ignore'] })
     let kids: number[] = []
     await waitFor(() => (kids = readFileSync(`/proc/${sh.pid}/task/${sh.pid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number)).length === 2, 5000, 'the pipeline')
