@@ -3,7 +3,7 @@
  * `ps` listing elsewhere. For the testing helpers (which processes did a test leave behind, and are
  * they still the same processes), not for hot paths.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs'
 
 export interface ProcessRow {
   pid: number
@@ -22,13 +22,29 @@ export interface ProcessRow {
 // /proc start times are in USER_HZ clock ticks, which is 100 on every Linux architecture's ABI.
 const USER_HZ = 100
 
-function linuxRow(pid: number, uptimeMs: number, withCommand = true): ProcessRow | null {
-  let stat: string
+// One read into a reused buffer: open, read, close (readFileSync adds an fstat and a second read,
+// since /proc files report size 0). A stat line is well under 1 KiB even with a 15-byte name.
+const statBuffer = Buffer.alloc(4096)
+
+function readStat(pid: number): string | null {
+  let fd: number
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    fd = openSync(`/proc/${pid}/stat`, 'r')
   } catch {
     return null // exited meanwhile
   }
+  try {
+    return statBuffer.toString('latin1', 0, readSync(fd, statBuffer, 0, statBuffer.length, 0))
+  } catch {
+    return null
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function linuxRow(pid: number, uptimeMs: number, withCommand = true): ProcessRow | null {
+  const stat = readStat(pid)
+  if (stat === null) return null
   const close = stat.lastIndexOf(')')
   const f = stat.slice(close + 2).split(' ')
   const command = withCommand ? (commandOf(pid) ?? '') : ''
