@@ -200,9 +200,10 @@ export async function findOrphans(options: FindOrphansOptions = {}): Promise<Doc
     if (placed.has(root)) continue
     const rows: ProcessRow[] = [byPid.get(root)!]
     const seen = new Set([root])
-    for (const d of descendantsOf(root, table)) if (!seen.has(d.pid)) seen.add(d.pid), rows.push(d)
+    // A process belongs to one tree only (the first, by root pid, that reaches it).
+    for (const d of descendantsOf(root, table)) if (!seen.has(d.pid) && !placed.has(d.pid)) seen.add(d.pid), rows.push(d)
     for (let i = 0; i < rows.length; i++) {
-      for (const m of groups.get(rows[i]!.pid) ?? []) if (!seen.has(m.pid)) seen.add(m.pid), rows.push(m)
+      for (const m of groups.get(rows[i]!.pid) ?? []) if (!seen.has(m.pid) && !placed.has(m.pid)) seen.add(m.pid), rows.push(m)
     }
     if (rows.some((r) => exempt.has(r.pid))) continue
     const processes = rows.map((r) => describe(r, evidence.get(r.pid) ?? link(r, root, seen), sockets, opts.paths))
