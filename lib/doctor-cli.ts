@@ -150,8 +150,8 @@ function ask(question: string): Promise<boolean> {
   const rl = createInterface({ input: process.stdin, output: process.stderr })
   return new Promise((resolve) => {
     rl.question(question, (answer) => {
+      resolve(/^y(es)?$/i.test(answer.trim())) // before close(), whose event answers no
       rl.close()
-      resolve(/^y(es)?$/i.test(answer.trim()))
     })
     rl.on('close', () => resolve(false))
   })

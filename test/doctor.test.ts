@@ -127,6 +127,14 @@ describe.runIf(canUnshare)('reapkit doctor in a private PID namespace (as root)'
     expect(result.listed).not.toContain(result.child)
   }, 70_000)
 
+  it('--stop on a terminal asks first: n stops nothing, y stops the tree', () => {
+    const r = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'sh', join(FIXTURES, 'doctor-tty.sh'), BIN], { encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' })
+    expect(r.stdout, r.stderr).toContain('RESULT no=1 after_no=S yes=0 after_yes=')
+    expect(r.stdout).not.toMatch(/after_yes=[RSD]/) // gone (or a zombie): stopped
+    expect(r.stdout).toContain('PROMPT_NO 1')
+    expect(r.stdout).toContain('STOPPED_YES 1')
+  }, 70_000)
+
   it('never signals a pid recycled between the listing and the stop (ns_last_pid)', async () => {
     const ns = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, join(FIXTURES, 'doctor-recycle.cjs')])
     const r = await jsonLines(ns.stdout!).next((m) => ['result', 'skip', 'error'].includes(m.event), 50_000, 'the recycle result')
