@@ -10,7 +10,8 @@
         "native/process_handle.cc",
         "native/exit_watch.cc",
         "native/exit_watch_pidfd.cc",
-        "native/exit_watch_kqueue.cc"
+        "native/exit_watch_kqueue.cc",
+        "native/pipe_probe.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")"

@@ -191,6 +191,7 @@ const keepaliveBench = await import('./keepalive.mjs')
 const cliBench = await import('./cli.mjs')
 const wrapperStopBench = await import('./wrapper-stop.mjs')
 const exitScale = await import('./exitscale.mjs')
+const doctorBench = await import('./doctor.mjs')
 const started = Date.now()
 const exit = await exitLatency()
 const parent = await parentLatency()
@@ -209,6 +210,7 @@ const cliStartup = cliBench.startupLatency(quick ? 20 : 100)
 const cliRss = await cliBench.residentMemory()
 const cliSurvivors = await cliBench.survivorsAfterHostKill(quick ? 1 : 3)
 const wrapperStop = process.platform === 'linux' ? await wrapperStopBench.wrapperStop(quick) : null // (its C fixture uses prctl)
+const doctor = await doctorBench.doctorFigures(quick ? 200 : 2000, quick ? 5 : 20)
 killAll()
 
 const stat = (xs) => ({ n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) })
@@ -482,6 +484,24 @@ with \`--close-timeout 500 --grace 1000\`:
 ${cliSurvivors.map((r) => `| ${r.scenario} | ${r.wrapped ? '\`reapkit --\`' : 'none'} | ${r.rounds} | ${r.processes} | ${r.survivors} |`).join('\n')}
 
 ${wrapperStop ? wrapperStopBench.wrapperStopMarkdown(wrapperStop) : '(The stop-path rows run on Linux only.)'}
+## \`reapkit doctor\`: one listing, and exactness against name matching
+
+${doctor === null ? 'Skipped: needs Linux, root and `unshare` (it runs in a private PID namespace).' : `In a private PID namespace holding ${doctor.processes} processes (mostly idle \`pause\` programs), after a host
+holding three stdio servers (behind \`sh -c\` on pipes, behind \`npx\` with the real memory server, one ignoring SIGTERM)
+was SIGKILLed, next to decoys whose hosts live (one named \`mcp-decoy\`, a \`sleep | cat\`), a terminal, /dev/null and another user's orphan:
+
+| one listing (\`findOrphans()\`, in process) | runs | p50 ms | max ms |
+|---|---:|---:|---:|
+| wall | ${doctor.wall.length} | ${fmt(pct(doctor.wall, 50))} | ${fmt(Math.max(...doctor.wall))} |
+| CPU (user + system) | ${doctor.cpu.length} | ${fmt(pct(doctor.cpu, 50))} | ${fmt(Math.max(...doctor.cpu))} |
+| \`reapkit doctor --json\` (Node start-up included), wall | ${doctor.cli.length} | ${fmt(pct(doctor.cli, 50))} | ${fmt(Math.max(...doctor.cli))} |
+
+Target for one listing: under 100 ms (wall): ${pct(doctor.wall, 50) < 100 ? 'met' : 'NOT met'} at the median.
+
+| method | leaked processes found | missed | false positives (decoys hit) |
+|---|---:|---:|---:|
+| \`reapkit doctor\` | ${doctor.doctor.found} / ${doctor.truth} | ${doctor.doctor.missed} | ${doctor.doctor.falsePositives} (${doctor.doctor.decoysHit}) |
+| \`pgrep -f "mcp\\|npx"\` | ${doctor.pgrep.found} / ${doctor.truth} | ${doctor.pgrep.missed} | ${doctor.pgrep.falsePositives} (${doctor.pgrep.decoysHit}) |`}
 
 Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/${quick ? 'quick/' : ''}latest.json\`. Plots: ${Object.keys(figures).map((f) => `[${f}](${f})`).join(', ')}.
 `
@@ -491,6 +511,6 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors, wrapperStop }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor }, null, 1))
 console.log(md)
 process.exit(0)

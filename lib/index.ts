@@ -24,6 +24,17 @@ export {
   type ProcessStatus,
   type ShutdownReport,
 } from './supervisor'
+export {
+  findOrphans,
+  stopOrphans,
+  stopOrphanTree,
+  type DoctorReport,
+  type FindOrphansOptions,
+  type OrphanProcess,
+  type OrphanTree,
+  type StopOrphansOptions,
+  type StoppedTree,
+} from './doctor'
 export { type Logger, silentLogger } from './logger'
 export {
   createKeepalive,

@@ -30,6 +30,7 @@ export interface Binding {
   setChildSubreaper(on: boolean): void
   isChildSubreaper(): boolean
   reapZombie(pid: number): boolean
+  pipePeerAlive(pid: number, fd: number, readSide: boolean): boolean | null
   ProcessHandle: new (pid: number) => NativeProcessHandle
   /** `dispatch` gets every exit of one wake-up at once: (watch id, code, signal) triples, -1 = unknown. */
   watcherStart(dispatch: (batch: Float64Array) => void): void

@@ -27,9 +27,11 @@ import { type KillResult, killProcessGracefully } from './kill'
 import { type Logger, logEvent, silentLogger } from './logger'
 import { binding } from './native'
 import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedGroupMembersSync, spawnedInfo, trackChild } from './spawn'
+import { type LeftoverReport, SupervisorState } from './supervisor-state'
 import { describe, validateMs, validateOptions } from './validate'
 
-export type ProcessStatus = 'running' | 'exited' | 'terminated' | 'killed'
+/** 'adopted': running, found by a stateFile after the previous supervisor on that file crashed. */
+export type ProcessStatus = 'running' | 'adopted' | 'exited' | 'terminated' | 'killed'
 
 /** What the supervisor knows of one process. */
 export interface ProcessRecord {
@@ -63,6 +65,10 @@ export interface SupervisorOptions {
   backstop?: boolean
   /** How many finished records list() keeps (oldest dropped first). Default 1000. */
   history?: number
+  /** Record what it starts in this file, and deal with what a crashed predecessor left in it. */
+  stateFile?: string
+  /** What to do with a predecessor's processes still running: 'stop' (default) or 'adopt'. */
+  onLeftovers?: 'stop' | 'adopt'
 }
 
 export interface ShutdownReport extends CloseReport {
@@ -120,6 +126,9 @@ export class Supervisor extends EventEmitter {
   /** Entries whose status is final, in the order they settled (what #prune drops from). */
   readonly #finished = new Set<Entry>()
   #nextId = 1
+  readonly #state: SupervisorState | null = null
+  /** With stateFile: what the previous supervisor on that file left running, and what was done. */
+  readonly leftovers: Promise<LeftoverReport | null> = Promise.resolve(null)
 
   constructor(options: SupervisorOptions = {}) {
     options = validateOptions(options)
@@ -138,6 +147,14 @@ export class Supervisor extends EventEmitter {
       throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${history}`)
     }
     this.#history = history
+    if (options.stateFile !== undefined) {
+      if (typeof options.stateFile !== 'string' || options.stateFile === '') throw typeError('ERR_INVALID_ARG_TYPE', 'The "stateFile" option must be a non-empty string')
+      if (options.onLeftovers !== undefined && options.onLeftovers !== 'stop' && options.onLeftovers !== 'adopt') {
+        throw typeError('ERR_INVALID_ARG_VALUE', `The "onLeftovers" option must be 'stop' or 'adopt'. Received ${describe(options.onLeftovers)}`)
+      }
+      this.#state = new SupervisorState(options.stateFile, options.onLeftovers ?? 'stop', { graceMs: this.graceMs, logger: this.#logger, emit: (r) => this.#emit(r) })
+      this.leftovers = this.#state.leftovers
+    }
     if (options.backstop !== false) {
       supervisors.add(this)
       installBackstop()
@@ -172,13 +189,13 @@ export class Supervisor extends EventEmitter {
 
   /** Every registered process (copies), oldest first. */
   list(): ProcessRecord[] {
-    return [...this.#entries.values()].map((e) => ({ ...e.record }))
+    return [...(this.#state?.list() ?? []), ...[...this.#entries.values()].map((e) => ({ ...e.record }))]
   }
 
   /** The record for a pid (the latest process with it) or a request id, or undefined. */
   get(pidOrRequestId: number | string): ProcessRecord | undefined {
     const entry = this.#find(pidOrRequestId)
-    return entry ? { ...entry.record } : undefined
+    return entry ? { ...entry.record } : this.#state?.find(pidOrRequestId)
   }
 
   /**
@@ -195,6 +212,8 @@ export class Supervisor extends EventEmitter {
       )
     }
     const entry = this.#find(pidOrRequestId)
+    const adopted = entry ? undefined : this.#state?.terminate(pidOrRequestId, validateMs(options.graceMs, 'graceMs') ?? this.graceMs)
+    if (adopted) return adopted
     if (!entry) {
       throw new ReapkitError(
         'ERR_REAPKIT_NOT_SUPERVISED',
@@ -227,6 +246,7 @@ export class Supervisor extends EventEmitter {
       entries.map((e) => (running(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
     )
     const targets = entries.filter((_, i) => leftovers[i])
+    const adoptedStopped = this.#state?.stopAll(this.graceMs)
     const capMs = this.#capFixed ? this.shutdownTimeoutMs : this.shutdownTimeoutMs + targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS
     logEvent(this.#logger, 'info', 'shutdown.start', { processes: targets.length, capMs })
     const started = performance.now()
@@ -291,6 +311,7 @@ export class Supervisor extends EventEmitter {
         }
       }),
     )
+    await adoptedStopped
     clearTimeout(capTimer)
     logEvent(this.#logger, 'info', 'shutdown.done', { processes: reports.length, elapsedMs: performance.now() - started })
     return reports
@@ -318,11 +339,13 @@ export class Supervisor extends EventEmitter {
    */
   killAllSync(table: Map<number, number[]> | null = scanGroupsOrNull()): void {
     for (const entry of this.#entries.values()) this.#killSync(entry, table)
+    this.#state?.killAllSync()
   }
 
   /** Stops tracking (and backstopping) this supervisor's processes; they are not signalled. */
   dispose(): void {
     supervisors.delete(this)
+    this.#state?.close()
   }
 
   /** SIGKILLs what remains of one entry; returns how many processes (or groups) were signalled. */
@@ -415,7 +438,9 @@ export class Supervisor extends EventEmitter {
     if (requestId !== null) this.#byRequest.set(requestId, entry)
     if (exited) this.#finished.add(entry)
     if (!exited) {
+      this.#state?.add(pid, pgid, requestId, command, args)
       child.once('exit', (code, signal) => {
+        this.#state?.remove(pid)
         record.exitCode = code
         record.signal = signal
         record.exitedAt = new Date()

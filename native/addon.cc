@@ -22,6 +22,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitPdeathsig(env, exports);
   InitProcessHandle(env, exports);
   InitExitWatch(env, exports);
+  InitPipeProbe(env, exports);
 
   Napi::Object caps = Napi::Object::New(env);
   caps.Set("pidfd", Napi::Boolean::New(env, data->pidfd));

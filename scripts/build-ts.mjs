@@ -37,7 +37,9 @@ const common = {
 // The secondary entries (reapkit/mcp, reapkit/testing) require the main bundle at run time
 // (./index.js), so that every entry shares one instance of the process-global state.
 const secondary = ['mcp', 'testing']
-for (const entry of secondary) {
+// The `reapkit doctor` command (bin/reapkit runs it with node): a script, not an export.
+const commands = ['doctor-cli']
+for (const entry of [...secondary, ...commands]) {
   await esbuild.build({
     ...common,
     entryPoints: [join(root, 'lib', `${entry}.ts`)],

@@ -68,6 +68,12 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(version.stdout).toBe(`reapkit ${require('../package.json').version}\n`)
     const r = spawnSync(bin, ['--', '/bin/sh', '-c', 'exit 5'], { env, encoding: 'utf8', timeout: 10_000 })
     expect(r.status, r.stderr).toBe(5)
+    // `reapkit doctor` runs the packed Node script: a listing (0 or 1, whatever this machine holds)
+    // in JSON, and exit status 2 for a bad argument.
+    const doctor = spawnSync(bin, ['doctor', '--json'], { env, encoding: 'utf8', timeout: 60_000 })
+    expect([0, 1], doctor.stderr).toContain(doctor.status)
+    expect(JSON.parse(doctor.stdout)).toMatchObject({ trees: expect.any(Array), zombies: expect.any(Array) })
+    expect(spawnSync(bin, ['doctor', '--bogus'], { env, encoding: 'utf8', timeout: 60_000 }).status).toBe(2)
   })
 
   const versions = [{ label: '20 (this machine)', bin: () => process.execPath }].concat(

@@ -1,0 +1,251 @@
+/**
+ * The Supervisor's persistent registry (`new Supervisor({ stateFile })`): what it started, written
+ * to a small JSON file atomically (temp file + rename) as it goes, so that the next supervisor on
+ * the same file, after this process died without cleaning up (SIGKILL, OOM), finds the leftovers.
+ *
+ * A record names a process by pid AND start time: a leftover is acted on only if a process with
+ * that pid still runs and started at that same time, pinned by pidfd before the check, so a
+ * recycled pid is dropped, never signalled. A torn or unreadable file is reported, not thrown.
+ */
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { openProcess, type ProcessHandle } from './handle'
+import { type KillResult, killProcessGracefully } from './kill'
+import { type Logger, logEvent } from './logger'
+import { processRow } from './proctable'
+import type { ProcessRecord } from './supervisor'
+
+/** One line of the state file. */
+interface StateRecord {
+  pid: number
+  /** Start time as the process table gives it (clock ticks since boot on Linux). */
+  start: string
+  pgid: number | null
+  requestId: string | number | null
+  command: string
+  args: string[]
+}
+
+export interface LeftoverReport {
+  /** Processes of a previous incarnation found still running (same pid and start time). */
+  found: Array<{ pid: number; pgid: number | null; requestId: string | number | null; command: string }>
+  /** Records dropped unsignalled: the process is gone, or its pid now names another process. */
+  dropped: Array<{ pid: number; reason: 'gone' | 'recycled' }>
+  /** With onLeftovers 'stop' (the default): each found process's graceful stop. */
+  stopped: KillResult[]
+  /** With onLeftovers 'adopt': their records, now in the registry with status 'adopted'. */
+  adopted: ProcessRecord[]
+  /** True when the file could not be parsed (e.g. torn by a crash mid-write): nothing was acted on. */
+  corrupt: boolean
+}
+
+interface Adopted {
+  record: ProcessRecord
+  handle: ProcessHandle
+  stopping: number
+}
+
+export interface StateHooks {
+  graceMs: number
+  logger: Logger
+  /** The supervisor's 'status' event. */
+  emit(record: ProcessRecord): void
+}
+
+function readRecords(file: string): { records: StateRecord[]; corrupt: boolean } {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], corrupt: false }
+    return { records: [], corrupt: true }
+  }
+  try {
+    const data = JSON.parse(text) as { version?: unknown; processes?: unknown }
+    if (data.version !== 1 || !Array.isArray(data.processes)) return { records: [], corrupt: true }
+    const ok = (r: Partial<StateRecord>): r is StateRecord =>
+      Number.isSafeInteger(r.pid) && (r.pid as number) > 0 && typeof r.start === 'string' && /^[\w :.-]+$/.test(r.start)
+    return { records: (data.processes as Partial<StateRecord>[]).filter(ok), corrupt: false }
+  } catch {
+    return { records: [], corrupt: true }
+  }
+}
+
+export class SupervisorState {
+  readonly leftovers: Promise<LeftoverReport>
+  readonly #file: string
+  readonly #hooks: StateHooks
+  readonly #records = new Map<number, StateRecord>()
+  readonly #adopted = new Map<number, Adopted>()
+  #writeQueued = false
+  #closed = false
+
+  constructor(file: string, onLeftovers: 'stop' | 'adopt', hooks: StateHooks) {
+    this.#file = file
+    this.#hooks = hooks
+    const { records, corrupt } = readRecords(file)
+    const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt }
+    if (corrupt) logEvent(hooks.logger, 'warn', 'state.corrupt', { file })
+    const live: Array<{ rec: StateRecord; handle: ProcessHandle }> = []
+    for (const rec of records) {
+      let handle: ProcessHandle
+      try {
+        handle = openProcess(rec.pid)
+      } catch {
+        report.dropped.push({ pid: rec.pid, reason: 'gone' })
+        continue
+      }
+      // Checked after the pidfd exists: a match means the pidfd pins the recorded process.
+      const row = processRow(rec.pid)
+      if (!row || row.state === 'Z' || row.start !== rec.start) {
+        handle.close()
+        report.dropped.push({ pid: rec.pid, reason: !row || row.state === 'Z' ? 'gone' : 'recycled' })
+        continue
+      }
+      report.found.push({ pid: rec.pid, pgid: rec.pgid, requestId: rec.requestId, command: rec.command })
+      live.push({ rec, handle })
+    }
+    if (onLeftovers === 'adopt') {
+      for (const { rec, handle } of live) report.adopted.push({ ...this.#adopt(rec, handle).record })
+      this.leftovers = Promise.resolve(report)
+    } else {
+      this.leftovers = Promise.all(
+        live.map(async ({ handle }) => {
+          try {
+            return await killProcessGracefully(handle, { graceMs: hooks.graceMs, logger: hooks.logger })
+          } finally {
+            handle.close()
+          }
+        }),
+      ).then((stopped) => ({ ...report, stopped }))
+    }
+    logEvent(hooks.logger, 'info', 'state.leftovers', { file, found: report.found.length, dropped: report.dropped.length, action: onLeftovers })
+    this.#write() // the file now describes this incarnation (the adopted, if any), not the last one
+  }
+
+  #adopt(rec: StateRecord, handle: ProcessHandle): Adopted {
+    const record: ProcessRecord = {
+      pid: rec.pid,
+      pgid: rec.pgid,
+      requestId: rec.requestId,
+      command: rec.command,
+      args: rec.args ?? [],
+      status: 'adopted',
+      startedAt: new Date(),
+      exitedAt: null,
+      exitCode: null,
+      signal: null,
+    }
+    const a: Adopted = { record, handle, stopping: 0 }
+    this.#adopted.set(rec.pid, a)
+    this.#records.set(rec.pid, rec)
+    void handle.exited.then(
+      () => {
+        if (a.stopping === 0) this.#settle(a, 'exited')
+      },
+      () => {},
+    )
+    return a
+  }
+
+  #settle(a: Adopted, status: ProcessRecord['status']): void {
+    if (a.record.status !== 'adopted') return
+    a.record.status = status
+    a.record.exitedAt = new Date()
+    a.handle.close()
+    this.remove(a.record.pid)
+    this.#hooks.emit({ ...a.record })
+  }
+
+  /** Records a process the supervisor just registered. */
+  add(pid: number, pgid: number | null, requestId: string | number | null, command: string, args: string[]): void {
+    const row = processRow(pid)
+    if (!row) return // already gone: nothing can be left of it under this pid
+    this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args })
+    this.#queueWrite()
+  }
+
+  /** Forgets a process that exited. */
+  remove(pid: number): void {
+    if (this.#records.delete(pid)) this.#queueWrite()
+  }
+
+  /** The adopted processes' records (copies). */
+  list(): ProcessRecord[] {
+    return [...this.#adopted.values()].map((a) => ({ ...a.record }))
+  }
+
+  find(pidOrRequestId: number | string): ProcessRecord | undefined {
+    const a = this.#find(pidOrRequestId)
+    return a ? { ...a.record } : undefined
+  }
+
+  #find(key: number | string): Adopted | undefined {
+    if (typeof key === 'number' && this.#adopted.has(key)) return this.#adopted.get(key)
+    for (const a of this.#adopted.values()) if (a.record.requestId === key) return a
+    return undefined
+  }
+
+  /** Stops an adopted process like any other (its group too, if it leads one); undefined if unknown. */
+  terminate(pidOrRequestId: number | string, graceMs: number): Promise<KillResult> | undefined {
+    const a = this.#find(pidOrRequestId)
+    if (!a) return undefined
+    return this.#stop(a, graceMs)
+  }
+
+  async #stop(a: Adopted, graceMs: number): Promise<KillResult> {
+    a.stopping++
+    try {
+      const result = await killProcessGracefully(a.handle, { graceMs, logger: this.#hooks.logger })
+      this.#settle(a, result.escalated ? 'killed' : 'terminated')
+      return result
+    } finally {
+      a.stopping--
+    }
+  }
+
+  /** Stops every adopted process still running (shutdownAll). */
+  async stopAll(graceMs: number): Promise<void> {
+    await Promise.all([...this.#adopted.values()].filter((a) => a.record.status === 'adopted').map((a) => this.#stop(a, graceMs)))
+  }
+
+  /** The exit backstop: SIGKILL every adopted process still running, synchronously. */
+  killAllSync(): void {
+    for (const a of this.#adopted.values()) {
+      if (a.record.status !== 'adopted' || a.handle.closed) continue
+      try {
+        a.handle.signal('SIGKILL')
+      } catch {
+        // gone already
+      }
+    }
+  }
+
+  /** Flushes the file now (and stops writing it): for dispose() and tests. */
+  close(): void {
+    if (this.#closed) return
+    this.#write()
+    this.#closed = true
+  }
+
+  // One write per event-loop turn however many processes started or ended in it.
+  #queueWrite(): void {
+    if (this.#writeQueued || this.#closed) return
+    this.#writeQueued = true
+    setImmediate(() => {
+      this.#writeQueued = false
+      if (!this.#closed) this.#write()
+    }).unref()
+  }
+
+  #write(): void {
+    const tmp = `${this.#file}.${process.pid}.tmp`
+    const data = JSON.stringify({ version: 1, supervisor: process.pid, processes: [...this.#records.values()] })
+    try {
+      writeFileSync(tmp, `${data}\n`, { mode: 0o600 })
+      renameSync(tmp, this.#file)
+    } catch (err) {
+      rmSync(tmp, { force: true })
+      logEvent(this.#hooks.logger, 'warn', 'state.write-failed', { file: this.#file, error: (err as Error).message })
+    }
+  }
+}
