@@ -27,7 +27,7 @@ cxxflags=(-std=c++17 -O2 -fno-exceptions -Wall -Wextra -Wno-unused-parameter -Wn
   -DNAPI_VERSION=8 -DNAPI_DISABLE_CPP_EXCEPTIONS -DNODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS
   -DNODE_ADDON_API_DISABLE_DEPRECATED -DUNICODE -D_UNICODE -D_WIN32_WINNT=0x0602
   -I"$napi_headers/include" -I"$addon_api")
-sources=(native/errors.cc native/win/*.cc)
+sources=(native/errors.cc native/win/*.cc) # the launcher (job_launcher.c) is built below
 objs=()
 for src in "${sources[@]}"; do
   obj="$out/obj/$(basename "${src%.cc}").o"
@@ -39,3 +39,8 @@ done
 "$cxx" -shared -s -static -o "$out/reapkit.node" "${objs[@]}" \
   "$out/libnode.a" -Wl,--exclude-all-symbols
 echo "== win32 build: $out/reapkit.node ($(stat -c %s "$out/reapkit.node") bytes)"
+
+# reapkit-job.exe: runs a command in a kill-on-close job it owns, created suspended (job_launcher.c).
+x86_64-w64-mingw32-gcc -std=c11 -O2 -Wall -Wextra -DUNICODE -D_UNICODE -s -static -o "$out/reapkit-job.exe" \
+  native/win/job_launcher.c
+echo "== win32 build: $out/reapkit-job.exe ($(stat -c %s "$out/reapkit-job.exe") bytes)"

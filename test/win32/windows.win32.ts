@@ -91,6 +91,18 @@ describe.skipIf(!ready)('Windows under Wine (node.exe + the win32-x64 prebuild)'
     expect(tagged(r.tag).filter((p) => p.cmdline.includes('tree-leaf.cjs'))).toHaveLength(1)
   })
 
+  it('reapkit-job.exe: the command is in a job before it runs; the host SIGKILLed, nothing survives', async () => {
+    const r = run('tree-host.cjs', ['launcher'])
+    const result = await resultWith(r, 'ready')
+    expect(result.passthrough).toMatchObject({ seven: { code: 7, signal: null }, missing: { code: 127, signal: null } })
+    const before = tagged(r.tag)
+    for (const part of ['reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs']) {
+      expect(before.some((p) => p.cmdline.includes(part)), part).toBe(true)
+    }
+    process.kill(r.pid, 'SIGKILL')
+    await waitFor(() => tagged(r.tag).length === 0, 30_000, 'the launcher and its whole job to end')
+  })
+
   it('TerminateJobObject ends every member and the job lists none', async () => {
     const r = run('tree-host.cjs', ['terminate'])
     const result = await resultWith(r, 'done')
