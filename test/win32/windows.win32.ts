@@ -67,6 +67,15 @@ describe.skipIf(!ready)('Windows under Wine (node.exe + the win32-x64 prebuild)'
     }
   })
 
+  it('worker_threads: workers terminated with watches pending, a worker watch that resolves, the main one after', async () => {
+    const r = run('workers.cjs')
+    const result = await resultWith(r, 'done')
+    expect(result.workers.terminated).toHaveLength(4)
+    expect(result.workers.worker).toMatchObject({ info: { code: 4, signal: null } })
+    expect(result.workers.main).toMatchObject({ code: 6, signal: null })
+    expect(await r.exited).toBe(0) // no crash at exit, after the workers' cleanup hooks ran
+  })
+
   it('a kill-on-close job: the host SIGKILLed from Linux takes child, cmd and grandchild with it', async () => {
     const r = run('tree-host.cjs', ['job'])
     const result = await resultWith(r, 'ready')
