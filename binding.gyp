@@ -48,6 +48,40 @@
           }
         ],
         [
+          "OS=='win'",
+          {
+            "sources!": [
+              "native/addon.cc",
+              "native/group.cc",
+              "native/pdeathsig.cc",
+              "native/process_handle.cc",
+              "native/exit_watch.cc",
+              "native/exit_watch_pidfd.cc",
+              "native/exit_watch_kqueue.cc"
+            ],
+            "sources": [
+              "native/win/addon_win.cc",
+              "native/win/exit_watch_win.cc",
+              "native/win/job_win.cc",
+              "native/win/parent_win.cc",
+              "native/win/process_handle_win.cc"
+            ],
+            "defines": [
+              "UNICODE",
+              "_UNICODE",
+              "_WIN32_WINNT=0x0602"
+            ],
+            "msvs_settings": {
+              "VCCLCompilerTool": {
+                "ExceptionHandling": 0,
+                "AdditionalOptions": [
+                  "/std:c++17"
+                ]
+              }
+            }
+          }
+        ],
+        [
           "OS=='mac'",
           {
             "xcode_settings": {

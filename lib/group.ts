@@ -2,11 +2,12 @@
  * Process-group membership: which live processes are in a group right now. kill(-pgid, 0) is no
  * answer (it succeeds while only zombies remain), so this reads each member's state.
  */
-import { binding } from './native'
+import { binding, requirePosixBinding } from './native'
 import { validatePid } from './validate'
 
 /** Every live process as pgid -> pids, from one scan. Throws if the listing fails. */
 export function scanGroups(): Map<number, number[]> {
+  if (process.platform === 'win32') requirePosixBinding('getpgid', 'A process group')
   const table = new Map<number, number[]>()
   const add = (pid: number, pgid: number): void => {
     const list = table.get(pgid)
@@ -35,6 +36,7 @@ export function scanGroups(): Map<number, number[]> {
 /** Pids of the live (not zombie) members of process group `pgid`, now (synchronous). */
 export function groupMembers(pgid: number): number[] {
   const g = validatePid(pgid, 'pgid')
+  if (process.platform === 'win32') requirePosixBinding('getpgid', 'A process group')
   if (binding && process.platform === 'linux') return binding.groupMembers(g)
   return scanGroups().get(g) ?? []
 }

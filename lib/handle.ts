@@ -228,7 +228,9 @@ export class ProcessHandle {
     this.#native = native
     // Without pidfds the handle learns of the exit only from its watch; start it now, so that
     // signal() can refuse a process it has seen go.
-    if (!capabilities().pidfd) void this.exited.catch(() => {})
+    // (A Windows handle pins the process as a pidfd does: its signal() refuses an exited one itself.)
+    const caps = capabilities()
+    if (!caps.pidfd && caps.exitWatch !== 'handle') void this.exited.catch(() => {})
   }
 
   /** True once close() has been called. */
@@ -352,7 +354,7 @@ export function openProcess(pid: number, options: OpenProcessOptions = {}): Proc
     throw rangeError('ERR_REAPKIT_SELF', `Refusing a handle on this process itself (pid ${p}); pass { allowSelf: true }`)
   }
   const caps = capabilities()
-  if (binding && (caps.pidfd || caps.kqueue)) {
+  if (binding && (caps.pidfd || caps.kqueue || caps.exitWatch === 'handle')) {
     return new ProcessHandle(constructing, p, new binding.ProcessHandle(p))
   }
   if (!isRunning(p)) throw systemError('ESRCH', 'kill', 'no such process')

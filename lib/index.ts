@@ -16,6 +16,7 @@ export {
 export { spawn, spawnedInfo, type SpawnOptions, type SpawnedInfo } from './spawn'
 export { killProcessGracefully, type KillOptions, type KillResult, type SignalSent } from './kill'
 export { groupMembers } from './group'
+export { createJob, type Job } from './job'
 export { closeClient, type CloseClientOptions, type CloseReport } from './close'
 export {
   Supervisor,

@@ -8,11 +8,23 @@ import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { systemError } from './errors'
 
-/** The native handle class: a pidfd (Linux) or a pid (kqueue platforms), see native/process_handle.cc. */
+/**
+ * The native handle class: a pidfd (Linux), a pid (kqueue platforms, native/process_handle.cc) or
+ * an OpenProcess handle (Windows, native/win/process_handle_win.cc).
+ */
 export interface NativeProcessHandle {
   readonly pid: number
   readonly closed: boolean
   signal(signal: number): void
+  close(): void
+}
+
+/** Windows only: a kill-on-close Job object without breakaway (native/win/job_win.cc). */
+export interface NativeJob {
+  readonly closed: boolean
+  assign(pid: number): void
+  terminate(exitCode?: number): void
+  pids(): number[]
   close(): void
 }
 
@@ -39,7 +51,10 @@ export interface Binding {
   unwatch(id: number): void
   watcherRef(ref: boolean): void
   watcherStats(): { running: boolean; watches: number; registrations: number; reffed: boolean }
-  capabilities: { pidfd: boolean; prctl: boolean; exitWatch: 'pidfd' | 'kqueue' | 'none' }
+  capabilities: { pidfd: boolean; prctl: boolean; exitWatch: 'pidfd' | 'kqueue' | 'handle' | 'none'; job?: boolean }
+  /** Windows only (native/win): Job objects and the parent opened with its creation time checked. */
+  Job?: new () => NativeJob
+  openParent?: () => NativeProcessHandle
 }
 
 /** What this platform and build support. */
@@ -54,10 +69,15 @@ export interface Capabilities {
   subreaper: boolean
   /** The kqueue EVFILT_PROC exit watcher is built in (macOS, the BSDs). */
   kqueue: boolean
-  /** How watchExit sees a pid exit: by kernel event ('pidfd', 'kqueue') or, where none exists, 'poll'. */
-  exitWatch: 'pidfd' | 'kqueue' | 'poll'
+  /**
+   * How watchExit sees a pid exit: by kernel event ('pidfd', 'kqueue'; 'handle' on Windows: a wait
+   * on an OpenProcess handle) or, where none exists, 'poll'.
+   */
+  exitWatch: 'pidfd' | 'kqueue' | 'handle' | 'poll'
   /** How watchParent detects parent death by default. */
-  parentWatch: 'pdeathsig' | 'kqueue' | 'poll'
+  parentWatch: 'pdeathsig' | 'kqueue' | 'handle' | 'poll'
+  /** Windows: kill-on-close Job objects (createJob()). False elsewhere. */
+  job: boolean
   /** The exec helper that spawn() uses to join a new group and arm the death signal is present. */
   execHelper: boolean
   /** The native supervisor of the `reapkit` command is present (supervisorPath()). */
@@ -155,6 +175,21 @@ export function requireBinding(syscall: string): Binding {
   throw systemError('ENOTSUP', syscall, 'the reapkit native addon is not loaded', loadError ?? undefined)
 }
 
+/**
+ * The addon's POSIX parts (process groups, prctl, waitid): on Windows they do not exist, and the
+ * call throws ENOTSUP saying what Windows has instead, never a silent no-op.
+ */
+export function requirePosixBinding(syscall: string, what: string): Binding {
+  if (process.platform === 'win32') {
+    throw systemError(
+      'ENOTSUP',
+      syscall,
+      `${what} does not exist on Windows; reapkit uses kill-on-close Job objects there (capabilities().job)`,
+    )
+  }
+  return requireBinding(syscall)
+}
+
 const executables = new Map<string, string | null>()
 
 /** An executable shipped beside the addon: the prebuild's folder, or `helper/` beside a local build. */
@@ -209,14 +244,16 @@ export function capabilities(): Capabilities {
   const pidfd = native?.pidfd === true
   const kqueue = native?.exitWatch === 'kqueue'
   const prctl = native?.prctl === true
+  const handle = native?.exitWatch === 'handle' // Windows
   caps = {
     native: loaded !== null,
     pidfd,
     pdeathsig: prctl,
     subreaper: prctl,
     kqueue,
-    exitWatch: pidfd ? 'pidfd' : kqueue ? 'kqueue' : 'poll',
-    parentWatch: prctl && pidfd ? 'pdeathsig' : kqueue ? 'kqueue' : 'poll',
+    exitWatch: pidfd ? 'pidfd' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
+    parentWatch: prctl && pidfd ? 'pdeathsig' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
+    job: native?.job === true,
     execHelper: execHelperPath() !== null,
     supervisor: supervisorPath() !== null,
     ...(loadError ? { loadError: loadError.message } : {}),

@@ -8,6 +8,10 @@
  *   already gone, it fires at once (the kernel never sends the signal in that case). The re-check
  *   compares with the recorded pid, not with 1: under a subreaper the new parent is not 1.
  * - macOS / BSD: kqueue EVFILT_PROC NOTE_EXIT on the original parent (no death signal exists).
+ * - Windows: a wait on a handle to the parent (mechanism 'handle'), opened only if the process
+ *   behind the parent's pid was created before this one (a reused pid names a younger process);
+ *   Windows never re-parents, so a parent already gone (or never there: a process started from
+ *   Linux under Wine has parent pid 0) fires at once.
  * - Elsewhere, or without the addon: a getppid poll (default every 2 s, REAPKIT_PARENT_POLL_INTERVAL_MS),
  *   and `mechanism` says 'poll'.
  *
@@ -24,7 +28,7 @@ import { type ExitWatch, watchNative } from './handle'
 import { binding, capabilities, type NativeProcessHandle } from './native'
 import { describe, type SignalLike, signalName, signalNumber, validateMs, validateOptions } from './validate'
 
-export type ParentWatchMechanism = 'pdeathsig' | 'pidfd' | 'kqueue' | 'poll'
+export type ParentWatchMechanism = 'pdeathsig' | 'pidfd' | 'kqueue' | 'handle' | 'poll'
 
 export interface ParentExitInfo {
   /** The parent that died (as recorded when watching started). */
@@ -132,7 +136,15 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
 
   const armed = caps.pdeathsig && deathSig !== 0
   let mechanism: ParentWatchMechanism =
-    caps.pdeathsig && caps.pidfd ? (armed ? 'pdeathsig' : 'pidfd') : caps.kqueue ? 'kqueue' : 'poll'
+    caps.pdeathsig && caps.pidfd
+      ? armed
+        ? 'pdeathsig'
+        : 'pidfd'
+      : caps.kqueue
+        ? 'kqueue'
+        : caps.exitWatch === 'handle'
+          ? 'handle'
+          : 'poll'
 
   const stop = (): void => {
     watch?.cancel()
@@ -153,7 +165,18 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   // 1. Pin the recorded parent (pidfd / kqueue registration) before arming.
   let handle: NativeProcessHandle | null = null
   let parentGone = false
-  if (binding && (mechanism === 'pdeathsig' || mechanism === 'pidfd' || mechanism === 'kqueue') && parentPid > 1) {
+  if (binding?.openParent && mechanism === 'handle') {
+    // Windows: our own parent, creation time checked natively; an expected pid that is not our
+    // parent is caught by the re-check below.
+    if (parentPid === currentPpid()) {
+      try {
+        handle = binding.openParent()
+      } catch (err) {
+        if ((err as { code?: string }).code === 'ESRCH') parentGone = true
+        else mechanism = 'poll'
+      }
+    }
+  } else if (binding && (mechanism === 'pdeathsig' || mechanism === 'pidfd' || mechanism === 'kqueue') && parentPid > 1) {
     try {
       handle = new binding.ProcessHandle(parentPid)
     } catch (err) {

@@ -8,18 +8,18 @@
  * set-group-ID or file-capability binary, and by any change of credentials; it survives a plain exec.
  */
 import { typeError } from './errors'
-import { requireBinding } from './native'
+import { requirePosixBinding } from './native'
 import { type SignalLike, signalName, signalNumber, validatePid } from './validate'
 
 /** Arms (or with `null` / 0, disarms) the signal the kernel sends this process when its parent dies. */
 export function setParentDeathSignal(signal: SignalLike | null): void {
   const sig = signal === null ? 0 : signalNumber(signal)
-  requireBinding('prctl').setParentDeathSignal(sig)
+  requirePosixBinding('prctl', 'A parent-death signal').setParentDeathSignal(sig)
 }
 
 /** The armed parent-death signal, or null when none is armed. */
 export function getParentDeathSignal(): NodeJS.Signals | null {
-  return signalName(requireBinding('prctl').getParentDeathSignal())
+  return signalName(requirePosixBinding('prctl', 'A parent-death signal').getParentDeathSignal())
 }
 
 /**
@@ -30,12 +30,12 @@ export function setChildSubreaper(on = true): void {
   if (typeof on !== 'boolean') {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "on" argument must be of type boolean. Received ${typeof on}`)
   }
-  requireBinding('prctl').setChildSubreaper(on)
+  requirePosixBinding('prctl', 'A child subreaper').setChildSubreaper(on)
 }
 
 /** Whether this process is a child subreaper. */
 export function isChildSubreaper(): boolean {
-  return requireBinding('prctl').isChildSubreaper()
+  return requirePosixBinding('prctl', 'A child subreaper').isChildSubreaper()
 }
 
 /**
@@ -45,5 +45,5 @@ export function isChildSubreaper(): boolean {
  * a status taken from under it never reaches their ChildProcess 'exit' event).
  */
 export function reapAdopted(pid: number): boolean {
-  return requireBinding('waitid').reapZombie(validatePid(pid))
+  return requirePosixBinding('waitid', 'Reaping adopted orphans').reapZombie(validatePid(pid))
 }

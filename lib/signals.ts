@@ -4,7 +4,7 @@
  * process), killpg(0) and killpg(1), and this process or its own group unless `allowSelf: true`.
  */
 import { rangeError } from './errors'
-import { binding, requireBinding } from './native'
+import { binding, requirePosixBinding } from './native'
 import { isSelf, type SignalLike, signalNumber, validatePid, validatePidOrSelf, validateOptions } from './validate'
 
 export interface SignalOptions {
@@ -15,7 +15,7 @@ export interface SignalOptions {
 /** Process group id of `pid` (0 or omitted: this process). Throws ESRCH for an unknown pid. */
 export function getpgid(pid?: number): number {
   const p = validatePidOrSelf(pid)
-  return requireBinding('getpgid').getpgid(p)
+  return requirePosixBinding('getpgid', 'A process group').getpgid(p)
 }
 
 /**
@@ -25,7 +25,7 @@ export function getpgid(pid?: number): number {
 export function setpgid(pid: number = 0, pgid: number = 0): void {
   const p = validatePidOrSelf(pid)
   const g = validatePidOrSelf(pgid, 'pgid')
-  requireBinding('setpgid').setpgid(p, g)
+  requirePosixBinding('setpgid', 'A process group').setpgid(p, g)
 }
 
 /** Sends `signal` (default SIGTERM; 0 checks existence) to process `pid`. */
@@ -39,8 +39,8 @@ export function kill(pid: number, signal: SignalLike = 'SIGTERM', options: Signa
       `Refusing to signal this process itself (pid ${p} is this process or one of its threads); pass { allowSelf: true } to do so`,
     )
   }
-  if (binding) binding.kill(p, sig)
-  else process.kill(p, sig) // plain kill(2), same semantics, after the same validation
+  if (binding && process.platform !== 'win32') binding.kill(p, sig)
+  else process.kill(p, sig) // plain kill(2) (Windows: libuv's TerminateProcess), after the same validation
 }
 
 /**
@@ -51,7 +51,7 @@ export function killpg(pgid: number, signal: SignalLike = 'SIGTERM', options: Si
   options = validateOptions(options)
   const g = validatePid(pgid, 'pgid')
   const sig = signalNumber(signal)
-  const native = requireBinding('killpg')
+  const native = requirePosixBinding('killpg', 'A process group')
   if (options.allowSelf !== true && g === native.getpgid(0)) {
     throw rangeError(
       'ERR_REAPKIT_SELF',

@@ -1,0 +1,146 @@
+/**
+ * `npm run test:win32`: reapkit's Windows primitives in a real node.exe under Wine, on real
+ * Windows processes. Each fixture writes its results to a JSON file; survivors are counted from
+ * Linux's /proc by the test's random tag. Every process started here is killed by pid in
+ * afterEach (tagged), and the prefix's wineserver is stopped at the end.
+ */
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { killTagged, newTag, winPath, ready, runFixture, stopWineserver, tagged, type WineRun, waitFor } from './wine'
+
+const started: string[] = []
+function run(name: string, args: string[] = [], tag = newTag()): WineRun {
+  started.push(tag)
+  return runFixture(name, args, tag)
+}
+
+afterEach(() => {
+  for (const tag of started.splice(0)) killTagged(tag)
+})
+afterAll(() => stopWineserver())
+
+async function resultWith(r: WineRun, key: string, timeoutMs = 120_000): Promise<Record<string, any>> {
+  let ended = false
+  void r.exited.then(() => (ended = true))
+  await waitFor(() => key in r.result() || 'error' in r.result() || ended, timeoutMs, `${key} in ${r.resultFile}`)
+  await new Promise((res) => setTimeout(res, 100)) // a last write racing the exit
+  expect(Object.keys(r.result()), `the fixture ended before '${key}': ${JSON.stringify(r.result())}`).toContain(key)
+  const result = r.result()
+  expect(result.error).toBeUndefined()
+  return result
+}
+
+// Never a silent skip: without node.exe and the staged prebuild this suite has nothing to test.
+if (!ready) throw new Error('node.exe or the staged win32 prebuild is missing: run `npm run test:win32` (setup, build, stage)')
+
+describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
+  it('exit watching, ESRCH, pinned handles, TerminateProcess, ENOTSUP', async () => {
+    const tag = newTag()
+    const pidFile = join(tmpdir(), `${tag}-other.pid`)
+    const goFile = join(tmpdir(), `${tag}-other.go`)
+    const nonChild = run('other.cjs', [winPath(pidFile), winPath(goFile)], tag)
+    const r = run('primitives.cjs', [winPath(pidFile), winPath(goFile)], tag)
+    const result = await resultWith(r, 'done')
+
+    expect(result.caps).toMatchObject({ native: true, exitWatch: 'handle', parentWatch: 'handle', job: true, pidfd: false, pdeathsig: false, subreaper: false })
+    // Our child's exit, by a wait on its handle, with its exit code.
+    expect(result.childExit).toMatchObject({ code: 7, signal: null })
+    // A node.exe the host did not start (Linux started it): seen exiting, with its code.
+    expect(result.otherExit).toMatchObject({ pid: result.otherExit.expectedPid, code: 5, signal: null })
+    expect(await nonChild.exited).toBe(5)
+    // A gone pid: ESRCH from OpenProcess (Windows: ERROR_INVALID_PARAMETER), and watchExit says gone.
+    expect(result.goneOpen).toMatchObject({ threw: true, code: 'ESRCH', syscall: 'OpenProcess' })
+    expect(result.goneWatch).toMatchObject({ code: null, signal: null })
+    // A handle outlives its process: it refuses to signal (ESRCH), its pid is not reused while it
+    // is open, and after close() it says EBADF.
+    expect(result.pinned.exit).toMatchObject({ code: 3 })
+    expect(result.pinned.afterExit).toEqual({ SIGKILL: 'ESRCH', SIGTERM: 'ESRCH', 0: 'ESRCH' })
+    expect(result.pinned.reused).toBe(false)
+    expect(result.pinned.closed).toBe('EBADF')
+    // SIGTERM through a handle is TerminateProcess(1): our watch sees code 1; Node's own 'exit'
+    // of the same child agrees.
+    expect(result.terminated.watched).toMatchObject({ code: 1, signal: null })
+    expect(result.terminated.node.code).toBe(1)
+    expect(result.unsupportedSignal).toBe('ENOSYS')
+    // What Windows lacks: ENOTSUP with a message that says what to use instead.
+    for (const [name, err] of Object.entries(result.notsup as Record<string, any>)) {
+      expect(err, name).toMatchObject({ code: 'ENOTSUP' })
+      expect(err.message, name).toMatch(/does not exist on Windows/)
+    }
+  })
+
+  it('worker_threads: workers terminated with watches pending, a worker watch that resolves, the main one after', async () => {
+    const r = run('workers.cjs')
+    const result = await resultWith(r, 'done')
+    expect(result.workers.terminated).toHaveLength(4)
+    expect(result.workers.worker).toMatchObject({ info: { code: 4, signal: null } })
+    expect(result.workers.main).toMatchObject({ code: 6, signal: null })
+    expect(await r.exited).toBe(0) // no crash at exit, after the workers' cleanup hooks ran
+  })
+
+  it('a kill-on-close job: the host SIGKILLed from Linux takes child, cmd and grandchild with it', async () => {
+    const r = run('tree-host.cjs', ['job'])
+    const result = await resultWith(r, 'ready')
+    const { child, cmd, leaf, jobPids } = result.tree
+    // Everything the child started is in the job, the cmd.exe and the node.exe under it included.
+    expect(jobPids).toEqual(expect.arrayContaining([child, cmd, leaf]))
+    const before = tagged(r.tag)
+    expect(before.some((p) => p.cmdline.includes('tree-leaf.cjs'))).toBe(true)
+    expect(before.some((p) => p.cmdline.includes('tree-child.cjs'))).toBe(true)
+    process.kill(r.pid, 'SIGKILL')
+    await waitFor(() => tagged(r.tag).length === 0, 30_000, 'every process of the job to end')
+  })
+
+  it('the control: the same tree under Node spawn alone leaves the grandchild running', async () => {
+    const r = run('tree-host.cjs', ['plain'])
+    const result = await resultWith(r, 'ready')
+    expect(result.tree.jobPids).toBeNull()
+    process.kill(r.pid, 'SIGKILL')
+    // libuv's own job takes the direct child; the node.exe under cmd broke away from it.
+    await waitFor(() => !tagged(r.tag).some((p) => p.cmdline.includes('tree-child.cjs')), 30_000, 'the direct child to end')
+    await new Promise((res) => setTimeout(res, 2000))
+    expect(tagged(r.tag).filter((p) => p.cmdline.includes('tree-leaf.cjs'))).toHaveLength(1)
+  })
+
+  it('reapkit-job.exe: the command is in a job before it runs; the host SIGKILLed, nothing survives', async () => {
+    const r = run('tree-host.cjs', ['launcher'])
+    const result = await resultWith(r, 'ready')
+    expect(result.passthrough).toMatchObject({ seven: { code: 7, signal: null }, missing: { code: 127, signal: null } })
+    const before = tagged(r.tag)
+    for (const part of ['reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs']) {
+      expect(before.some((p) => p.cmdline.includes(part)), part).toBe(true)
+    }
+    process.kill(r.pid, 'SIGKILL')
+    await waitFor(() => tagged(r.tag).length === 0, 30_000, 'the launcher and its whole job to end')
+  })
+
+  it('TerminateJobObject ends every member and the job lists none', async () => {
+    const r = run('tree-host.cjs', ['terminate'])
+    const result = await resultWith(r, 'done')
+    expect(result.tree.jobPids).toEqual(expect.arrayContaining([result.tree.child, result.tree.cmd, result.tree.leaf]))
+    expect(result.terminated).toMatchObject({ child: { code: 9, signal: null }, jobPids: [] })
+    await waitFor(() => tagged(r.tag).length === 0, 30_000, 'the tree to be gone')
+  })
+
+  it('watchParent waits on a handle to the parent and fires when it exits', async () => {
+    const r = run('parent-host.cjs')
+    const host = await resultWith(r, 'host')
+    const childFile = `${r.resultFile}.child`
+    const { readFileSync } = await import('node:fs')
+    const read = (): Record<string, any> => {
+      try {
+        return JSON.parse(readFileSync(childFile, 'utf8'))
+      } catch {
+        return {}
+      }
+    }
+    await waitFor(() => 'fired' in read() || 'error' in read(), 60_000, 'the child to see its parent exit')
+    const child = read()
+    expect(child.error).toBeUndefined()
+    expect(child.watching).toMatchObject({ mechanism: 'handle', parentPid: host.host.pid, fired: false })
+    expect(child.fired).toMatchObject({ mechanism: 'handle', parentPid: host.host.pid })
+  })
+})
+
+
