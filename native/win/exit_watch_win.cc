@@ -100,8 +100,13 @@ static void Deliver(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher
   DWORD code = 0;
   bool known = GetExitCodeProcess(it->second->process, &code) && code != STILL_ACTIVE;
   watcher->Remove(id);
-  Napi::Value js_code = known ? Napi::Number::New(env, (double)code).As<Napi::Value>() : env.Null();
-  dispatch.Call({Napi::Number::New(env, (double)id), js_code, env.Null()});
+  // The contract of the POSIX watcher: one Float64Array of (watch id, code, signal) triples, -1 for
+  // unknown. Windows delivers one exit per call (each wait has its own callback).
+  Napi::Float64Array batch = Napi::Float64Array::New(env, 3);
+  batch[0] = (double)id;
+  batch[1] = known ? (double)code : -1;
+  batch[2] = -1;
+  dispatch.Call({batch});
 }
 
 static Napi::Value WatcherStart(const Napi::CallbackInfo& info) {
@@ -130,22 +135,42 @@ static ExitWatcher* RequireWatcher(Napi::Env env, const char* syscall) {
   return watcher;
 }
 
-// watch(handle): registers a wait on a duplicate of the handle; returns the watch id. A process
-// that has already exited is reported like any other (the callback runs at once).
+// watch(handle | pid): registers a wait on a duplicate of the handle (or on the process opened by
+// pid); returns the watch id. A process that has already exited is reported like any other (the
+// callback runs at once).
 static Napi::Value WatchProcess(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ExitWatcher* watcher = RequireWatcher(env, "RegisterWaitForSingleObject");
   if (watcher == nullptr) return env.Undefined();
   DWORD pid = 0;
-  HANDLE source = info.Length() > 0 ? UnwrapProcessHandle(env, info[0], &pid) : nullptr;
-  if (env.IsExceptionPending()) return env.Undefined();
-  if (source == nullptr) return ThrowErrno(env, EBADF, "RegisterWaitForSingleObject");
   auto* watch = new Watch{watcher, watcher->next_id++};
-  if (!DuplicateHandle(GetCurrentProcess(), source, GetCurrentProcess(), &watch->process, SYNCHRONIZE |
-                       PROCESS_QUERY_LIMITED_INFORMATION, FALSE, 0)) {
-    DWORD err = GetLastError();
-    delete watch;
-    return ThrowWin32Error(env, err, "DuplicateHandle");
+  if (info.Length() > 0 && info[0].IsNumber()) {
+    // watch(pid): opened here and held by the watch alone (a pid that is gone: ESRCH).
+    double n = info[0].As<Napi::Number>().DoubleValue();
+    if (!(n > 0 && n <= 4294967295.0) || n != (double)(DWORD)n) {
+      delete watch;
+      return ThrowTypeError(env, "pid must be a positive integer");
+    }
+    watch->process = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)n);
+    if (watch->process == nullptr) {
+      DWORD err = GetLastError();
+      delete watch;
+      if (err == ERROR_INVALID_PARAMETER) return ThrowErrno(env, ESRCH, "OpenProcess");
+      return ThrowWin32Error(env, err, "OpenProcess");
+    }
+  } else {
+    HANDLE source = info.Length() > 0 ? UnwrapProcessHandle(env, info[0], &pid) : nullptr;
+    if (env.IsExceptionPending() || source == nullptr) {
+      delete watch;
+      if (env.IsExceptionPending()) return env.Undefined();
+      return ThrowErrno(env, EBADF, "RegisterWaitForSingleObject");
+    }
+    if (!DuplicateHandle(GetCurrentProcess(), source, GetCurrentProcess(), &watch->process, SYNCHRONIZE |
+                         PROCESS_QUERY_LIMITED_INFORMATION, FALSE, 0)) {
+      DWORD err = GetLastError();
+      delete watch;
+      return ThrowWin32Error(env, err, "DuplicateHandle");
+    }
   }
   // Registered in the table first: the callback may run before RegisterWait returns, and its note
   // is delivered on this thread later, when the table has the watch.
@@ -187,6 +212,8 @@ static Napi::Value WatcherStats(const Napi::CallbackInfo& info) {
   Napi::Object stats = Napi::Object::New(env);
   stats.Set("running", Napi::Boolean::New(env, watcher != nullptr));
   stats.Set("watches", Napi::Number::New(env, watcher ? (double)watcher->watches.size() : 0));
+  // One wait (and one duplicated handle) per watch here: registrations equal watches.
+  stats.Set("registrations", Napi::Number::New(env, watcher ? (double)watcher->watches.size() : 0));
   stats.Set("reffed", Napi::Boolean::New(env, watcher != nullptr && watcher->reffed));
   return stats;
 }
