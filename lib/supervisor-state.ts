@@ -7,7 +7,9 @@
  * that pid still runs and started at that same time, pinned by pidfd before the check, so a
  * recycled pid is dropped, never signalled. A torn or unreadable file is reported, not thrown.
  */
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { ReapkitError } from './errors'
 import { openProcess, type ProcessHandle } from './handle'
 import { type KillResult, killProcessGracefully } from './kill'
 import { type Logger, logEvent } from './logger'
@@ -51,24 +53,43 @@ export interface StateHooks {
   emit(record: ProcessRecord): void
 }
 
-function readRecords(file: string): { records: StateRecord[]; corrupt: boolean } {
+/** The supervisor that writes a file: its pid and start time (so a recycled pid is not taken for it). */
+interface Owner {
+  pid: number
+  start: string
+}
+
+const START_RE = /^[\w :.-]+$/
+
+function readRecords(file: string): { records: StateRecord[]; owner: Owner | null; corrupt: boolean } {
   let text: string
   try {
     text = readFileSync(file, 'utf8')
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], corrupt: false }
-    return { records: [], corrupt: true }
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], owner: null, corrupt: false }
+    return { records: [], owner: null, corrupt: true }
   }
   try {
-    const data = JSON.parse(text) as { version?: unknown; processes?: unknown }
-    if (data.version !== 1 || !Array.isArray(data.processes)) return { records: [], corrupt: true }
+    const data = JSON.parse(text) as { version?: unknown; processes?: unknown; owner?: Partial<Owner> }
+    if (data.version !== 1 || !Array.isArray(data.processes)) return { records: [], owner: null, corrupt: true }
     const ok = (r: Partial<StateRecord>): r is StateRecord =>
-      Number.isSafeInteger(r.pid) && (r.pid as number) > 0 && typeof r.start === 'string' && /^[\w :.-]+$/.test(r.start)
-    return { records: (data.processes as Partial<StateRecord>[]).filter(ok), corrupt: false }
+      Number.isSafeInteger(r.pid) && (r.pid as number) > 0 && typeof r.start === 'string' && START_RE.test(r.start)
+    const o = data.owner
+    const owner = o && Number.isSafeInteger(o.pid) && typeof o.start === 'string' && START_RE.test(o.start) ? (o as Owner) : null
+    return { records: (data.processes as Partial<StateRecord>[]).filter(ok), owner, corrupt: false }
   } catch {
-    return { records: [], corrupt: true }
+    return { records: [], owner: null, corrupt: true }
   }
 }
+
+/** Is the recorded owner still running (same pid, same start time)? */
+function ownerAlive(owner: Owner): boolean {
+  const row = processRow(owner.pid)
+  return row !== null && row.state !== 'Z' && row.start === owner.start
+}
+
+// State files this process's supervisors hold: two supervisors on one file would stop each other's children.
+const held = new Set<string>()
 
 export class SupervisorState {
   readonly leftovers: Promise<LeftoverReport>
@@ -79,10 +100,23 @@ export class SupervisorState {
   #writeQueued = false
   #closed = false
 
+  readonly #owner: Owner | null
+
   constructor(file: string, onLeftovers: 'stop' | 'adopt', hooks: StateHooks) {
-    this.#file = file
+    this.#file = resolve(file)
     this.#hooks = hooks
-    const { records, corrupt } = readRecords(file)
+    const { records, owner, corrupt } = readRecords(this.#file)
+    // A file whose writer still runs is not a crash's leftovers: its processes are that supervisor's,
+    // alive and in use. Refuse it rather than stop (or steal) them.
+    if (held.has(this.#file) || (owner !== null && owner.pid !== process.pid && ownerAlive(owner))) {
+      throw new ReapkitError(
+        'ERR_REAPKIT_STATE_FILE_IN_USE',
+        `The state file ${this.#file} belongs to a supervisor that is still running (pid ${held.has(this.#file) ? process.pid : owner!.pid}); give each supervisor a file of its own`,
+      )
+    }
+    held.add(this.#file)
+    const self = processRow(process.pid)
+    this.#owner = self ? { pid: process.pid, start: self.start } : null
     const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt }
     if (corrupt) logEvent(hooks.logger, 'warn', 'state.corrupt', { file })
     const live: Array<{ rec: StateRecord; handle: ProcessHandle }> = []
@@ -225,6 +259,7 @@ export class SupervisorState {
     if (this.#closed) return
     this.#write()
     this.#closed = true
+    held.delete(this.#file)
   }
 
   // One write per event-loop turn however many processes started or ended in it.
@@ -239,9 +274,16 @@ export class SupervisorState {
 
   #write(): void {
     const tmp = `${this.#file}.${process.pid}.tmp`
-    const data = JSON.stringify({ version: 1, supervisor: process.pid, processes: [...this.#records.values()] })
+    const data = JSON.stringify({ version: 1, owner: this.#owner, processes: [...this.#records.values()] })
     try {
-      writeFileSync(tmp, `${data}\n`, { mode: 0o600 })
+      // A fresh file of our own (never through a link someone left at the temporary name), 0600.
+      rmSync(tmp, { force: true })
+      const fd = openSync(tmp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600)
+      try {
+        writeSync(fd, `${data}\n`)
+      } finally {
+        closeSync(fd)
+      }
       renameSync(tmp, this.#file)
     } catch (err) {
       rmSync(tmp, { force: true })

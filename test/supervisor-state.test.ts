@@ -54,6 +54,30 @@ describe.runIf(linux)('Supervisor stateFile', () => {
     sup.dispose()
   })
 
+  it('a file whose supervisor still runs is refused (in this process or another), and its children are left alone', async () => {
+    const host = spawnFixture('state-host.cjs', [file])
+    const ready = await jsonLines(host.stdout!).next((m) => m.event === 'ready', 15_000, 'the host')
+    for (const pid of ready.alive) trackGroup(pid)
+    try {
+      expect(() => new Supervisor({ stateFile: file, backstop: false })).toThrow(expect.objectContaining({ code: 'ERR_REAPKIT_STATE_FILE_IN_USE' }))
+      expect(ready.alive.every((p: number) => !isGone(p))).toBe(true)
+      expect(JSON.parse(readFileSync(file, 'utf8')).processes.map((p: { pid: number }) => p.pid).sort()).toEqual([...ready.alive].sort())
+    } finally {
+      process.kill(host.pid!, 'SIGKILL')
+      await exitOf(host)
+    }
+    // Its writer gone, the same file is a crash's leftovers again; and a second supervisor on it
+    // in this process is refused while the first holds it.
+    const sup = new Supervisor({ stateFile: file, graceMs: 2000, backstop: false })
+    try {
+      expect((await sup.leftovers)!.found).toHaveLength(3)
+      expect(() => new Supervisor({ stateFile: file, backstop: false })).toThrow(expect.objectContaining({ code: 'ERR_REAPKIT_STATE_FILE_IN_USE' }))
+    } finally {
+      sup.dispose()
+    }
+    new Supervisor({ stateFile: file, backstop: false }).dispose() // released by dispose()
+  })
+
   it("with onLeftovers: 'adopt', they join the registry as 'adopted', and terminate / shutdownAll stop them by event", async () => {
     const { alive, groupMember } = await crashedHost()
     const sup = new Supervisor({ stateFile: file, onLeftovers: 'adopt', graceMs: 2000, backstop: false })

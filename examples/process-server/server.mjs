@@ -31,6 +31,9 @@
 //   --allow-any         run any command (the example mode: only on a machine and as a user you trust
 //                       the client with)
 //   --pass-env <NAME>   pass this variable of the server's environment to commands (repeatable)
+//   --state-file <path> record what it runs there (Supervisor stateFile): started again after a
+//                       crash, it first stops what the crashed incarnation left running, so a
+//                       host's restart never doubles its children. One file per server.
 //
 // Run it from an MCP host's configuration:
 //   { "command": "node", "args": ["<path to reapkit>/examples/process-server/server.mjs", "--allow", "uptime,df"] }
@@ -48,6 +51,7 @@ const { values: flags } = parseArgs({
     allow: { type: 'string', multiple: true, default: [] },
     'allow-any': { type: 'boolean', default: false },
     'pass-env': { type: 'string', multiple: true, default: [] },
+    'state-file': { type: 'string' },
   },
 })
 const allowed = new Set(flags.allow.flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean))
@@ -75,7 +79,11 @@ const view = ({ pid, requestId, command, args, status, exitCode, signal }) => {
   return { pid, requestId, command, args, status, exitCode, signal }
 }
 
-const supervisor = new Supervisor({ closeTimeoutMs: 1000 })
+const supervisor = new Supervisor({ closeTimeoutMs: 1000, ...(flags['state-file'] ? { stateFile: flags['state-file'] } : {}) })
+if (supervisor.leftovers) {
+  const { found, corrupt } = await supervisor.leftovers // stopped before any new request is taken
+  if (found.length > 0 || corrupt) process.stderr.write(`process-server: ${found.length} left by a crashed run stopped${corrupt ? '; the state file was unreadable' : ''}\n`)
+}
 const keepalive = createKeepalive({
   graceMs: Number(process.env.GRACE_MS ?? 8000),
   // When the drain begins, stop everything this server started: the run_command calls in flight
