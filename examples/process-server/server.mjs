@@ -80,8 +80,9 @@ const view = ({ pid, requestId, command, args, status, exitCode, signal }) => {
 }
 
 const supervisor = new Supervisor({ closeTimeoutMs: 1000, ...(flags['state-file'] ? { stateFile: flags['state-file'] } : {}) })
-if (supervisor.leftovers) {
-  const { found, corrupt } = await supervisor.leftovers // stopped before any new request is taken
+const leftovers = await supervisor.leftovers // null without a state file
+if (leftovers) {
+  const { found, corrupt } = leftovers // stopped before any new request is taken
   if (found.length > 0 || corrupt) process.stderr.write(`process-server: ${found.length} left by a crashed run stopped${corrupt ? '; the state file was unreadable' : ''}\n`)
 }
 const keepalive = createKeepalive({
