@@ -105,6 +105,52 @@ export function rows(d) {
       '',
     )
   }
+  if (d.exitscale) {
+    for (const r of d.exitscale.all) {
+      add(
+        `all ${r.n.toLocaleString('en')} watched processes SIGKILLed at once: every promise settled (median of ${r.rounds})`,
+        `${fmt(r.settledMs)} ms; longest event-loop block ${fmt(r.maxBlockMs)} ms (nothing watched: ${fmt(r.baseBlockMs)} ms); ${r.fdsPerWatch.toFixed(2)} descriptors per watch`,
+        `C pidfd + epoll: ${fmt(r.floorMs)} ms`,
+        `${(r.settledMs / r.floorMs).toFixed(2)}x the floor`,
+      )
+    }
+    const { one } = d.exitscale
+    const r = stat(one.reapkit)
+    const f = stat(one.floor)
+    add(`one exit among ${one.n.toLocaleString('en')} watches`, r.text, `C pidfd + epoll: ${f.text}`, `${(r.center / f.center).toFixed(2)}x the floor`)
+  }
+  for (const row of d.shutdownWedged ?? []) {
+    const { supervisor: a, handRolled: b } = row
+    add(
+      `\`shutdownAll\` of ${row.n} children ignoring stdin end and SIGTERM (close 250 + grace 500; 1 run)`,
+      `${fmt(a.ms)} ms, ${fmt(a.cpuMs)} ms CPU, ${a.capped} capped`,
+      `a hand-rolled \`Promise.all\` of \`closeClient\`: ${fmt(b.ms)} ms, ${fmt(b.cpuMs)} ms CPU`,
+      `CPU ${(a.cpuMs / b.cpuMs).toFixed(2)}x`,
+    )
+  }
+  if (d.wrapperStop) {
+    const { grace, tree } = d.wrapperStop
+    const g = grace[grace.length - 1]
+    add(
+      `\`reapkit --\` during a ${g.graceMs / 1000} s grace held by an escaped SIGTERM-ignoring helper, ${g.unrelated} unrelated processes (one ${g.windowMs / 1000} s window)`,
+      `${g.gracePct.toFixed(2)}% of a core`,
+      `the same wrapper idle: ${g.idlePct.toFixed(2)}%`,
+      '',
+    )
+    const w = stat(tree.wrapper)
+    const f = stat(tree.floor)
+    add(`stop a ${tree.n}-process tree through \`reapkit --\`, ${tree.unrelated} unrelated processes`, w.text, `C floor (\`killpg\` and reap as a subreaper): ${f.text}`, `${(w.center / f.center).toFixed(2)}x the floor`)
+  }
+  if (d.doctor) {
+    const x = d.doctor
+    const w = stat(x.wall)
+    add(
+      `\`reapkit doctor\`: one listing among ${x.processes} processes, and the leaked trees of the test scenario`,
+      `${w.text}; found ${x.doctor.found} of ${x.truth}, ${x.doctor.falsePositives} false positives`,
+      `\`pgrep -f "mcp|npx"\`: found ${x.pgrep.found} of ${x.truth}, ${x.pgrep.falsePositives} false positives`,
+      '',
+    )
+  }
   for (const row of d.headlines ?? []) add(row.what, row.ours, row.theirs, row.ratio ?? '') // rows the bench modules add
   return out
 }

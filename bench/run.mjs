@@ -513,4 +513,6 @@ for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, fi
 writeFileSync(join(outDir, 'latest.md'), md)
 writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor }, null, 1))
 console.log(md)
+// A full run also rewrites the README's figures table from this very run (bench/readme.mjs).
+if (!quick) (await import('./readme.mjs')).writeReadme(join(outDir, 'latest.json'))
 process.exit(0)
