@@ -17,10 +17,15 @@ const timer = setTimeout(() => {
 }, 10_000)
 
 const pending = new Map()
-b.watcherStart((id, code, signal) => {
-  const f = pending.get(id)
-  pending.delete(id)
-  if (f) f(code, signal)
+// The watcher's contract: one call per wake-up with a Float64Array of (watch id, code, signal)
+// triples, -1 for unknown (lib/handle.ts is the real dispatcher).
+b.watcherStart((batch) => {
+  assert.ok(batch instanceof Float64Array && batch.length % 3 === 0, `dispatch got ${batch}`)
+  for (let i = 0; i < batch.length; i += 3) {
+    const f = pending.get(batch[i])
+    pending.delete(batch[i])
+    if (f) f(batch[i + 1] < 0 ? null : batch[i + 1], batch[i + 2] < 0 ? null : batch[i + 2])
+  }
 })
 b.watcherRef(true)
 const child = spawn('sleep', ['1000'], { stdio: 'ignore' })
