@@ -1,30 +1,30 @@
 /**
  * reapkit: exact process-lifecycle primitives for Node.js. See README.md for the overview.
  */
-export { capabilities, type Capabilities, supervisorPath } from './native'
-export { getpgid, setpgid, kill, killpg, type SignalOptions } from './signals'
-export { setParentDeathSignal, getParentDeathSignal, setChildSubreaper, isChildSubreaper, reapAdopted } from './prctl'
-export { openProcess, ProcessHandle, type ExitInfo, type OpenProcessOptions } from './handle'
-export { watchExit, type ProcessTarget, type WatchExitOptions } from './exit'
+export { capabilities, type Capabilities, supervisorPath } from './ground/native'
+export { getpgid, setpgid, kill, killpg, type SignalOptions } from './ground/signals'
+export { setParentDeathSignal, getParentDeathSignal, setChildSubreaper, isChildSubreaper, reapAdopted } from './mechanisms/prctl'
+export { openProcess, ProcessHandle, type ExitInfo, type OpenProcessOptions } from './mechanisms/handle'
+export { watchExit, type ProcessTarget, type WatchExitOptions } from './mechanisms/exit'
 export {
   watchParent,
   type ParentWatcher,
   type ParentExitInfo,
   type ParentWatchMechanism,
   type WatchParentOptions,
-} from './parent'
-export { spawn, spawnedInfo, type SpawnOptions, type SpawnedInfo } from './spawn'
-export { killProcessGracefully, type KillOptions, type KillResult, type SignalSent } from './kill'
-export { groupMembers } from './group'
-export { createJob, type Job } from './job'
-export { closeClient, type CloseClientOptions, type CloseReport } from './close'
+} from './mechanisms/parent'
+export { spawn, spawnedInfo, type SpawnOptions, type SpawnedInfo } from './mechanisms/spawn'
+export { killProcessGracefully, type KillOptions, type KillResult, type SignalSent } from './mechanisms/kill'
+export { groupMembers } from './mechanisms/group'
+export { createJob, type Job } from './mechanisms/job'
+export { closeClient, type CloseClientOptions, type CloseReport } from './policies/close'
 export {
   Supervisor,
   type SupervisorOptions,
   type ProcessRecord,
   type ProcessStatus,
   type ShutdownReport,
-} from './supervisor'
+} from './policies/supervisor'
 export {
   findOrphans,
   stopOrphans,
@@ -35,8 +35,8 @@ export {
   type OrphanTree,
   type StopOrphansOptions,
   type StoppedTree,
-} from './doctor'
-export { type Logger, silentLogger } from './logger'
+} from './policies/doctor'
+export { type Logger, silentLogger } from './ground/logger'
 export {
   createKeepalive,
   ShuttingDownError,
@@ -45,6 +45,6 @@ export {
   type KeepaliveOptions,
   type KeepaliveState,
   type ShutdownReport as KeepaliveReport,
-} from './keepalive'
-export { ReapkitError, TimeoutError, AbortError, type SystemError } from './errors'
-export type { SignalLike } from './validate'
+} from './policies/keepalive'
+export { ReapkitError, TimeoutError, AbortError, type SystemError } from './ground/errors'
+export type { SignalLike } from './ground/validate'

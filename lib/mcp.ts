@@ -22,7 +22,7 @@
  */
 import { closeClient, type Keepalive, SHUTTING_DOWN_JSONRPC_CODE, spawn } from './index'
 // Stateless validators, bundled into this entry (no second copy of any process-global state).
-import { validateMs, validateOptions } from './validate'
+import { validateMs, validateOptions } from './ground/validate'
 
 /** The part of the SDK's Transport interface this module relies on (1.x and 2.x alike). */
 export interface McpTransport {

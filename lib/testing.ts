@@ -26,10 +26,10 @@ import {
   reapAdopted,
   setChildSubreaper,
 } from './index'
-import { typeError } from './errors'
-import { descendantsOf, processRow, type ProcessRow, readProcessTable } from './proctable'
+import { typeError } from './ground/errors'
+import { descendantsOf, processRow, type ProcessRow, readProcessTable } from './mechanisms/proctable'
 // Stateless validators, bundled into this entry (no second copy of any process-global state).
-import { describe, validateMs, validateOptions, validatePid } from './validate'
+import { describe, validateMs, validateOptions, validatePid } from './ground/validate'
 
 /** A process found by a capture or timed by measureReap. */
 export interface CapturedProcess {

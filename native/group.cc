@@ -1,5 +1,5 @@
 // Process groups and plain signals: setpgid / getpgid / killpg / kill / getppid. Thin: the TS layer
-// (lib/native.ts, lib/validate.ts) refuses dangerous pids and unknown signals before we get here.
+// (lib/ground/native.ts, lib/ground/validate.ts) refuses dangerous pids and unknown signals before we get here.
 #include <napi.h>
 #include <signal.h>
 #include <unistd.h>

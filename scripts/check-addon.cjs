@@ -18,7 +18,7 @@ const timer = setTimeout(() => {
 
 const pending = new Map()
 // The watcher's contract: one call per wake-up with a Float64Array of (watch id, code, signal)
-// triples, -1 for unknown (lib/handle.ts is the real dispatcher).
+// triples, -1 for unknown (lib/mechanisms/handle.ts is the real dispatcher).
 b.watcherStart((batch) => {
   assert.ok(batch instanceof Float64Array && batch.length % 3 === 0, `dispatch got ${batch}`)
   for (let i = 0; i < batch.length; i += 3) {

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { pipeInode, scanFds } from '../lib/pipes'
+import { pipeInode, scanFds } from '../lib/mechanisms/pipes'
 import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'

@@ -8,7 +8,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openProcess, watchExit } from '../lib/index'
-import { exitWatcherStats } from '../lib/handle'
+import { exitWatcherStats } from '../lib/mechanisms/handle'
 import { DIST, ROOT, isGone, openFds, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'

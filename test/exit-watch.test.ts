@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { capabilities, openProcess, watchExit } from '../lib/index'
-import { exitWatcherStats } from '../lib/handle'
+import { exitWatcherStats } from '../lib/mechanisms/handle'
 import { canUnshare, exitOf, isGone, jsonLines, openFds, spawnChild, spawnFixture, spawnGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createKeepalive, ShuttingDownError, SHUTTING_DOWN_JSONRPC_CODE } from '../lib/index'
-import { settlesWithin } from '../lib/wait'
+import { settlesWithin } from '../lib/ground/wait'
 import { exitOf, isGone, jsonLines, spawnFixture, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { closeClient, groupMembers, spawn, Supervisor, type ProcessRecord } from '../lib/index'
-import { closeTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../lib/config'
+import { closeTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../lib/ground/config'
 import { exitOf, isGone, jsonLines, spawnChild, spawnFixture, trackGroup, waitFor } from './helpers'
 
 function spawnTracked(command: string, args: string[], options: Parameters<typeof spawn>[2] = {}) {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ProcessRecord, Supervisor } from '../lib/index'
-import { processRow } from '../lib/proctable'
+import { processRow } from '../lib/mechanisms/proctable'
 import { exitOf, FIXTURES, isGone, jsonLines, spawnChild, spawnFixture, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'

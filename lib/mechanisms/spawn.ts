@@ -22,11 +22,11 @@ import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_
 import { accessSync, constants as fsConstants, realpathSync, statSync } from 'node:fs'
 import { delimiter, isAbsolute, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { typeError } from './errors'
+import { typeError } from '../ground/errors'
 import { groupMembersSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
-import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from './native'
-import { describe, type SignalLike, signalName, signalNumber, validateOptions } from './validate'
+import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
+import { describe, type SignalLike, signalName, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
   /** Make the child the leader of a new process group. Default true. */

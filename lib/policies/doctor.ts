@@ -6,13 +6,13 @@
  * time after the listing, so a pid recycled in between is never signalled.
  */
 import { readFileSync, readlinkSync, statSync } from 'node:fs'
-import { typeError } from './errors'
-import { openProcess, type ProcessHandle } from './handle'
-import { binding } from './native'
-import { commandOf, descendantsOf, processRow, type ProcessRow, readProcessTable } from './proctable'
-import { fdTargets, listeningSockets, pipeInode, pipeOrSocketStdio, scanFds, socketInode, unixPeers } from './pipes'
-import { validateMs, validateOptions } from './validate'
-import { settlesWithin } from './wait'
+import { typeError } from '../ground/errors'
+import { openProcess, type ProcessHandle } from '../mechanisms/handle'
+import { binding } from '../ground/native'
+import { commandOf, descendantsOf, processRow, type ProcessRow, readProcessTable } from '../mechanisms/proctable'
+import { fdTargets, listeningSockets, pipeInode, pipeOrSocketStdio, scanFds, socketInode, unixPeers } from '../mechanisms/pipes'
+import { validateMs, validateOptions } from '../ground/validate'
+import { settlesWithin } from '../ground/wait'
 
 export interface OrphanProcess {
   pid: number

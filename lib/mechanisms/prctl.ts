@@ -7,9 +7,9 @@
  * worker ends. The setting is cleared by fork (children do not inherit it), by exec of a set-user-ID,
  * set-group-ID or file-capability binary, and by any change of credentials; it survives a plain exec.
  */
-import { typeError } from './errors'
-import { requirePosixBinding } from './native'
-import { type SignalLike, signalName, signalNumber, validatePid } from './validate'
+import { typeError } from '../ground/errors'
+import { requirePosixBinding } from '../ground/native'
+import { type SignalLike, signalName, signalNumber, validatePid } from '../ground/validate'
 
 /** Arms (or with `null` / 0, disarms) the signal the kernel sends this process when its parent dies. */
 export function setParentDeathSignal(signal: SignalLike | null): void {

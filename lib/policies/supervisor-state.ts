@@ -9,11 +9,11 @@
  */
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { ReapkitError } from './errors'
-import { openProcess, type ProcessHandle } from './handle'
-import { type KillResult, killProcessGracefully } from './kill'
-import { type Logger, logEvent } from './logger'
-import { processRow } from './proctable'
+import { ReapkitError } from '../ground/errors'
+import { openProcess, type ProcessHandle } from '../mechanisms/handle'
+import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
+import { type Logger, logEvent } from '../ground/logger'
+import { processRow } from '../mechanisms/proctable'
 import type { ProcessRecord } from './supervisor'
 
 /** One line of the state file. */

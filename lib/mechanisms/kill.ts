@@ -11,16 +11,16 @@
  * time the known members are all gone, so children forked meanwhile are found too.
  */
 import type { ChildProcess } from 'node:child_process'
-import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from './config'
-import { rangeError, systemError, typeError } from './errors'
+import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from '../ground/config'
+import { rangeError, systemError, typeError } from '../ground/errors'
 import { isChildProcess, type ProcessTarget } from './exit'
 import { groupMembersSoon } from './group'
-import { type Logger, logEvent } from './logger'
+import { type Logger, logEvent } from '../ground/logger'
 import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './handle'
-import { binding } from './native'
+import { binding } from '../ground/native'
 import { spawnedGroupMembers, spawnedInfo } from './spawn'
-import { childExit, settlesWithin } from './wait'
-import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid, validateOptions } from './validate'
+import { childExit, settlesWithin } from '../ground/wait'
+import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid, validateOptions } from '../ground/validate'
 
 export interface KillOptions {
   /** The first signal, sent to the whole group. Default 'SIGTERM'. */

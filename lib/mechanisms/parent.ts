@@ -22,11 +22,11 @@
  * signal, its default action ends this process at once and onExit never runs: that is the
  * no-orphan guarantee at work. Handle the signal (createKeepalive does) to get both.
  */
-import { parentPollMs } from './config'
-import { rangeError, typeError } from './errors'
+import { parentPollMs } from '../ground/config'
+import { rangeError, typeError } from '../ground/errors'
 import { type ExitWatch, watchNative } from './handle'
-import { binding, capabilities, type NativeProcessHandle } from './native'
-import { describe, type SignalLike, signalName, signalNumber, validateMs, validateOptions } from './validate'
+import { binding, capabilities, type NativeProcessHandle } from '../ground/native'
+import { describe, type SignalLike, signalName, signalNumber, validateMs, validateOptions } from '../ground/validate'
 
 export type ParentWatchMechanism = 'pdeathsig' | 'pidfd' | 'kqueue' | 'handle' | 'poll'
 

@@ -9,10 +9,10 @@
  * capabilities().exitWatch says which applies.
  */
 import { readFileSync } from 'node:fs'
-import { envMs, EXIT_POLL_MS_DEFAULT } from './config'
-import { ReapkitError, rangeError, systemError } from './errors'
-import { binding, capabilities, type NativeProcessHandle } from './native'
-import { isSelf, type SignalLike, signalName, signalNumber, validatePid, validateOptions } from './validate'
+import { envMs, EXIT_POLL_MS_DEFAULT } from '../ground/config'
+import { ReapkitError, rangeError, systemError } from '../ground/errors'
+import { binding, capabilities, type NativeProcessHandle } from '../ground/native'
+import { isSelf, type SignalLike, signalName, signalNumber, validatePid, validateOptions } from '../ground/validate'
 
 /** What is known about a process's end. `code`/`signal` are null where the kernel does not say. */
 export interface ExitInfo {

@@ -87,7 +87,7 @@ export interface Capabilities {
 }
 
 function packageRoot(): string {
-  // lib/ under vitest, dist/cjs/ when built: walk up to the folder that holds binding.gyp.
+  // lib/ground/ under vitest, dist/cjs/ when built: walk up to the folder that holds binding.gyp.
   let dir = __dirname
   for (let i = 0; i < 5; i++) {
     if (existsSync(join(dir, 'binding.gyp')) && existsSync(join(dir, 'package.json'))) {

@@ -9,9 +9,9 @@
  * does this for you on Windows. Elsewhere createJob() throws ENOTSUP: process groups, the
  * parent-death signal and the supervisor play this part on POSIX.
  */
-import { rangeError, systemError } from './errors'
-import { binding, type NativeJob } from './native'
-import { validatePid } from './validate'
+import { rangeError, systemError } from '../ground/errors'
+import { binding, type NativeJob } from '../ground/native'
+import { validatePid } from '../ground/validate'
 
 export interface Job {
   /** True once close() was called. */

@@ -19,13 +19,13 @@
  * It never writes to stdout. It does not keep the process alive by itself until a trigger fires.
  */
 import { setMaxListeners } from 'node:events'
-import { drainGraceMs } from './config'
-import { ReapkitError, typeError } from './errors'
-import { type Logger, logEvent } from './logger'
-import { binding } from './native'
-import { type ParentWatcher, watchParent } from './parent'
-import { describe, signalNumber, validateMs, validateOptions } from './validate'
-import { settlesWithin } from './wait'
+import { drainGraceMs } from '../ground/config'
+import { ReapkitError, typeError } from '../ground/errors'
+import { type Logger, logEvent } from '../ground/logger'
+import { binding } from '../ground/native'
+import { type ParentWatcher, watchParent } from '../mechanisms/parent'
+import { describe, signalNumber, validateMs, validateOptions } from '../ground/validate'
+import { settlesWithin } from '../ground/wait'
 
 /** The JSON-RPC error code of ShuttingDownError, in the implementation-defined server-error range
  * (-32000 to -32099). -32000 and -32001 are taken by the MCP SDKs (connection closed, timeout). */

@@ -2,8 +2,8 @@
  * Process-group membership: which live processes are in a group right now. kill(-pgid, 0) is no
  * answer (it succeeds while only zombies remain), so this reads each member's state.
  */
-import { binding, requirePosixBinding } from './native'
-import { validatePid } from './validate'
+import { binding, requirePosixBinding } from '../ground/native'
+import { validatePid } from '../ground/validate'
 
 /** Every live process as pgid -> pids, from one scan. Throws if the listing fails. */
 export function scanGroups(): Map<number, number[]> {

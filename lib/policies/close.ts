@@ -12,14 +12,14 @@
  * stdio, so nothing the child left behind can keep this process from exiting.
  */
 import type { ChildProcess } from 'node:child_process'
-import { closeTimeoutMs as envCloseTimeoutMs } from './config'
-import { typeError } from './errors'
-import { isChildProcess } from './exit'
-import { type KillResult, killProcessGracefully, type SignalSent } from './kill'
-import { type Logger, logEvent } from './logger'
-import { spawnedGroupMembers, spawnedInfo } from './spawn'
-import { type SignalLike, signalNumber, validateMs, validateOptions, validatePid } from './validate'
-import { childExit, settlesWithin } from './wait'
+import { closeTimeoutMs as envCloseTimeoutMs } from '../ground/config'
+import { typeError } from '../ground/errors'
+import { isChildProcess } from '../mechanisms/exit'
+import { type KillResult, killProcessGracefully, type SignalSent } from '../mechanisms/kill'
+import { type Logger, logEvent } from '../ground/logger'
+import { spawnedGroupMembers, spawnedInfo } from '../mechanisms/spawn'
+import { type SignalLike, signalNumber, validateMs, validateOptions, validatePid } from '../ground/validate'
+import { childExit, settlesWithin } from '../ground/wait'
 
 export interface CloseClientOptions {
   /** The graceful close to try first (e.g. `() => client.close()`). Default: end the child's stdin. */
