@@ -287,18 +287,30 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   let groupSignalled = false
   let finished = false
   const byNumber = (): boolean => uncertain || (leader !== null && !(leader instanceof Handle))
-  const signalGroupByNumber = (sig: number): void => {
-    if (groupSignalled || !uncertain || pgid === null || pgid !== pid || !binding) return
-    if (!child || child.exitCode !== null || child.signalCode !== null) return
+  const groupByNumberDue = (): boolean =>
+    !groupSignalled && uncertain && pgid !== null && pgid === pid && binding !== null &&
+    child != null && child.exitCode === null && child.signalCode === null
+  /** Whether our unreaped child is still in the group it leads (it may have moved with setpgid). */
+  const leaderInGroup = (): boolean => {
+    try {
+      return binding!.getpgid(pid) === pgid
+    } catch {
+      return false
+    }
+  }
+  /** One killpg; true when it was sent. */
+  const signalGroupByNumber = (sig: number): boolean => {
+    if (!groupByNumberDue()) return false
     groupSignalled = true
     try {
-      binding.killpg(pgid, sig)
+      binding!.killpg(pgid!, sig)
     } catch {
-      return // ESRCH: the group is gone
+      return false // ESRCH: the group is gone
     }
     const sent = { signal: signalName(sig)!, atMs: now() - started, processes: 1, group: true }
     signalsSent.push(sent)
     logEvent(options.logger, 'warn', 'signal.sent', { pid, pgid, ...sent, reason: String(resourceError) })
+    return true
   }
   /** Waits until every tracked member is gone and a fresh listing finds no one new, or `until`. */
   const settle = async (sig: number, until: number, stop?: AbortSignal): Promise<boolean> => {
@@ -308,12 +320,23 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
       // above); nothing below awaits before they are sent.
       if (byNumber()) await checkPhase()
       const pending = live()
-      const fresh = pending.filter((t) => !sentTo.has(t.handle))
+      let fresh = pending.filter((t) => !sentTo.has(t.handle))
+      // The group's one killpg reaches the leader too: sending it the signal on its own as well
+      // would give it the signal twice (and a second SIGINT means "force" to many programs).
+      const leaderEntry = tracked.get(pid)
+      const leaderViaGroup = leaderEntry !== undefined && fresh.includes(leaderEntry) && groupByNumberDue() && leaderInGroup()
+      if (leaderViaGroup) fresh = fresh.filter((t) => t !== leaderEntry)
       if (fresh.length > 0) {
         send(sig, fresh)
         for (const t of fresh) sentTo.add(t.handle)
       }
-      signalGroupByNumber(sig) // after the pinned ones, so they are counted as such
+      // After the pinned ones, so they are counted as such.
+      if (signalGroupByNumber(sig)) {
+        if (leaderViaGroup) sentTo.add(leaderEntry.handle)
+      } else if (leaderViaGroup) {
+        send(sig, [leaderEntry])
+        sentTo.add(leaderEntry.handle)
+      }
       if (pending.length === 0) return true
       const remaining = until - now()
       if (remaining <= 0 || stop?.aborted) return false
