@@ -38,7 +38,6 @@
 // Run it from an MCP host's configuration:
 //   { "command": "node", "args": ["<path to reapkit>/examples/process-server/server.mjs", "--allow", "uptime,df"] }
 // or `npm run example` (--allow-any; it then speaks JSON-RPC on this terminal's stdin and stdout).
-import { basename } from 'node:path'
 import { parseArgs } from 'node:util'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
@@ -113,7 +112,8 @@ server.registerTool(
   async ({ command, args, timeoutMs }, extra) => {
     const requestId = extra.requestId
     if (!allowAny && !allowed.has(command)) {
-      return failure(`${command} is not allowed: start the server with --allow ${basename(command)} (or --allow-any)`)
+      // The list matches the command exactly as the client names it: suggest that very name.
+      return failure(`${command} is not allowed: start the server with --allow ${command} (or --allow-any)`)
     }
     let child
     try {
