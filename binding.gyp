@@ -11,7 +11,8 @@
         "native/exit_watch.cc",
         "native/exit_watch_pidfd.cc",
         "native/exit_watch_kqueue.cc",
-        "native/pipe_probe.cc"
+        "native/pipe_probe.cc",
+        "native/proc_darwin.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")"

@@ -10,7 +10,8 @@ import { type DoctorReport, findOrphans, type OrphanProcess, stopOrphans, type S
 const USAGE = `Usage: reapkit doctor [--json] [--path DIR]... [--all-users] [--stop [--yes] [--grace-ms N]]
 
 Lists every process tree whose stdio host is gone: stdin a pipe nobody can write to any more and
-stdout a pipe nobody reads (checked through /proc, never by name). Signals nothing unless --stop.
+stdout a pipe nobody reads (asked of the kernel: /proc on Linux, libproc on macOS; never by name).
+Signals nothing unless --stop.
 
   --json          machine-readable output
   --path DIR      also show files each process holds open under DIR (repeatable)

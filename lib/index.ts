@@ -27,15 +27,12 @@ export {
 } from './policies/supervisor'
 export {
   findOrphans,
-  stopOrphans,
-  stopOrphanTree,
   type DoctorReport,
   type FindOrphansOptions,
   type OrphanProcess,
   type OrphanTree,
-  type StopOrphansOptions,
-  type StoppedTree,
 } from './policies/doctor'
+export { stopOrphans, stopOrphanTree, type StopOrphansOptions, type StoppedTree } from './policies/doctor-stop'
 export { type Logger, silentLogger } from './ground/logger'
 export {
   createKeepalive,

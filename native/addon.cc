@@ -6,6 +6,10 @@
 
 namespace reapkit {
 
+// native/proc_darwin.cc: libproc's process table and stdio peers for `reapkit doctor` (macOS; a
+// no-op elsewhere). Declared here rather than in reapkit.h: only the module init calls it.
+void InitProcDarwin(Napi::Env env, Napi::Object exports);
+
 static void FreeModuleData(Napi::Env, ModuleData* data) {
   DestroyExitWatcher(data);  // normally already done by the env cleanup hook
   delete data;
@@ -23,6 +27,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitProcessHandle(env, exports);
   InitExitWatch(env, exports);
   InitPipeProbe(env, exports);
+  InitProcDarwin(env, exports);
 
   Napi::Object caps = Napi::Object::New(env);
   caps.Set("pidfd", Napi::Boolean::New(env, data->pidfd));

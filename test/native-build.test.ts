@@ -12,7 +12,9 @@ const cxx = process.env.CXX || 'c++'
 const haveCompiler = spawnSync(cxx, ['--version'], { stdio: 'ignore' }).status === 0
 
 describe.runIf(haveCompiler && process.platform === 'linux')('native sources', () => {
-  it('compile with the kqueue backend selected (stub <sys/event.h>, compile only)', () => {
+  // REAPKIT_FORCE_DARWIN_PROC also compiles native/proc_darwin.cc (libproc, macOS only) against the
+  // stub <libproc.h> and <sys/proc_info.h> of the same folder.
+  it('compile with the kqueue backend selected (stub <sys/event.h>, <libproc.h>; compile only)', () => {
     const napiHeaders = require('node-api-headers').include_dir as string
     const addonApi = require('node-addon-api').include_dir as string
     const sources = readdirSync(join(ROOT, 'native')).filter((f) => f.endsWith('.cc'))
@@ -21,7 +23,7 @@ describe.runIf(haveCompiler && process.platform === 'linux')('native sources', (
       [
         '-std=c++17', '-fsyntax-only', '-fno-exceptions', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Werror',
         '-DNAPI_VERSION=8', '-DNAPI_DISABLE_CPP_EXCEPTIONS', '-DNODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS',
-        '-DREAPKIT_FORCE_KQUEUE', '-DREAPKIT_HAVE_SYS_EVENT_H=1',
+        '-DREAPKIT_FORCE_KQUEUE', '-DREAPKIT_HAVE_SYS_EVENT_H=1', '-DREAPKIT_FORCE_DARWIN_PROC',
         `-I${join(ROOT, 'test', 'kqueue-stub')}`, `-I${napiHeaders}`, `-I${join(ROOT, addonApi)}`,
         ...sources.map((f) => join(ROOT, 'native', f)),
       ],

@@ -28,6 +28,30 @@ export interface NativeJob {
   close(): void
 }
 
+/** One process as libproc gives it (native/proc_darwin.cc, macOS). startSec -1: not readable (another user's). */
+export interface DarwinProcRow {
+  pid: number
+  ppid: number
+  pgid: number
+  uid: number
+  /** p_stat: 1 SIDL, 2 SRUN, 3 SSLEEP, 4 SSTOP, 5 SZOMB (bsd/sys/proc.h). */
+  status: number
+  startSec: number
+  startUsec: number
+  /** The process name (pbi_name, else pbi_comm): not the command line. */
+  comm: string
+}
+
+/**
+ * fd 0 or 1 of a process as libproc gives it (native/proc_darwin.cc, macOS): `id` is the kernel's
+ * opaque (hashed) handle of the pipe end or socket; `peerGone` the kernel's word that its peer end
+ * is closed for good (see that file for the XNU source it rests on).
+ */
+export type DarwinFd =
+  | { kind: 'closed' | 'other' }
+  | { kind: 'pipe'; id: string; read: boolean; write: boolean; peerGone: boolean }
+  | { kind: 'socket'; id: string; unixStream: boolean; peerGone: boolean }
+
 /** The addon's exports, as native/*.cc define them. Callers validate arguments first. */
 export interface Binding {
   getpgid(pid: number): number
@@ -43,6 +67,12 @@ export interface Binding {
   isChildSubreaper(): boolean
   reapZombie(pid: number): boolean
   pipePeerAlive(pid: number, fd: number, readSide: boolean): boolean | null
+  /** macOS only (native/proc_darwin.cc; absent elsewhere): every process, through libproc. */
+  darwinProcesses?: () => DarwinProcRow[]
+  /** macOS only: one process with its session and resident memory; null when there is none. */
+  darwinProcess?: (pid: number) => (DarwinProcRow & { sid: number; rssBytes: number }) | null
+  /** macOS only: fds 0 and 1 of `pid`. Throws ESRCH (gone) or EPERM (another user's). */
+  darwinStdio?: (pid: number) => [DarwinFd, DarwinFd]
   ProcessHandle: new (pid: number) => NativeProcessHandle
   /** `dispatch` gets every exit of one wake-up at once: (watch id, code, signal) triples, -1 = unknown. */
   watcherStart(dispatch: (batch: Float64Array) => void): void
