@@ -2,30 +2,21 @@
 // batched into one call per wake-up, and none lost, duplicated or reordered on the way. The watched
 // processes are tiny static C programs (bench/fixtures/exit-floor.c `spawn N`): thousands of
 // forked Node or sh processes stall on small VMs (FACTS.md, "Scale").
-import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import os from 'node:os'
-import { join } from 'node:path'
+import { readdirSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openProcess, watchExit } from '../lib/index'
 import { exitWatcherStats } from '../lib/mechanisms/handle'
-import { DIST, ROOT, isGone, openFds, spawnGroup, trackGroup, waitFor } from './helpers'
+import { buildExitFloor, DIST, isGone, openFds, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
-let dir = ''
 let bin = ''
+let removeBin = (): void => {}
 
 beforeAll(() => {
   if (!linux) return
-  dir = mkdtempSync(join(os.tmpdir(), 'reapkit-exit-scale-'))
-  bin = join(dir, 'exit-floor')
-  const src = join(ROOT, 'bench', 'fixtures', 'exit-floor.c')
-  const r = spawnSync('cc', ['-O2', '-static', '-o', bin, src])
-  if (r.status !== 0) execFileSync('cc', ['-O2', '-o', bin, src])
+  ;({ bin, remove: removeBin } = buildExitFloor('exit-scale'))
 })
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true })
-})
+afterAll(() => removeBin())
 
 /** N pause processes in a new group (tracked for cleanup); `killAll()` SIGKILLs each of them. */
 async function pauseSet(n: number): Promise<{ pids: number[]; killAll(): void }> {

@@ -1,8 +1,9 @@
 // Shared test helpers: every process a test starts leads its own process group (or lives in one a
 // test owns), and setup.ts kills every such group after each test, pass or fail. Nothing is ever
 // killed by name; only pgids this file created.
-import { type ChildProcess, type SpawnOptions, spawn, spawnSync } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { type ChildProcess, execFileSync, type SpawnOptions, spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import os from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 
@@ -250,4 +251,17 @@ export function descendants(pid: number): number[] {
 /** This process's children that are zombies (adopted and not yet reaped, or libuv's not yet reaped). */
 export function zombieChildren(): number[] {
   return childrenOf(process.pid).filter((pid) => procStat(pid)?.[0] === 'Z')
+}
+
+/**
+ * Builds bench/fixtures/exit-floor.c (static where the C library allows) into a scratch folder:
+ * the tiny C programs the scale tests start by the thousand. `remove()` deletes the folder.
+ */
+export function buildExitFloor(tag: string): { bin: string; remove(): void } {
+  const dir = mkdtempSync(join(os.tmpdir(), `reapkit-${tag}-`))
+  const bin = join(dir, 'exit-floor')
+  const src = join(ROOT, 'bench', 'fixtures', 'exit-floor.c')
+  const r = spawnSync('cc', ['-O2', '-static', '-o', bin, src])
+  if (r.status !== 0) execFileSync('cc', ['-O2', '-o', bin, src])
+  return { bin, remove: () => rmSync(dir, { recursive: true, force: true }) }
 }

@@ -1,29 +1,19 @@
 // The Supervisor at 2,000 children: its records (status per entry, history pruning) stay right, and
 // shutdownAll escalates every wedged child without any of them reaching the cap. The children are
 // tiny static C programs (bench/fixtures/exit-floor.c `wedged`: ignore stdin end and SIGTERM).
-import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import os from 'node:os'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Supervisor } from '../lib/index'
-import { ROOT, trackGroup } from './helpers'
+import { buildExitFloor, trackGroup } from './helpers'
 
 const linux = process.platform === 'linux'
-let dir = ''
 let bin = ''
+let removeBin = (): void => {}
 
 beforeAll(() => {
   if (!linux) return
-  dir = mkdtempSync(join(os.tmpdir(), 'reapkit-sup-scale-'))
-  bin = join(dir, 'exit-floor')
-  const src = join(ROOT, 'bench', 'fixtures', 'exit-floor.c')
-  const r = spawnSync('cc', ['-O2', '-static', '-o', bin, src])
-  if (r.status !== 0) execFileSync('cc', ['-O2', '-o', bin, src])
+  ;({ bin, remove: removeBin } = buildExitFloor('sup-scale'))
 })
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true })
-})
+afterAll(() => removeBin())
 
 describe.runIf(linux)('Supervisor at 2,000 children', () => {
   it('records stay right: 1,000 exit on their own, 1,000 wedged are killed by shutdownAll, history keeps the newest', async () => {

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ProcessRecord, Supervisor } from '../lib/index'
 import { processRow } from '../lib/mechanisms/proctable'
-import { exitOf, FIXTURES, isGone, jsonLines, spawnChild, spawnFixture, trackGroup, waitFor } from './helpers'
+import { exitOf, isGone, jsonLines, spawnChild, spawnFixture, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 let dir: string
