@@ -109,7 +109,7 @@ export function rows(d) {
     for (const r of d.exitscale.all) {
       add(
         `all ${r.n.toLocaleString('en')} watched processes SIGKILLed at once: every promise settled (median of ${r.rounds})`,
-        `${fmt(r.settledMs)} ms; longest event-loop block ${fmt(r.maxBlockMs)} ms (nothing watched: ${fmt(r.baseBlockMs)} ms); ${r.fdsPerWatch.toFixed(2)} descriptors per watch`,
+        `${fmt(r.settledMs)} ms; longest event-loop gap ${fmt(r.maxBlockMs)} ms (nothing watched: ${fmt(r.baseBlockMs)} ms), of which at most ${fmt(r.ownBlockMs ?? NaN)} ms the main thread's own work; ${r.fdsPerWatch.toFixed(2)} descriptors per watch`,
         `C pidfd + epoll: ${fmt(r.floorMs)} ms`,
         `${(r.settledMs / r.floorMs).toFixed(2)}x the floor`,
       )
