@@ -49,7 +49,8 @@ export interface SignalSent {
   processes: number
   /**
    * True for one signal to the whole process group by its id, sent when the members could not all
-   * be listed or pinned (see `uncertain`); `processes` then counts only the leader, who is known.
+   * be listed or pinned (see `uncertain`); `processes` then counts the pinned members it reached
+   * (at least the leader): others it may have reached could not be listed.
    */
   group?: boolean
 }
@@ -290,16 +291,16 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   const groupByNumberDue = (): boolean =>
     !groupSignalled && uncertain && pgid !== null && pgid === pid && binding !== null &&
     child != null && child.exitCode === null && child.signalCode === null
-  /** Whether our unreaped child is still in the group it leads (it may have moved with setpgid). */
-  const leaderInGroup = (): boolean => {
+  /** Whether `p` is in the group now (a member may move with setpgid). */
+  const inGroup = (p: number): boolean => {
     try {
-      return binding!.getpgid(pid) === pgid
+      return binding!.getpgid(p) === pgid
     } catch {
       return false
     }
   }
   /** One killpg; true when it was sent. */
-  const signalGroupByNumber = (sig: number): boolean => {
+  const signalGroupByNumber = (sig: number, pinnedMembers: number): boolean => {
     if (!groupByNumberDue()) return false
     groupSignalled = true
     try {
@@ -307,7 +308,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     } catch {
       return false // ESRCH: the group is gone
     }
-    const sent = { signal: signalName(sig)!, atMs: now() - started, processes: 1, group: true }
+    const sent = { signal: signalName(sig)!, atMs: now() - started, processes: Math.max(1, pinnedMembers), group: true }
     signalsSent.push(sent)
     logEvent(options.logger, 'warn', 'signal.sent', { pid, pgid, ...sent, reason: String(resourceError) })
     return true
@@ -321,22 +322,24 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
       if (byNumber()) await checkPhase()
       const pending = live()
       let fresh = pending.filter((t) => !sentTo.has(t.handle))
-      // The group's one killpg reaches the leader too: sending it the signal on its own as well
-      // would give it the signal twice (and a second SIGINT means "force" to many programs).
-      const leaderEntry = tracked.get(pid)
-      const leaderViaGroup = leaderEntry !== undefined && fresh.includes(leaderEntry) && groupByNumberDue() && leaderInGroup()
-      if (leaderViaGroup) fresh = fresh.filter((t) => t !== leaderEntry)
+      // The group's one killpg reaches every member still in the group: sending those the signal
+      // through their pins as well would give it to them twice (and a second SIGINT means "force"
+      // to many programs, the reapkit wrapper among them). So they get it from the killpg alone.
+      const viaGroup = groupByNumberDue() ? fresh.filter((t) => inGroup(t.handle.pid)) : []
+      if (viaGroup.length > 0) fresh = fresh.filter((t) => !viaGroup.includes(t))
       if (fresh.length > 0) {
         send(sig, fresh)
         for (const t of fresh) sentTo.add(t.handle)
       }
       // After the pinned ones, so they are counted as such.
-      if (signalGroupByNumber(sig)) {
-        if (leaderViaGroup) sentTo.add(leaderEntry.handle)
-      } else if (leaderViaGroup) {
-        send(sig, [leaderEntry])
-        sentTo.add(leaderEntry.handle)
+      if (signalGroupByNumber(sig, viaGroup.length)) {
+        // One that left the group before the killpg did not get it: through its pin, then.
+        const missed = viaGroup.filter((t) => !inGroup(t.handle.pid))
+        if (missed.length > 0) send(sig, missed)
+      } else if (viaGroup.length > 0) {
+        send(sig, viaGroup)
       }
+      for (const t of viaGroup) sentTo.add(t.handle)
       if (pending.length === 0) return true
       const remaining = until - now()
       if (remaining <= 0 || stop?.aborted) return false
