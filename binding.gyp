@@ -58,7 +58,9 @@
               "native/process_handle.cc",
               "native/exit_watch.cc",
               "native/exit_watch_pidfd.cc",
-              "native/exit_watch_kqueue.cc"
+              "native/exit_watch_kqueue.cc",
+              "native/pipe_probe.cc",
+              "native/proc_darwin.cc"
             ],
             "sources": [
               "native/win/addon_win.cc",

@@ -1,5 +1,5 @@
 /**
- * `reapkit doctor`: lists the process trees whose stdio host is gone (see lib/doctor.ts for the
+ * `reapkit doctor`: lists the process trees whose stdio host is gone (see lib/policies/doctor.ts for the
  * criterion), and with --stop stops them. bin/reapkit runs this with node. Exit status: 0 none
  * found (or, with --stop, everything listed is gone), 1 found (or something survived the stop),
  * 2 usage error or a stop refused.
