@@ -73,6 +73,8 @@ export interface Binding {
   darwinProcess?: (pid: number) => (DarwinProcRow & { sid: number; rssBytes: number }) | null
   /** macOS only: fds 0 and 1 of `pid`. Throws ESRCH (gone) or EPERM (another user's). */
   darwinStdio?: (pid: number) => [DarwinFd, DarwinFd]
+  /** Windows only (native/win/job_win.cc): asks reapkit-job.exe `pid` to end its job; false if it cannot be asked. */
+  jobStop?: (pid: number) => boolean
   ProcessHandle: new (pid: number) => NativeProcessHandle
   /** `dispatch` gets every exit of one wake-up at once: (watch id, code, signal) triples, -1 = unknown. */
   watcherStart(dispatch: (batch: Float64Array) => void): void
@@ -108,7 +110,10 @@ export interface Capabilities {
   parentWatch: 'pdeathsig' | 'kqueue' | 'handle' | 'poll'
   /** Windows: kill-on-close Job objects (createJob()). False elsewhere. */
   job: boolean
-  /** The exec helper that spawn() uses to join a new group and arm the death signal is present. */
+  /**
+   * The helper spawn() starts children through is present: reapkit-exec (a new group and the death
+   * signal, then exec) on POSIX, reapkit-job.exe (a kill-on-close Job object) on Windows.
+   */
   execHelper: boolean
   /** The native supervisor of the `reapkit` command is present (supervisorPath()). */
   supervisor: boolean
@@ -247,6 +252,14 @@ export function execHelperPath(): string | null {
   return shippedExecutable('reapkit-exec')
 }
 
+/**
+ * Windows: reapkit-job.exe (native/win/job_launcher.c), through which spawn() starts every child in
+ * a kill-on-close Job object. null elsewhere, or where it is missing.
+ */
+export function jobLauncherPath(): string | null {
+  return process.platform === 'win32' ? shippedExecutable('reapkit-job.exe') : null
+}
+
 /** The package's `reapkit` launcher (bin/reapkit), for recognising it; null where it is missing. */
 export function launcherPath(): string | null {
   try {
@@ -284,7 +297,7 @@ export function capabilities(): Capabilities {
     exitWatch: pidfd ? 'pidfd' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
     parentWatch: prctl && pidfd ? 'pdeathsig' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
     job: native?.job === true,
-    execHelper: execHelperPath() !== null,
+    execHelper: (process.platform === 'win32' ? jobLauncherPath() : execHelperPath()) !== null,
     supervisor: supervisorPath() !== null,
     ...(loadError ? { loadError: loadError.message } : {}),
   }

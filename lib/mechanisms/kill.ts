@@ -18,6 +18,7 @@ import { groupMembersSoon } from './group'
 import { type Logger, logEvent } from '../ground/logger'
 import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './handle'
 import { binding } from '../ground/native'
+import { stopOnWindows } from './kill-win32'
 import { spawnedGroupMembers, spawnedInfo } from './spawn'
 import { childExit, settlesWithin } from '../ground/wait'
 import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid, validateOptions } from '../ground/validate'
@@ -53,6 +54,11 @@ export interface SignalSent {
    * (at least the leader): others it may have reached could not be listed.
    */
   group?: boolean
+  /**
+   * Windows: sent to the whole Job object that reapkit's spawn() runs the child in (the launcher
+   * ended the job and confirmed it empty, or, terminated itself, left that to the kernel).
+   */
+  job?: boolean
 }
 
 export interface KillResult {
@@ -160,6 +166,14 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
         ownLeader = true
       }
     }
+  }
+
+  // Windows: no groups, no signals; the Job object is the group (kill-win32.ts).
+  if (process.platform === 'win32') {
+    return stopOnWindows({
+      pid, child, leader, ownLeader, job: child !== null && spawnedInfo(child)?.job === true,
+      first, last, graceMs, confirmMs, abort, logger: options.logger, started,
+    })
   }
 
   // Alive, by its pidfd (signal 0 fails once it has exited): its pid, and a group id equal to it, are held.

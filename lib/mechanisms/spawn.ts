@@ -25,6 +25,7 @@ import { fileURLToPath } from 'node:url'
 import { typeError } from '../ground/errors'
 import { groupMembersSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
+import { spawnInJob } from './spawn-win32'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
 import { describe, type SignalLike, signalName, signalNumber, validateOptions } from '../ground/validate'
 
@@ -47,6 +48,11 @@ export interface SpawnedInfo {
   parentDeathSignal: NodeJS.Signals | null
   /** The pinned handle (closed once the child has exited), or null if the spawn failed. */
   handle: ProcessHandle | null
+  /**
+   * Windows: the child is reapkit-job.exe running the command in a kill-on-close Job object of its
+   * own (spawn-win32.ts), which killProcessGracefully ends as a whole. Absent elsewhere.
+   */
+  job?: boolean
   /**
    * True once the group was seen empty after the child exited. Its id may then belong to someone
    * else's group, so reapkit never lists or signals it again.
@@ -271,6 +277,25 @@ export function spawn(
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
 
+  // Loaded on first use: child_process pulls in streams and net, which would double the cost of
+  // require('reapkit') for programs that never spawn.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const childProcess = require('node:child_process') as typeof import('node:child_process')
+
+  // Windows: no groups and no death signal, a kill-on-close Job object instead (spawn-win32.ts).
+  if (process.platform === 'win32') {
+    const inJob = group ? spawnInJob(childProcess, command, args, nodeOptions, wanted > 0) : null
+    const child = inJob ?? childProcess.spawn(command, args, nodeOptions)
+    let handle: ProcessHandle | null = null
+    try {
+      if (child.pid !== undefined) handle = openProcess(child.pid)
+    } catch {
+      handle = null
+    }
+    register(child, { pgid: null, parentDeathSignal: null, job: inJob !== null }, handle)
+    return child
+  }
+
   // A shell command is run by the shell, as Node does it (the helper then execs the shell).
   let file = command
   let argv = args
@@ -279,10 +304,6 @@ export function spawn(
     argv = ['-c', [command, ...args].join(' ')]
   }
 
-  // Loaded on first use: child_process pulls in streams and net, which would double the cost of
-  // require('reapkit') for programs that never spawn.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const childProcess = require('node:child_process') as typeof import('node:child_process')
   const helper = execHelperPath()
   let child: ChildProcess
   let applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>

@@ -1,25 +1,39 @@
 /*
- * reapkit-job.exe COMMAND [ARGS...]: runs COMMAND in a Job object of its own, with no window of
- * escape. Windows' counterpart of spawn()'s exec helper, for the gap Node's spawn leaves: it cannot
- * create a child suspended, so a job assigned after the spawn races the child's own first spawns.
+ * reapkit-job.exe [--host PID] [--close-timeout MS] [--] COMMAND [ARGS...]
+ *
+ * Runs COMMAND in a Job object of its own, with no window of escape: Windows' counterpart of
+ * spawn()'s exec helper, for the gap Node's spawn leaves (it cannot create a child suspended, so a
+ * job assigned after the spawn races the child's own first spawns). reapkit's spawn() starts every
+ * child through it on Windows.
  *
  *   1. a job with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE and no breakaway; its handle is not inheritable;
  *   2. the command is created CREATE_SUSPENDED, with this process's standard handles (inherited),
- *      its environment and working directory; the command line is this process's own, minus
- *      argv[0], passed through untouched (so it is quoted exactly as Node quoted it for us);
+ *      its environment and working directory; the command line is this process's own after the
+ *      options, passed through untouched (so it is quoted exactly as Node quoted it for us);
  *   3. assigned to the job, then resumed: it runs no instruction outside the job;
- *   4. this process waits for the command and exits with its exit code. Exiting closes the job's
- *      last handle: whatever the command left running (its descendants) is killed by the kernel.
- *      So is everything when this process is killed by any means (TerminateProcess from its host,
- *      or its host's death through libuv's kill-on-close job, in which Node puts this process).
+ *   4. it waits for whichever comes first:
+ *      - the command exits: what it left running in the job is ended;
+ *      - a stop request: the event `Local\reapkit-job-stop-<this pid>` is set (what reapkit's
+ *        killProcessGracefully does on Windows): the whole job is ended (TerminateJobObject, code 1,
+ *        as libuv's SIGTERM ends a process with TerminateProcess(1));
+ *      - with --host: the host process dies. After --close-timeout (default 0) for the command to
+ *        leave by itself (its stdin pipe from the host is broken now), the whole job is ended;
+ *   5. "ended" is confirmed: this process exits only once the job lists no process (each member
+ *      waited for by handle, bounded), so its exit means the whole tree is gone. Its exit status is
+ *      the command's.
  *
- * Exit status: the command's; 125 when the job cannot be set up; 127 when the command cannot be
- * started (the reason on stderr). Ctrl+C/Ctrl+Break reach the command through the shared console;
- * this process ignores them itself and waits for the command.
+ * When this process is itself killed (TerminateProcess from its host, or its host's death through
+ * libuv's kill-on-close job, in which Node puts this process), the job's last handle closes and the
+ * kernel ends every member: nothing survives, only unconfirmed.
+ *
+ * Exit status: the command's; 125 on a usage error or when the job cannot be set up; 127 when the
+ * command cannot be started (the reason on stderr). Ctrl+C/Ctrl+Break reach the command through the
+ * shared console; this process ignores them itself and waits for the command.
  */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 #include <stdio.h>
+#include <wchar.h>
 
 static void fail(const char* what, DWORD err) {
   fprintf(stderr, "reapkit-job: %s failed (Windows error %lu)\n", what, (unsigned long)err);
@@ -28,6 +42,11 @@ static void fail(const char* what, DWORD err) {
 static BOOL WINAPI ignore_ctrl(DWORD type) {
   (void)type;
   return TRUE; /* the command gets the event too; its exit ends us */
+}
+
+static wchar_t* skip_blanks(wchar_t* cl) {
+  while (*cl == L' ' || *cl == L'\t') cl++;
+  return cl;
 }
 
 /* The command line after argv[0], by CommandLineToArgvW's rule for argv[0] (no escapes in it). */
@@ -39,8 +58,30 @@ static wchar_t* after_argv0(wchar_t* cl) {
   } else {
     while (*cl && *cl != L' ' && *cl != L'\t') cl++;
   }
-  while (*cl == L' ' || *cl == L'\t') cl++;
-  return cl;
+  return skip_blanks(cl);
+}
+
+/* One unquoted option token at `cl` into `out` (at most `size` - 1 characters); the rest after it. */
+static wchar_t* take_token(wchar_t* cl, wchar_t* out, size_t size) {
+  size_t n = 0;
+  while (*cl && *cl != L' ' && *cl != L'\t') {
+    if (n + 1 < size) out[n++] = *cl;
+    cl++;
+  }
+  out[n] = 0;
+  return skip_blanks(cl);
+}
+
+/* A decimal number in [0, max], or -1. */
+static long long parse_number(const wchar_t* s, long long max) {
+  if (*s == 0) return -1;
+  long long v = 0;
+  for (; *s; s++) {
+    if (*s < L'0' || *s > L'9') return -1;
+    v = v * 10 + (*s - L'0');
+    if (v > max) return -1;
+  }
+  return v;
 }
 
 static void inheritable(DWORD which) {
@@ -48,12 +89,99 @@ static void inheritable(DWORD which) {
   if (h != NULL && h != INVALID_HANDLE_VALUE) SetHandleInformation(h, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT);
 }
 
+static ULONGLONG filetime(FILETIME t) { return ((ULONGLONG)t.dwHighDateTime << 32) | t.dwLowDateTime; }
+
+/*
+ * The host, opened for waiting, only if it is the process that was running when we were created: a
+ * pid reused by a younger process is not our host (its creation time is later than ours). NULL
+ * when it is already gone (*gone set) or cannot be opened for waiting.
+ */
+static HANDLE open_host(DWORD pid, BOOL* gone) {
+  *gone = FALSE;
+  HANDLE host = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
+  if (host == NULL) {
+    *gone = GetLastError() == ERROR_INVALID_PARAMETER; /* no such pid */
+    return NULL;
+  }
+  FILETIME host_created, me_created, unused1, unused2, unused3;
+  if (GetProcessTimes(host, &host_created, &unused1, &unused2, &unused3) &&
+      GetProcessTimes(GetCurrentProcess(), &me_created, &unused1, &unused2, &unused3) &&
+      filetime(host_created) > filetime(me_created)) {
+    CloseHandle(host);
+    *gone = TRUE; /* the pid names a process younger than us: our host has exited */
+    return NULL;
+  }
+  return host;
+}
+
+/*
+ * Ends every member of the job and waits until the job lists none: each listed pid is opened and
+ * waited for (a member that has already gone cannot be opened, or is signalled). Bounded: about
+ * 10 s in all, after which this process exits anyway and its handle's close is the kernel's last
+ * word.
+ */
+static void end_job(HANDLE job, UINT code) {
+  TerminateJobObject(job, code);
+  DWORD capacity = 64;
+  for (int round = 0; round < 100; round++) {
+    SIZE_T bytes = sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST) + capacity * sizeof(ULONG_PTR);
+    JOBOBJECT_BASIC_PROCESS_ID_LIST* list = (JOBOBJECT_BASIC_PROCESS_ID_LIST*)HeapAlloc(GetProcessHeap(), 0, bytes);
+    if (list == NULL) return;
+    BOOL ok = QueryInformationJobObject(job, JobObjectBasicProcessIdList, list, (DWORD)bytes, NULL);
+    if (!ok && GetLastError() != ERROR_MORE_DATA) {
+      HeapFree(GetProcessHeap(), 0, list);
+      return;
+    }
+    if (list->NumberOfAssignedProcesses == 0) {
+      HeapFree(GetProcessHeap(), 0, list);
+      return;
+    }
+    if (list->NumberOfAssignedProcesses > list->NumberOfProcessIdsInList) capacity = list->NumberOfAssignedProcesses + 16;
+    /* Wait for up to MAXIMUM_WAIT_OBJECTS of the listed members at a time, 100 ms a round. */
+    HANDLE waits[MAXIMUM_WAIT_OBJECTS];
+    DWORD n = 0;
+    for (DWORD i = 0; i < list->NumberOfProcessIdsInList && n < MAXIMUM_WAIT_OBJECTS; i++) {
+      HANDLE h = OpenProcess(SYNCHRONIZE, FALSE, (DWORD)list->ProcessIdList[i]);
+      if (h != NULL) waits[n++] = h;
+    }
+    HeapFree(GetProcessHeap(), 0, list);
+    if (n > 0) {
+      WaitForMultipleObjects(n, waits, TRUE, 100);
+      for (DWORD i = 0; i < n; i++) CloseHandle(waits[i]);
+    } else {
+      Sleep(10); /* listed but not openable: on its way out */
+    }
+    TerminateJobObject(job, code); /* a member created between the rounds */
+  }
+}
+
 int main(void) {
   wchar_t* command = after_argv0(GetCommandLineW());
-  if (*command == 0) {
-    fprintf(stderr, "usage: reapkit-job COMMAND [ARGS...]\n");
-    return 125;
+  DWORD host_pid = 0;
+  DWORD close_timeout = 0;
+  for (;;) {
+    if (command[0] != L'-' || command[1] != L'-') break;
+    wchar_t option[32];
+    wchar_t value[32];
+    command = take_token(command, option, sizeof option / sizeof option[0]);
+    if (wcscmp(option, L"--") == 0) break;
+    long long v;
+    if (wcscmp(option, L"--host") == 0) {
+      command = take_token(command, value, sizeof value / sizeof value[0]);
+      v = parse_number(value, 0xFFFFFFFFLL);
+      if (v <= 0) goto usage;
+      host_pid = (DWORD)v;
+    } else if (wcscmp(option, L"--close-timeout") == 0) {
+      command = take_token(command, value, sizeof value / sizeof value[0]);
+      v = parse_number(value, 3600000LL);
+      if (v < 0) goto usage;
+      close_timeout = (DWORD)v;
+    } else {
+      goto usage;
+    }
   }
+  if (*command == 0) goto usage;
+
   size_t len = wcslen(command);
   wchar_t* buffer = (wchar_t*)HeapAlloc(GetProcessHeap(), 0, (len + 1) * sizeof(wchar_t));
   if (buffer == NULL) return 125;
@@ -71,6 +199,17 @@ int main(void) {
     fail("SetInformationJobObject", GetLastError());
     return 125;
   }
+
+  /* The stop request, by name: ours alone. One that exists already was made by someone else. */
+  wchar_t name[64];
+  swprintf(name, sizeof name / sizeof name[0], L"Local\\reapkit-job-stop-%lu", (unsigned long)GetCurrentProcessId());
+  HANDLE stop = CreateEventW(NULL, TRUE, FALSE, name);
+  if (stop != NULL && GetLastError() == ERROR_ALREADY_EXISTS) {
+    CloseHandle(stop);
+    stop = NULL; /* killProcessGracefully then terminates this process: the kernel ends the job */
+  }
+  BOOL host_gone = FALSE;
+  HANDLE host = host_pid != 0 ? open_host(host_pid, &host_gone) : NULL;
 
   inheritable(STD_INPUT_HANDLE);
   inheritable(STD_OUTPUT_HANDLE);
@@ -101,9 +240,27 @@ int main(void) {
     return 125; /* exiting closes the job: the suspended command goes with it */
   }
   CloseHandle(pi.hThread);
-  WaitForSingleObject(pi.hProcess, INFINITE);
+
+  /* Wait: the command [0], the stop request, the host. */
+  HANDLE waits[3];
+  DWORD n = 0;
+  waits[n++] = pi.hProcess;
+  DWORD host_at = (DWORD)-1;
+  if (stop != NULL) waits[n++] = stop;
+  if (host != NULL) host_at = n, waits[n++] = host;
+  DWORD which = host_gone ? WAIT_OBJECT_0 + host_at : WaitForMultipleObjects(n, waits, FALSE, INFINITE);
+  if (host_gone || which == WAIT_OBJECT_0 + host_at) {
+    /* The host is gone: the command may leave by itself within the close timeout, or be stopped. */
+    DWORD grace_waits = stop != NULL ? 2 : 1;
+    if (close_timeout > 0) WaitForMultipleObjects(grace_waits, waits, FALSE, close_timeout);
+  }
+  end_job(job, 1); /* the command's leftovers, or the whole job on a stop or the host's death */
+  WaitForSingleObject(pi.hProcess, 10000);
   DWORD code = 1;
   GetExitCodeProcess(pi.hProcess, &code);
-  /* ExitProcess closes the job's last handle: the command's leftovers are killed. */
   ExitProcess(code);
+
+usage:
+  fprintf(stderr, "usage: reapkit-job [--host PID] [--close-timeout MS] [--] COMMAND [ARGS...]\n");
+  return 125;
 }

@@ -7,6 +7,7 @@
 // A process already in another job (Node puts its children in libuv's global job) is nested:
 // Windows 8+ (and Wine 8) let a process be in a chain of jobs.
 #include <cerrno>
+#include <cwchar>
 #include <vector>
 
 #include "../errors.h"
@@ -124,7 +125,34 @@ class JobWrap : public Napi::ObjectWrap<JobWrap> {
   HANDLE job_ = nullptr;
 };
 
-void InitJob(Napi::Env env, Napi::Object exports) { exports.Set("Job", JobWrap::Define(env)); }
+// jobStop(pid): asks reapkit-job.exe (native/win/job_launcher.c) running as `pid` to end its job
+// and exit once the job is empty, by setting its stop event. The caller holds a handle to `pid`
+// (spawn() pins every child), so the pid, and with it the event's name, cannot have been reused.
+// true: asked. false: no such event (the launcher has not created it yet, or is gone).
+static Napi::Value JobStop(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int32_t pid;
+  if (!ArgInt(info, 0, "pid", &pid)) return env.Undefined();
+  if (pid <= 0) return ThrowErrno(env, EINVAL, "OpenEvent");
+  wchar_t name[64];
+  swprintf(name, sizeof name / sizeof name[0], L"Local\\reapkit-job-stop-%lu", (unsigned long)pid);
+  HANDLE event = OpenEventW(EVENT_MODIFY_STATE, FALSE, name);
+  if (event == nullptr) {
+    DWORD err = GetLastError();
+    if (err == ERROR_FILE_NOT_FOUND) return Napi::Boolean::New(env, false);
+    return ThrowWin32Error(env, err, "OpenEvent");
+  }
+  BOOL ok = SetEvent(event);
+  DWORD err = ok ? 0 : GetLastError();
+  CloseHandle(event);
+  if (!ok) return ThrowWin32Error(env, err, "SetEvent");
+  return Napi::Boolean::New(env, true);
+}
+
+void InitJob(Napi::Env env, Napi::Object exports) {
+  exports.Set("Job", JobWrap::Define(env));
+  exports.Set("jobStop", Napi::Function::New(env, JobStop, "jobStop"));
+}
 
 }  // namespace win
 }  // namespace reapkit

@@ -123,6 +123,63 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
     await waitFor(() => tagged(r.tag).length === 0, 30_000, 'the tree to be gone')
   })
 
+  for (const how of ['in libuv\'s job', 'detached']) {
+    it(`reapkit's spawn (${how}): the host SIGKILLed from Linux, child, cmd and grandchild all end`, async () => {
+      const r = run('spawn-host.cjs', how === 'detached' ? ['killed', 'detached'] : ['killed'])
+      const result = await resultWith(r, 'ready')
+      expect(result.tree.info).toEqual({ job: true })
+      const before = tagged(r.tag)
+      for (const part of ['reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs']) {
+        expect(before.some((p) => p.cmdline.includes(part)), part).toBe(true)
+      }
+      process.kill(r.pid, 'SIGKILL')
+      await waitFor(() => tagged(r.tag).length === 0, 30_000, 'the launcher and its whole job to end')
+    })
+  }
+
+  it('killProcessGracefully of a spawn()ed tree: the launcher ends its job and exits once it is empty', async () => {
+    const r = run('spawn-host.cjs', ['kill'])
+    const result = await resultWith(r, 'done')
+    const { tree, kill } = result
+    expect(kill.signalsSent).toEqual([expect.objectContaining({ signal: 'SIGTERM', job: true })])
+    expect(kill).toMatchObject({ escalated: false, survivors: [], uncertain: false, code: 1, pgid: null })
+    // The launcher exits only when its job lists no process: the tree is gone when the call returns.
+    for (const pid of [tree.launcher, tree.cmd, tree.leaf]) {
+      expect(tagged(r.tag).some((p) => p.cmdline.includes(String(pid)))).toBe(false)
+    }
+    expect(tagged(r.tag).filter((p) => /tree-(child|leaf)\.cjs|reapkit-job/.test(p.cmdline))).toEqual([])
+    expect(await r.exited).toBe(0)
+  })
+
+  it('closeClient of a server behind cmd /c that ignores stdin end: forced phase, no survivors, the host exits', async () => {
+    const r = run('spawn-host.cjs', ['close'])
+    const result = await resultWith(r, 'done')
+    expect(result.close).toMatchObject({ phase: 'forced', survivors: [] })
+    expect(result.close.signalsSent[0]).toMatchObject({ job: true })
+    expect(await r.exited).toBe(0) // nothing left holding its event loop
+    await waitFor(() => tagged(r.tag).length === 0, 10_000, 'nothing of the tree left')
+  })
+
+  it('Supervisor.shutdownAll of 20 wedged children: all gone within the cap, none capped', async () => {
+    const r = run('spawn-host.cjs', ['shutdown'])
+    const result = await resultWith(r, 'done', 180_000)
+    expect(result.started).toHaveLength(20)
+    expect(result.shutdown).toMatchObject({ capped: 0, survivors: [] })
+    expect(result.shutdown.phases.every((p: string) => p === 'forced')).toBe(true)
+    expect(result.shutdown.statuses.every((s: string) => s === 'killed' || s === 'terminated')).toBe(true)
+    // close 500 + grace 5000 + 1 s of slack (and more per child): the cap was never reached.
+    expect(result.shutdown.ms).toBeLessThan(6500 + 20 * 50)
+    expect(await r.exited).toBe(0)
+    await waitFor(() => tagged(r.tag).length === 0, 10_000, 'no child left')
+  }, 240_000)
+
+  it('a .cmd file: refused without a shell (EINVAL, as Node since CVE-2024-27980), runs in a job with shell: true', async () => {
+    const r = run('spawn-host.cjs', ['batch'])
+    const result = await resultWith(r, 'done')
+    expect(result.batch.refused).toMatchObject({ code: 'EINVAL', syscall: 'spawn' })
+    expect(result.batch).toMatchObject({ code: 3, job: true })
+  })
+
   it('watchParent waits on a handle to the parent and fires when it exits', async () => {
     const r = run('parent-host.cjs')
     const host = await resultWith(r, 'host')

@@ -1,0 +1,69 @@
+/**
+ * spawn() on Windows: the child runs in a kill-on-close Job object before it runs a single
+ * instruction. Node's spawn cannot create a process suspended, so the command is started through
+ * reapkit-job.exe (native/win/job_launcher.c, shipped beside the addon): the launcher creates the
+ * job, creates the command suspended, assigns it, resumes it, and stays as its parent. So:
+ *
+ * - the ChildProcess is the launcher; its pid is the launcher's, its stdio is the command's (the
+ *   launcher passes its own handles down), its exit status is the command's;
+ * - everything the command starts is in the job, without breakaway (the server behind `npx`
+ *   included), and the job is ended, and confirmed empty, when the command exits, when
+ *   killProcessGracefully asks (kill-win32.ts), when the launcher is terminated (Node's
+ *   `subprocess.kill()`: the kernel closes the job) and when this process dies by any means;
+ * - `parentDeathSignal` (default on) has the launcher also wait on this process's handle, so the
+ *   job ends with this process even for a `detached` child, which Node keeps out of its own job.
+ *
+ * `.bat` and `.cmd` files (npm's `npx.cmd`, `uvx` shims) run through cmd.exe, which parses its
+ * command line again by its own rules. Like Node since its April 2024 security release
+ * (CVE-2024-27980), they are refused without `shell: true`; with it, the command line is built as
+ * Node builds it (`cmd.exe /d /s /c "..."`), and quoting the arguments is the caller's job.
+ */
+import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_process'
+import { systemError } from '../ground/errors'
+import { jobLauncherPath } from '../ground/native'
+
+/** Starts `command` under reapkit-job.exe; null when the launcher is not shipped (no addon). */
+export function spawnInJob(
+  childProcess: typeof import('node:child_process'),
+  command: string,
+  args: string[],
+  options: NodeSpawnOptions,
+  dieWithHost: boolean,
+): ChildProcess | null {
+  const launcher = jobLauncherPath()
+  if (launcher === null) return null
+  if (!options.shell && /\.(bat|cmd)$/i.test(command)) {
+    throw systemError(
+      'EINVAL',
+      'spawn',
+      `${command} is a batch file: cmd.exe would re-parse its arguments. Pass { shell: true } (and quote the arguments for cmd.exe), as Node requires since CVE-2024-27980`,
+    )
+  }
+  let file = command
+  let argv = args
+  let verbatim = options.windowsVerbatimArguments === true
+  if (options.shell) {
+    file = typeof options.shell === 'string' ? options.shell : process.env.ComSpec || 'cmd.exe'
+    const line = [command, ...args].join(' ')
+    if (/^(?:.*\\)?cmd(?:\.exe)?$/i.test(file)) {
+      argv = ['/d', '/s', '/c', `"${line}"`]
+      verbatim = true
+    } else {
+      argv = ['-c', line]
+    }
+  }
+  const own = [...(dieWithHost ? ['--host', String(process.pid)] : []), '--']
+  // Verbatim: libuv joins the arguments with spaces and quotes none, not even the program's own
+  // name, so the paths are quoted here (the launcher's after_argv0 reads a quoted argv[0]).
+  const quoted = (path: string): string => (verbatim && /[\s"]/.test(path) ? `"${path}"` : path)
+  const child = childProcess.spawn(launcher, [...own, quoted(file), ...argv], {
+    ...options,
+    shell: false,
+    windowsVerbatimArguments: verbatim,
+    argv0: quoted(launcher),
+  })
+  // What the caller asked for, not the launcher.
+  ;(child as { spawnfile: string }).spawnfile = file
+  ;(child as { spawnargs: string[] }).spawnargs = [options.argv0 ?? file, ...argv]
+  return child
+}
