@@ -102,80 +102,113 @@
           }
         ]
       ]
-    },
-    {
-      "target_name": "reapkit-exec",
-      "type": "executable",
-      "product_dir": "<(PRODUCT_DIR)/helper",
-      "sources": [
-        "native/exec_helper.c"
-      ],
-      "cflags": [
-        "-O2",
-        "-Wall",
-        "-Wextra"
-      ],
-      "conditions": [
-        [
-          "OS=='linux'",
-          {
-            "ldflags": [
-              "-s"
-            ]
-          }
-        ]
-      ],
-      "xcode_settings": {
-        "MACOSX_DEPLOYMENT_TARGET": "10.15",
-        "DEAD_CODE_STRIPPING": "YES"
-      }
-    },
-    {
-      "target_name": "reapkit-supervise",
-      "type": "executable",
-      "product_dir": "<(PRODUCT_DIR)/helper",
-      "sources": [
-        "native/supervise/options.c",
-        "native/supervise/events.c",
-        "native/supervise/signals.c",
-        "native/supervise/command.c",
-        "native/supervise/tty.c",
-        "native/supervise/proctable.c",
-        "native/supervise/stop.c",
-        "native/supervise/host.c",
-        "native/supervise/isolate.c",
-        "native/supervise/main.c"
-      ],
-      "defines": [
-        "REAPKIT_VERSION=<!(node -p \"require('./package.json').version\")"
-      ],
-      "cflags": [
-        "-O2",
-        "-Wall",
-        "-Wextra"
-      ],
-      "conditions": [
-        [
-          "OS=='linux'",
-          {
-            "ldflags": [
-              "-s"
-            ]
-          }
-        ],
-        [
-          "OS=='linux' and '<!(node scripts/probe-cc.js static)'=='1'",
-          {
-            "ldflags": [
-              "-static"
-            ]
-          }
-        ]
-      ],
-      "xcode_settings": {
-        "MACOSX_DEPLOYMENT_TARGET": "10.15",
-        "DEAD_CODE_STRIPPING": "YES"
-      }
     }
+  ],
+  "conditions": [
+    [
+      "OS!='win'",
+      {
+        "targets": [
+          {
+            "target_name": "reapkit-exec",
+            "type": "executable",
+            "product_dir": "<(PRODUCT_DIR)/helper",
+            "sources": [
+              "native/exec_helper.c"
+            ],
+            "cflags": [
+              "-O2",
+              "-Wall",
+              "-Wextra"
+            ],
+            "conditions": [
+              [
+                "OS=='linux'",
+                {
+                  "ldflags": [
+                    "-s"
+                  ]
+                }
+              ]
+            ],
+            "xcode_settings": {
+              "MACOSX_DEPLOYMENT_TARGET": "10.15",
+              "DEAD_CODE_STRIPPING": "YES"
+            }
+          },
+          {
+            "target_name": "reapkit-supervise",
+            "type": "executable",
+            "product_dir": "<(PRODUCT_DIR)/helper",
+            "sources": [
+              "native/supervise/options.c",
+              "native/supervise/events.c",
+              "native/supervise/signals.c",
+              "native/supervise/command.c",
+              "native/supervise/tty.c",
+              "native/supervise/proctable.c",
+              "native/supervise/stop.c",
+              "native/supervise/host.c",
+              "native/supervise/isolate.c",
+              "native/supervise/main.c"
+            ],
+            "defines": [
+              "REAPKIT_VERSION=<!(node -p \"require('./package.json').version\")"
+            ],
+            "cflags": [
+              "-O2",
+              "-Wall",
+              "-Wextra"
+            ],
+            "conditions": [
+              [
+                "OS=='linux'",
+                {
+                  "ldflags": [
+                    "-s"
+                  ]
+                }
+              ],
+              [
+                "OS=='linux' and '<!(node scripts/probe-cc.js static)'=='1'",
+                {
+                  "ldflags": [
+                    "-static"
+                  ]
+                }
+              ]
+            ],
+            "xcode_settings": {
+              "MACOSX_DEPLOYMENT_TARGET": "10.15",
+              "DEAD_CODE_STRIPPING": "YES"
+            }
+          }
+        ]
+      }
+    ],
+    [
+      "OS=='win'",
+      {
+        "targets": [
+          {
+            "target_name": "reapkit-job",
+            "type": "executable",
+            "product_dir": "<(PRODUCT_DIR)/helper",
+            "sources": [
+              "native/win/job_launcher.c"
+            ],
+            "defines": [
+              "UNICODE",
+              "_UNICODE"
+            ],
+            "msvs_settings": {
+              "VCLinkerTool": {
+                "SubSystem": 1
+              }
+            }
+          }
+        ]
+      }
+    ]
   ]
 }

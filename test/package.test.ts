@@ -31,7 +31,8 @@ describe.runIf(linuxX64)('the packed tarball', () => {
       },
     })
     symlinkSync(join(ROOT, 'node_modules'), join(src, 'node_modules'))
-    npm(['pack', '--pack-destination', work], src)
+    // The Windows prebuild is test:win32's to pack and check (it needs the mingw-w64 cross compiler).
+    npm(['pack', '--pack-destination', work], src, { ...process.env, REAPKIT_PREBUILD_WIN32: 'skip' })
     const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!
     const listing = execFileSync('tar', ['-tzf', join(work, tarball)]).toString()
     if (!listing.includes('package/prebuilds/linux-x64/reapkit.node')) throw new Error('the tarball has no prebuild')
