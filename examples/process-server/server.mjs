@@ -65,7 +65,9 @@ childEnv.PATH ??= '/usr/local/bin:/usr/bin:/bin'
 // The native supervisor in front of every command: it adopts descendants that daemonize (a subreaper)
 // and stops them with the rest, so a setsid escapee is no orphan. Its grace is well inside ours, so
 // it finishes its own stop before we would SIGKILL it (a SIGKILLed supervisor cannot stop escapees).
-const SUPERVISOR = supervisorPath()
+// On Windows reapkit's spawn already runs each command in a kill-on-close job that holds every
+// descendant, daemonized or not: no supervisor in front there.
+const SUPERVISOR = process.platform === 'win32' ? null : supervisorPath()
 const WRAPPER_GRACE_MS = 1500
 const STOP_GRACE_MS = 4000
 const wrap = (command, args) =>

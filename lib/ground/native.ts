@@ -194,7 +194,7 @@ try {
   // npm 11 skips dependencies' install scripts unless approved, so on a platform without a
   // prebuild nothing built the addon: say how to get one.
   loadError = new Error(
-    `${cause.message}. reapkit ships prebuilds for linux-x64, linux-arm64, darwin-x64 and darwin-arm64; ` +
+    `${cause.message}. reapkit ships prebuilds for linux-x64, linux-arm64, darwin-x64, darwin-arm64 and win32-x64; ` +
       'elsewhere it builds at install time: allow that with `npm install-scripts approve reapkit` ' +
       '(npm 11 skips install scripts of dependencies unless approved) and reinstall, with a C++ toolchain present.',
     { cause },
@@ -275,7 +275,8 @@ export function launcherPath(): string | null {
  * servers themselves: `spawn(supervisorPath(), ['--', 'uvx', 'some-server'])`. null where missing.
  */
 export function supervisorPath(): string | null {
-  return shippedExecutable('reapkit-supervise')
+  // Windows: reapkit-job.exe is that supervisor (a kill-on-close job; `--host PID|ancestors`).
+  return shippedExecutable(process.platform === 'win32' ? 'reapkit-job.exe' : 'reapkit-supervise')
 }
 
 let caps: Capabilities | undefined

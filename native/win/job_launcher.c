@@ -1,5 +1,5 @@
 /*
- * reapkit-job.exe [--host PID] [--close-timeout MS] [--] COMMAND [ARGS...]
+ * reapkit-job.exe [--host PID|ancestors] [--close-timeout MS] [--] COMMAND [ARGS...]
  *
  * Runs COMMAND in a Job object of its own, with no window of escape: Windows' counterpart of
  * spawn()'s exec helper, for the gap Node's spawn leaves (it cannot create a child suspended, so a
@@ -17,7 +17,11 @@
  *        killProcessGracefully does on Windows): the whole job is ended (TerminateJobObject, code 1,
  *        as libuv's SIGTERM ends a process with TerminateProcess(1));
  *      - with --host: the host process dies. After --close-timeout (default 0) for the command to
- *        leave by itself (its stdin pipe from the host is broken now), the whole job is ended;
+ *        leave by itself (its stdin pipe from the host is broken now), the whole job is ended.
+ *        `--host ancestors` (the `reapkit-win` command) watches every ancestor of this process, up
+ *        to 16, and takes the first death among them for the host's: behind launchers (npx.cmd's
+ *        cmd.exe, npm's node.exe) the real host is further up, and a launcher that a host started
+ *        is ended with it (Node's job) while the ones above may outlive it (their breakaway);
  *   5. "ended" is confirmed: this process exits only once the job lists no process (each member
  *      waited for by handle, bounded), so its exit means the whole tree is gone. Its exit status is
  *      the command's.
@@ -32,8 +36,12 @@
  */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
+#include <tlhelp32.h>
 #include <stdio.h>
 #include <wchar.h>
+
+/* How many ancestors `--host ancestors` watches at most (a host's launcher chain is a few deep). */
+#define MAX_ANCESTORS 16
 
 static void fail(const char* what, DWORD err) {
   fprintf(stderr, "reapkit-job: %s failed (Windows error %lu)\n", what, (unsigned long)err);
@@ -92,26 +100,75 @@ static void inheritable(DWORD which) {
 static ULONGLONG filetime(FILETIME t) { return ((ULONGLONG)t.dwHighDateTime << 32) | t.dwLowDateTime; }
 
 /*
- * The host, opened for waiting, only if it is the process that was running when we were created: a
- * pid reused by a younger process is not our host (its creation time is later than ours). NULL
- * when it is already gone (*gone set) or cannot be opened for waiting.
+ * `pid`, opened for waiting, only if it is the process that was running when `child_created` (its
+ * child's creation time) was taken: a pid reused by a younger process is not that process (its
+ * creation time is later). NULL when it is already gone (*gone set) or cannot be opened.
  */
-static HANDLE open_host(DWORD pid, BOOL* gone) {
+static HANDLE open_older(DWORD pid, ULONGLONG child_created, BOOL* gone, ULONGLONG* created) {
   *gone = FALSE;
-  HANDLE host = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
-  if (host == NULL) {
+  HANDLE h = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
+  if (h == NULL) {
     *gone = GetLastError() == ERROR_INVALID_PARAMETER; /* no such pid */
     return NULL;
   }
-  FILETIME host_created, me_created, unused1, unused2, unused3;
-  if (GetProcessTimes(host, &host_created, &unused1, &unused2, &unused3) &&
-      GetProcessTimes(GetCurrentProcess(), &me_created, &unused1, &unused2, &unused3) &&
-      filetime(host_created) > filetime(me_created)) {
-    CloseHandle(host);
-    *gone = TRUE; /* the pid names a process younger than us: our host has exited */
+  FILETIME c, unused1, unused2, unused3;
+  if (!GetProcessTimes(h, &c, &unused1, &unused2, &unused3)) {
+    CloseHandle(h);
     return NULL;
   }
-  return host;
+  *created = filetime(c);
+  if (*created > child_created) {
+    CloseHandle(h);
+    *gone = TRUE; /* the pid names a process younger than its child: the one meant has exited */
+    return NULL;
+  }
+  if (WaitForSingleObject(h, 0) == WAIT_OBJECT_0) {
+    CloseHandle(h);
+    *gone = TRUE;
+    return NULL;
+  }
+  return h;
+}
+
+static ULONGLONG my_creation_time(void) {
+  FILETIME c, unused1, unused2, unused3;
+  GetProcessTimes(GetCurrentProcess(), &c, &unused1, &unused2, &unused3);
+  return filetime(c);
+}
+
+/*
+ * This process's ancestors, nearest first, each opened for waiting and checked to be older than
+ * its child in the chain: into `out` (at most MAX_ANCESTORS), their count returned. The walk stops
+ * at a process it cannot open (another user's, a system process) or one already gone (*gone set:
+ * the host is dead already).
+ */
+static DWORD open_ancestors(HANDLE* out, BOOL* gone) {
+  *gone = FALSE;
+  HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+  if (snap == INVALID_HANDLE_VALUE) return 0;
+  DWORD n = 0;
+  DWORD pid = GetCurrentProcessId();
+  ULONGLONG child_created = my_creation_time();
+  while (n < MAX_ANCESTORS) {
+    DWORD parent = 0;
+    PROCESSENTRY32W e;
+    e.dwSize = sizeof e;
+    for (BOOL ok = Process32FirstW(snap, &e); ok; ok = Process32NextW(snap, &e)) {
+      if (e.th32ProcessID == pid) {
+        parent = e.th32ParentProcessID;
+        break;
+      }
+    }
+    if (parent == 0 || parent == 4 || parent == pid) break; /* the top, or System */
+    ULONGLONG created = 0;
+    HANDLE h = open_older(parent, child_created, gone, &created);
+    if (h == NULL) break; /* gone (*gone) or not ours to watch: the chain we can see ends here */
+    out[n++] = h;
+    pid = parent;
+    child_created = created;
+  }
+  CloseHandle(snap);
+  return n;
 }
 
 /*
@@ -158,6 +215,7 @@ static void end_job(HANDLE job, UINT code) {
 int main(void) {
   wchar_t* command = after_argv0(GetCommandLineW());
   DWORD host_pid = 0;
+  BOOL ancestors = FALSE;
   DWORD close_timeout = 0;
   for (;;) {
     if (command[0] != L'-' || command[1] != L'-') break;
@@ -168,6 +226,10 @@ int main(void) {
     long long v;
     if (wcscmp(option, L"--host") == 0) {
       command = take_token(command, value, sizeof value / sizeof value[0]);
+      if (wcscmp(value, L"ancestors") == 0) {
+        ancestors = TRUE;
+        continue;
+      }
       v = parse_number(value, 0xFFFFFFFFLL);
       if (v <= 0) goto usage;
       host_pid = (DWORD)v;
@@ -208,8 +270,17 @@ int main(void) {
     CloseHandle(stop);
     stop = NULL; /* killProcessGracefully then terminates this process: the kernel ends the job */
   }
+  /* The host(s) to watch: the one named, or every ancestor (the first death is the host's). */
   BOOL host_gone = FALSE;
-  HANDLE host = host_pid != 0 ? open_host(host_pid, &host_gone) : NULL;
+  HANDLE hosts[MAX_ANCESTORS];
+  DWORD host_count = 0;
+  if (ancestors) {
+    host_count = open_ancestors(hosts, &host_gone);
+  } else if (host_pid != 0) {
+    ULONGLONG created;
+    HANDLE h = open_older(host_pid, my_creation_time(), &host_gone, &created);
+    if (h != NULL) hosts[host_count++] = h;
+  }
 
   inheritable(STD_INPUT_HANDLE);
   inheritable(STD_OUTPUT_HANDLE);
@@ -241,18 +312,20 @@ int main(void) {
   }
   CloseHandle(pi.hThread);
 
-  /* Wait: the command [0], the stop request, the host. */
-  HANDLE waits[3];
+  /* Wait: the command [0], the stop request, the host(s). */
+  HANDLE waits[2 + MAX_ANCESTORS];
   DWORD n = 0;
   waits[n++] = pi.hProcess;
-  DWORD host_at = (DWORD)-1;
   if (stop != NULL) waits[n++] = stop;
-  if (host != NULL) host_at = n, waits[n++] = host;
-  DWORD which = host_gone ? WAIT_OBJECT_0 + host_at : WaitForMultipleObjects(n, waits, FALSE, INFINITE);
-  if (host_gone || which == WAIT_OBJECT_0 + host_at) {
+  DWORD first_host = n;
+  for (DWORD i = 0; i < host_count; i++) waits[n++] = hosts[i];
+  if (!host_gone) {
+    DWORD which = WaitForMultipleObjects(n, waits, FALSE, INFINITE);
+    host_gone = which >= WAIT_OBJECT_0 + first_host && which < WAIT_OBJECT_0 + n;
+  }
+  if (host_gone) {
     /* The host is gone: the command may leave by itself within the close timeout, or be stopped. */
-    DWORD grace_waits = stop != NULL ? 2 : 1;
-    if (close_timeout > 0) WaitForMultipleObjects(grace_waits, waits, FALSE, close_timeout);
+    if (close_timeout > 0) WaitForMultipleObjects(first_host, waits, FALSE, close_timeout);
   }
   end_job(job, 1); /* the command's leftovers, or the whole job on a stop or the host's death */
   WaitForSingleObject(pi.hProcess, 10000);
@@ -261,6 +334,6 @@ int main(void) {
   ExitProcess(code);
 
 usage:
-  fprintf(stderr, "usage: reapkit-job [--host PID] [--close-timeout MS] [--] COMMAND [ARGS...]\n");
+  fprintf(stderr, "usage: reapkit-job [--host PID|ancestors] [--close-timeout MS] [--] COMMAND [ARGS...]\n");
   return 125;
 }

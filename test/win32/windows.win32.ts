@@ -180,6 +180,25 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
     expect(result.batch).toMatchObject({ code: 3, job: true })
   })
 
+  it('reapkit-win (the reapkit command on Windows) behind cmd /c: the host SIGKILLed, the whole tree ends after the close timeout', async () => {
+    const r = run('wrapper-host.cjs', ['killed'])
+    await resultWith(r, 'ready')
+    const before = tagged(r.tag)
+    for (const part of ['reapkit-win.cjs', 'reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs']) {
+      expect(before.some((p) => p.cmdline.includes(part)), part).toBe(true)
+    }
+    process.kill(r.pid, 'SIGKILL')
+    // The node.exe running reapkit-win is not in the host's job (cmd.exe's children break away
+    // from libuv's job), so only the launcher's watch on its ancestors ends it and the tree.
+    await waitFor(() => tagged(r.tag).length === 0, 30_000, 'the wrapper and its whole job to end')
+  })
+
+  it('reapkit-win: exit statuses pass through, a .cmd runs through cmd.exe, re-parsable arguments are refused', async () => {
+    const r = run('wrapper-host.cjs', ['status'])
+    const result = await resultWith(r, 'done')
+    expect(result.status).toEqual({ seven: 7, batch: 3, refused: 2 })
+  })
+
   it('watchParent waits on a handle to the parent and fires when it exits', async () => {
     const r = run('parent-host.cjs')
     const host = await resultWith(r, 'host')
