@@ -19,7 +19,7 @@ import type { ChildProcess } from 'node:child_process'
 import { EventEmitter, on } from 'node:events'
 import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../ground/config'
 import { type CloseReport, closeClient } from './close'
-import { ReapkitError, rangeError, typeError } from '../ground/errors'
+import { ReapkitError, rangeError, systemError, typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
 import { scanGroups } from '../mechanisms/group'
 import { type ProcessHandle, openProcess } from '../mechanisms/handle'
@@ -149,6 +149,9 @@ export class Supervisor extends EventEmitter {
     this.#history = history
     if (options.stateFile !== undefined) {
       if (typeof options.stateFile !== 'string' || options.stateFile === '') throw typeError('ERR_INVALID_ARG_TYPE', 'The "stateFile" option must be a non-empty string')
+      if (process.platform === 'win32') {
+        throw systemError('ENOTSUP', 'stateFile', 'A Supervisor state file does not exist on Windows yet: it tells a leftover from a recycled pid by its start time, read from /proc or ps')
+      }
       if (options.onLeftovers !== undefined && options.onLeftovers !== 'stop' && options.onLeftovers !== 'adopt') {
         throw typeError('ERR_INVALID_ARG_VALUE', `The "onLeftovers" option must be 'stop' or 'adopt'. Received ${describe(options.onLeftovers)}`)
       }
