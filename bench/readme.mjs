@@ -151,6 +151,19 @@ export function rows(d) {
       '',
     )
   }
+  if (d.windows && !d.windows.skipped) {
+    const w = d.windows
+    const r = stat(w.exit.reapkit)
+    const poll = stat(w.exit.poll)
+    add(`Windows (${w.wine}, node.exe ${w.node}): exit of a child, kill → promise (the same kills)`, r.text, `\`process.kill(pid, 0)\` every 10 ms: ${poll.text}`, `${(poll.center / r.center).toFixed(1)}x`)
+    const t = w.trees
+    add(
+      `Windows (Wine): stop a 20-process tree (servers behind \`cmd /c\`), survivors 500 ms later`,
+      `${sum(t.reapkit, 'survivors')} of ${sum(t.reapkit, 'processes')} (${t.reapkit.length} rounds; its job, confirmed empty)`,
+      `\`taskkill /F /PID\` (Wine 8 has no \`/T\`): ${sum(t.taskkill, 'survivors')} of ${sum(t.taskkill, 'processes')}; \`subprocess.kill()\`: ${sum(t.kill, 'survivors')} of ${sum(t.kill, 'processes')}`,
+      '',
+    )
+  }
   for (const row of d.headlines ?? []) add(row.what, row.ours, row.theirs, row.ratio ?? '') // rows the bench modules add
   return out
 }

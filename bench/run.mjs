@@ -192,6 +192,7 @@ const cliBench = await import('./cli.mjs')
 const wrapperStopBench = await import('./wrapper-stop.mjs')
 const exitScale = await import('./exitscale.mjs')
 const doctorBench = await import('./doctor.mjs')
+const windowsBench = await import('./win32.mjs')
 const started = Date.now()
 const exit = await exitLatency()
 const parent = await parentLatency()
@@ -211,6 +212,7 @@ const cliRss = await cliBench.residentMemory()
 const cliSurvivors = await cliBench.survivorsAfterHostKill(quick ? 1 : 3)
 const wrapperStop = process.platform === 'linux' ? await wrapperStopBench.wrapperStop(quick) : null // (its C fixture uses prctl)
 const doctor = await doctorBench.doctorFigures(quick ? 200 : 2000, quick ? 5 : 20)
+const windows = await windowsBench.windowsFigures(quick)
 killAll()
 
 const stat = (xs) => ({ n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) })
@@ -503,6 +505,10 @@ Target for one listing: under 100 ms (wall): ${pct(doctor.wall, 50) < 100 ? 'met
 | \`reapkit doctor\` | ${doctor.doctor.found} / ${doctor.truth} | ${doctor.doctor.missed} | ${doctor.doctor.falsePositives} (${doctor.doctor.decoysHit}) |
 | \`pgrep -f "mcp\\|npx"\` | ${doctor.pgrep.found} / ${doctor.truth} | ${doctor.pgrep.missed} | ${doctor.pgrep.falsePositives} (${doctor.pgrep.decoysHit}) |`}
 
+## Windows (under Wine)
+
+${windowsBench.windowsMarkdown(windows)}
+
 Total bench time ${((Date.now() - started) / 1000).toFixed(1)} s. Raw samples: \`bench/results/${quick ? 'quick/' : ''}latest.json\`. Plots: ${Object.keys(figures).map((f) => `[${f}](${f})`).join(', ')}.
 `
 // A quick run (CI's smoke run, or a local check) goes to results/quick/ (not tracked), so it never
@@ -511,7 +517,7 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows }, null, 1))
 console.log(md)
 // A full run also rewrites the README's figures table from this very run (bench/readme.mjs).
 if (!quick) (await import('./readme.mjs')).writeReadme(join(outDir, 'latest.json'))
