@@ -77,7 +77,7 @@ function resolveCommand(name) {
       return false
     }
   }
-  const candidates = (base) => (path.extname(base) ? [base] : exts.map((e) => base + e))
+  const candidates = (base) => (path.extname(base) ? [base, ...exts.map((e) => base + e)] : exts.map((e) => base + e))
   if (/[\\/:]/.test(name)) return candidates(name).find(isFile) || null
   for (const dir of [process.cwd(), ...(process.env.PATH || '').split(';').filter(Boolean)]) {
     const found = candidates(path.join(dir, name)).find(isFile)
@@ -87,15 +87,17 @@ function resolveCommand(name) {
 }
 
 const resolved = resolveCommand(command)
-const viaCmd = resolved !== null && /\.(bat|cmd)$/i.test(resolved)
-let file = command
+if (resolved === null) fail(`${command}: not found`, 127)
+// Windows drops trailing dots and spaces from a file name: "x.cmd." is x.cmd.
+const viaCmd = /\.(bat|cmd)$/i.test(resolved.replace(/[. ]+$/, ''))
+let file = resolved
 let fileArgs = args
 if (viaCmd) {
   // cmd.exe re-parses its line: only arguments it cannot misread (CVE-2024-27980, "BatBadBut").
-  for (const a of [command, ...args]) {
+  for (const a of [resolved, ...args]) {
     if (/["&|<>^%!\r\n]/.test(a)) fail(`argument ${JSON.stringify(a)} has a character cmd.exe would re-interpret; ${command} is a batch file`)
   }
-  const quote = (a) => (a === '' || /\s/.test(a) ? `"${a}"` : a)
+  const quote = (a) => (a === '' || /[\s(),;=]/.test(a) ? `"${a}"` : a)
   file = process.env.ComSpec || 'cmd.exe'
   fileArgs = ['/d', '/s', '/c', `"${[resolved, ...args].map(quote).join(' ')}"`]
 }

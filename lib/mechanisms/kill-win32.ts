@@ -94,10 +94,11 @@ export async function stopOnWindows(s: WindowsStop): Promise<KillResult> {
         }
         if (asked) record(s.first, true)
       }
-      if (!asked && terminate(s.first)) record(s.first, s.job)
+      // Not asked (no launcher event yet): TerminateProcess of the launcher; the kernel ends its job.
+      if (!asked && terminate(s.first)) record(s.first, false)
       if (!(await exitWithin(exited, s.graceMs, s.abort))) {
         escalated = true
-        if (terminate(s.last)) record(s.last, s.job)
+        if (terminate(s.last)) record(s.last, false)
         if (!(await settlesWithin(exited, s.confirmMs))) survivors = [pid]
       }
     }

@@ -55,8 +55,9 @@ export interface SignalSent {
    */
   group?: boolean
   /**
-   * Windows: sent to the whole Job object that reapkit's spawn() runs the child in (the launcher
-   * ended the job and confirmed it empty, or, terminated itself, left that to the kernel).
+   * Windows: the whole Job object that reapkit's spawn() runs the child in was ended by its
+   * launcher, which exits once the job is empty. Absent when the launcher was terminated instead
+   * (the kernel then ends its job as its last handle closes).
    */
   job?: boolean
 }

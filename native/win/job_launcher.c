@@ -7,10 +7,13 @@
  * child through it on Windows.
  *
  *   1. a job with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE and no breakaway; its handle is not inheritable;
- *   2. the command is created CREATE_SUSPENDED, with this process's standard handles (inherited),
- *      its environment and working directory; the command line is this process's own after the
- *      options, passed through untouched (so it is quoted exactly as Node quoted it for us);
- *   3. assigned to the job, then resumed: it runs no instruction outside the job;
+ *   2. the command is created CREATE_SUSPENDED and inside the job (PROC_THREAD_ATTRIBUTE_JOB_LIST,
+ *      Windows 10+; else assigned right after its creation), with this process's standard handles
+ *      and C runtime descriptor table (Node's IPC channel, extra stdio), its environment and
+ *      working directory; the command line is this process's own after the options, passed
+ *      through untouched (so it is quoted exactly as Node quoted it for us). A batch file as the
+ *      program is refused (cmd.exe would re-parse the arguments): run cmd.exe explicitly;
+ *   3. resumed: it runs no instruction outside the job;
  *   4. it waits for whichever comes first:
  *      - the command exits: what it left running in the job is ended;
  *      - a stop request: the event `Local\reapkit-job-stop-<this pid>` is set (what reapkit's
@@ -92,6 +95,28 @@ static long long parse_number(const wchar_t* s, long long max) {
   return v;
 }
 
+/*
+ * Whether the program (the command line's first token, as CreateProcess reads it) is a batch file,
+ * which CreateProcess would run through cmd.exe. Windows drops trailing dots and spaces from a
+ * file name ("x.bat. ." opens x.bat), so they are dropped here too (CVE-2024-27980/-36138).
+ */
+static BOOL is_batch_program(const wchar_t* cl) {
+  const wchar_t* start = cl;
+  const wchar_t* end;
+  if (*cl == L'"') {
+    start = ++cl;
+    while (*cl && *cl != L'"') cl++;
+    end = cl;
+  } else {
+    while (*cl && *cl != L' ' && *cl != L'\t') cl++;
+    end = cl;
+  }
+  while (end > start && (end[-1] == L'.' || end[-1] == L' ')) end--;
+  if (end - start < 4) return FALSE;
+  const wchar_t* ext = end - 4;
+  return _wcsnicmp(ext, L".bat", 4) == 0 || _wcsnicmp(ext, L".cmd", 4) == 0;
+}
+
 static void inheritable(DWORD which) {
   HANDLE h = GetStdHandle(which);
   if (h != NULL && h != INVALID_HANDLE_VALUE) SetHandleInformation(h, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT);
@@ -161,8 +186,14 @@ static DWORD open_ancestors(HANDLE* out, BOOL* gone) {
     }
     if (parent == 0 || parent == 4 || parent == pid) break; /* the top, or System */
     ULONGLONG created = 0;
-    HANDLE h = open_older(parent, child_created, gone, &created);
-    if (h == NULL) break; /* gone (*gone) or not ours to watch: the chain we can see ends here */
+    BOOL ancestor_gone = FALSE;
+    HANDLE h = open_older(parent, child_created, &ancestor_gone, &created);
+    if (h == NULL) {
+      /* Our parent gone before we looked: the host has died already. An ancestor further up that
+       * is gone (explorer.exe's parent, long exited) or not ours to open only ends the walk. */
+      if (n == 0) *gone = ancestor_gone;
+      break;
+    }
     out[n++] = h;
     pid = parent;
     child_created = created;
@@ -244,6 +275,10 @@ int main(void) {
   }
   if (*command == 0) goto usage;
 
+  if (is_batch_program(command)) {
+    fprintf(stderr, "reapkit-job: a .bat/.cmd file runs through cmd.exe, which re-parses its arguments: run it as `cmd.exe /d /s /c \"...\"` with arguments quoted for cmd.exe\n");
+    return 125;
+  }
   size_t len = wcslen(command);
   wchar_t* buffer = (wchar_t*)HeapAlloc(GetProcessHeap(), 0, (len + 1) * sizeof(wchar_t));
   if (buffer == NULL) return 125;
@@ -285,21 +320,51 @@ int main(void) {
   inheritable(STD_INPUT_HANDLE);
   inheritable(STD_OUTPUT_HANDLE);
   inheritable(STD_ERROR_HANDLE);
-  STARTUPINFOW si;
-  ZeroMemory(&si, sizeof si);
-  si.cb = sizeof si;
-  si.dwFlags = STARTF_USESTDHANDLES;
-  si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
-  si.hStdOutput = GetStdHandle(STD_OUTPUT_HANDLE);
-  si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
+  STARTUPINFOEXW six;
+  ZeroMemory(&six, sizeof six);
+  STARTUPINFOW* si = &six.StartupInfo;
+  si->cb = sizeof six;
+  si->dwFlags = STARTF_USESTDHANDLES;
+  si->hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+  si->hStdOutput = GetStdHandle(STD_OUTPUT_HANDLE);
+  si->hStdError = GetStdHandle(STD_ERROR_HANDLE);
+  /* The C runtime's descriptor table that libuv built for us (fds 3 and up: Node's IPC channel,
+   * extra stdio pipes) goes to the command as it came: its handles are inherited already. */
+  STARTUPINFOW self;
+  GetStartupInfoW(&self);
+  if (self.cbReserved2 != 0 && self.lpReserved2 != NULL) {
+    si->cbReserved2 = self.cbReserved2;
+    si->lpReserved2 = self.lpReserved2;
+  }
+  /* Windows 10+: the command is created inside the job (no moment outside it, even suspended).
+   * Elsewhere (and where the attribute is refused) it is assigned right after its creation, still
+   * suspended. */
+  DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT;
+  SIZE_T attr_size = 0;
+  InitializeProcThreadAttributeList(NULL, 1, 0, &attr_size);
+  LPPROC_THREAD_ATTRIBUTE_LIST attrs = attr_size ? (LPPROC_THREAD_ATTRIBUTE_LIST)HeapAlloc(GetProcessHeap(), 0, attr_size) : NULL;
+  BOOL in_job = FALSE;
+  if (attrs != NULL && InitializeProcThreadAttributeList(attrs, 1, 0, &attr_size)) {
+    if (UpdateProcThreadAttribute(attrs, 0, PROC_THREAD_ATTRIBUTE_JOB_LIST, &job, sizeof job, NULL, NULL)) {
+      six.lpAttributeList = attrs;
+      in_job = TRUE;
+    }
+  }
   PROCESS_INFORMATION pi;
   ZeroMemory(&pi, sizeof pi);
-  if (!CreateProcessW(NULL, buffer, NULL, NULL, TRUE, CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT, NULL, NULL,
-                      &si, &pi)) {
+  BOOL created = CreateProcessW(NULL, buffer, NULL, NULL, TRUE, flags | (in_job ? EXTENDED_STARTUPINFO_PRESENT : 0), NULL,
+                                NULL, si, &pi);
+  if (!created && in_job) { /* the attribute refused at creation: the older way */
+    six.lpAttributeList = NULL;
+    in_job = FALSE;
+    si->cb = sizeof(STARTUPINFOW);
+    created = CreateProcessW(NULL, buffer, NULL, NULL, TRUE, flags, NULL, NULL, si, &pi);
+  }
+  if (!created) {
     fail("CreateProcess", GetLastError());
     return 127;
   }
-  if (!AssignProcessToJobObject(job, pi.hProcess)) {
+  if (!in_job && !AssignProcessToJobObject(job, pi.hProcess)) {
     DWORD err = GetLastError();
     TerminateProcess(pi.hProcess, 125); /* never let it run outside the job */
     fail("AssignProcessToJobObject", err);
@@ -330,7 +395,7 @@ int main(void) {
   end_job(job, 1); /* the command's leftovers, or the whole job on a stop or the host's death */
   WaitForSingleObject(pi.hProcess, 10000);
   DWORD code = 1;
-  GetExitCodeProcess(pi.hProcess, &code);
+  if (!GetExitCodeProcess(pi.hProcess, &code) || code == STILL_ACTIVE) code = 1;
   ExitProcess(code);
 
 usage:

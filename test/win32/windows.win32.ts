@@ -199,6 +199,36 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
     expect(result.status).toEqual({ seven: 7, batch: 3, refused: 2 })
   })
 
+  it('batch files named with trailing dots or spaces are refused too, by spawn and by the launcher (nothing runs)', async () => {
+    const r = run('review-cases.cjs', ['batch'])
+    const { batch } = await resultWith(r, 'batch')
+    expect(batch.refused).toEqual({ '""': 'EINVAL', '"."': 'EINVAL', '" "': 'EINVAL', '". ."': 'EINVAL' })
+    expect(batch.launcher).toBe(125)
+    expect(batch.ran).toBe(false)
+  })
+
+  it("Node's IPC channel and an extra stdio pipe pass through the launcher; a missing command is Node's ENOENT", async () => {
+    const r = run('review-cases.cjs', ['stdio'])
+    const { stdio } = await resultWith(r, 'stdio')
+    expect(stdio.ipc).toMatchObject({ error: null, exit: 0, messages: [{ hi: 1 }] })
+    expect(stdio.fd3).toMatchObject({ error: null, exit: 0, got: 'via fd3' })
+    expect(stdio.missing).toMatchObject({ error: 'ENOENT' })
+  })
+
+  it('subprocess.kill() while the launcher starts: no command is left behind (suspended or not), stdio closes', async () => {
+    const r = run('review-cases.cjs', ['early'])
+    const { early } = await resultWith(r, 'early')
+    expect(early).toHaveLength(10)
+    for (const run of early) expect(run.close).toBe(true)
+    await waitFor(() => tagged(r.tag).filter((p) => !p.cmdline.includes('review-cases.cjs')).length === 0, 10_000, 'no command left')
+  })
+
+  it('reapkit-win under a process whose parent had exited: the command runs to its end', async () => {
+    const r = run('review-cases.cjs', ['orphan'])
+    await waitFor(() => 'orphan' in r.result() || 'error' in r.result(), 120_000, 'the orphan case')
+    expect(r.result().orphan).toEqual({ parentGone: true, code: 0, finished: true })
+  })
+
   it('watchParent waits on a handle to the parent and fires when it exits', async () => {
     const r = run('parent-host.cjs')
     const host = await resultWith(r, 'host')
