@@ -276,7 +276,7 @@ export function launcherPath(): string | null {
  */
 export function supervisorPath(): string | null {
   // Windows: reapkit-job.exe is that supervisor (a kill-on-close job; `--host PID|ancestors`).
-  return shippedExecutable(process.platform === 'win32' ? 'reapkit-job.exe' : 'reapkit-supervise')
+  return process.platform === 'win32' ? jobLauncherPath() : shippedExecutable('reapkit-supervise')
 }
 
 let caps: Capabilities | undefined

@@ -16,6 +16,32 @@ export function settlesWithin(promise: Promise<unknown>, ms: number): Promise<bo
   ]).finally(() => clearTimeout(timer))
 }
 
+/**
+ * As settlesWithin, and cut short by `abort`: true when `promise` settled within `ms`, false at
+ * the deadline or as soon as `abort` fires. Neither the timer nor the abort listener outlives it.
+ */
+export async function settlesWithinUnlessAborted(promise: Promise<unknown>, ms: number, abort: AbortSignal | undefined): Promise<boolean> {
+  if (!abort) return settlesWithin(promise, ms)
+  if (abort.aborted) return settlesWithin(promise, 0)
+  let onAbort!: () => void
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<boolean>((res) => {
+        timer = setTimeout(res, Math.max(0, ms), false)
+        abort.addEventListener('abort', (onAbort = () => res(false)), { once: true })
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+    abort.removeEventListener('abort', onAbort)
+  }
+}
+
 /** The child's exit (libuv has reaped it) as a promise, and a way to drop the listener early. */
 export function childExit(child: ChildProcess): { promise: Promise<void>; dispose(): void } {
   if (child.exitCode !== null || child.signalCode !== null) return { promise: Promise.resolve(), dispose() {} }

@@ -21,23 +21,14 @@ import type { ChildProcess } from 'node:child_process'
 import { logEvent, type Logger } from '../ground/logger'
 import { binding } from '../ground/native'
 import { signalName } from '../ground/validate'
-import { childExit, settlesWithin } from '../ground/wait'
-import type { KillResult, SignalSent } from './kill'
-
-/** What the stop needs of the target's pin: a ProcessHandle (or the child's own pin). */
-interface Pin {
-  pid: number
-  readonly closed: boolean
-  exited: Promise<unknown>
-  signal(sig?: NodeJS.Signals | number): void
-  close(): void
-}
+import { childExit, settlesWithin, settlesWithinUnlessAborted } from '../ground/wait'
+import type { KillResult, Pinned, SignalSent } from './kill'
 
 export interface WindowsStop {
   pid: number
   child: ChildProcess | null
   /** The pinned target, or null when it is known to be gone. */
-  leader: Pin | null
+  leader: Pinned | null
   /** Whether the pin was opened for this call (and is closed at its end). */
   ownLeader: boolean
   /** The child runs under reapkit-job.exe (spawn-win32.ts). */
@@ -96,7 +87,7 @@ export async function stopOnWindows(s: WindowsStop): Promise<KillResult> {
       }
       // Not asked (no launcher event yet): TerminateProcess of the launcher; the kernel ends its job.
       if (!asked && terminate(s.first)) record(s.first, false)
-      if (!(await exitWithin(exited, s.graceMs, s.abort))) {
+      if (!(await settlesWithinUnlessAborted(exited, s.graceMs, s.abort))) {
         escalated = true
         if (terminate(s.last)) record(s.last, false)
         if (!(await settlesWithin(exited, s.confirmMs))) survivors = [pid]
@@ -120,25 +111,5 @@ export async function stopOnWindows(s: WindowsStop): Promise<KillResult> {
     uncertain,
     error,
     durationMs: now() - s.started,
-  }
-}
-
-/** True when `exited` settles within `ms`; false at the deadline, or at once when `abort` fires. */
-async function exitWithin(exited: Promise<unknown>, ms: number, abort: AbortSignal | undefined): Promise<boolean> {
-  if (!abort) return settlesWithin(exited, ms)
-  if (abort.aborted) return settlesWithin(exited, 0)
-  let onAbort!: () => void
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([
-      exited.then(() => true, () => true),
-      new Promise<boolean>((res) => {
-        timer = setTimeout(res, ms, false)
-        abort.addEventListener('abort', (onAbort = () => res(false)), { once: true })
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-    abort.removeEventListener('abort', onAbort)
   }
 }

@@ -20,7 +20,7 @@ import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './hand
 import { binding } from '../ground/native'
 import { stopOnWindows } from './kill-win32'
 import { spawnedGroupMembers, spawnedInfo } from './spawn'
-import { childExit, settlesWithin } from '../ground/wait'
+import { childExit, settlesWithin, settlesWithinUnlessAborted } from '../ground/wait'
 import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid, validateOptions } from '../ground/validate'
 
 export interface KillOptions {
@@ -88,7 +88,7 @@ export interface KillResult {
 }
 
 /** What the stop needs of a pinned process: a ProcessHandle, or our own unreaped child when none could be opened. */
-type Pinned = Pick<ProcessHandle, 'pid' | 'closed' | 'exited' | 'signal' | 'ref' | 'unref' | 'close'>
+export type Pinned = Pick<ProcessHandle, 'pid' | 'closed' | 'exited' | 'signal' | 'ref' | 'unref' | 'close'>
 
 interface Tracked {
   handle: Pinned
@@ -358,20 +358,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
       if (pending.length === 0) return true
       const remaining = until - now()
       if (remaining <= 0 || stop?.aborted) return false
-      let timer: NodeJS.Timeout | undefined
-      let onAbort: (() => void) | undefined
-      await Promise.race([
-        Promise.all(pending.map((t) => t.exited)),
-        new Promise<void>((res) => {
-          timer = setTimeout(res, remaining)
-          if (stop) {
-            onAbort = () => res()
-            stop.addEventListener('abort', onAbort, { once: true })
-          }
-        }),
-      ])
-      if (timer) clearTimeout(timer)
-      if (onAbort) stop?.removeEventListener('abort', onAbort)
+      await settlesWithinUnlessAborted(Promise.all(pending.map((t) => t.exited)), remaining, stop)
     }
   }
 

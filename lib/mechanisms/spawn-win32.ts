@@ -96,7 +96,6 @@ export function spawnInJob(
   }
   const program = searchPath(file, options)
   if (program === null) return null
-  if (isBatch(program)) throw systemError('EINVAL', 'spawn', `${program} is a batch file: pass { shell: true }`)
   const own = [...(dieWithHost ? ['--host', String(process.pid)] : []), '--']
   // Verbatim: libuv joins the arguments with spaces and quotes none, not even the program's own
   // name, so the paths are quoted here (the launcher's after_argv0 reads a quoted argv[0]).

@@ -285,15 +285,7 @@ export function spawn(
   // Windows: no groups and no death signal, a kill-on-close Job object instead (spawn-win32.ts).
   if (process.platform === 'win32') {
     const inJob = group ? spawnInJob(childProcess, command, args, nodeOptions, wanted > 0) : null
-    const child = inJob ?? childProcess.spawn(command, args, nodeOptions)
-    let handle: ProcessHandle | null = null
-    try {
-      if (child.pid !== undefined) handle = openProcess(child.pid)
-    } catch {
-      handle = null
-    }
-    register(child, { pgid: null, parentDeathSignal: null, job: inJob !== null }, handle)
-    return child
+    return pinAndRegister(inJob ?? childProcess.spawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null })
   }
 
   // A shell command is run by the shell, as Node does it (the helper then execs the shell).
@@ -327,6 +319,11 @@ export function spawn(
     applied = { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null }
   }
 
+  return pinAndRegister(child, applied)
+}
+
+/** Pins the new child (a handle opened before libuv can reap it) and records what was applied. */
+function pinAndRegister(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>): ChildProcess {
   let handle: ProcessHandle | null = null
   if (child.pid !== undefined) {
     // Synchronously, before the event loop can run libuv's reaping: the pid is still this child.

@@ -31,6 +31,17 @@ async function resultWith(r: WineRun, key: string, timeoutMs = 120_000): Promise
   return result
 }
 
+/**
+ * The host's whole tree is up (each of `parts` in some tagged command line); the host is SIGKILLed
+ * from Linux; every tagged process ends.
+ */
+async function hostKillEndsAll(r: WineRun, parts: string[], what: string): Promise<void> {
+  const before = tagged(r.tag)
+  for (const part of parts) expect(before.some((p) => p.cmdline.includes(part)), part).toBe(true)
+  process.kill(r.pid, 'SIGKILL')
+  await waitFor(() => tagged(r.tag).length === 0, 30_000, what)
+}
+
 // Never a silent skip: without node.exe and the staged prebuild this suite has nothing to test.
 if (!ready) throw new Error('node.exe or the staged win32 prebuild is missing: run `npm run test:win32` (setup, build, stage)')
 
@@ -107,12 +118,7 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
     const r = run('tree-host.cjs', ['launcher'])
     const result = await resultWith(r, 'ready')
     expect(result.passthrough).toMatchObject({ seven: { code: 7, signal: null }, missing: { code: 127, signal: null } })
-    const before = tagged(r.tag)
-    for (const part of ['reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs']) {
-      expect(before.some((p) => p.cmdline.includes(part)), part).toBe(true)
-    }
-    process.kill(r.pid, 'SIGKILL')
-    await waitFor(() => tagged(r.tag).length === 0, 30_000, 'the launcher and its whole job to end')
+    await hostKillEndsAll(r, ['reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs'], 'the launcher and its whole job to end')
   })
 
   it('TerminateJobObject ends every member and the job lists none', async () => {
@@ -128,12 +134,7 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
       const r = run('spawn-host.cjs', how === 'detached' ? ['killed', 'detached'] : ['killed'])
       const result = await resultWith(r, 'ready')
       expect(result.tree.info).toEqual({ job: true })
-      const before = tagged(r.tag)
-      for (const part of ['reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs']) {
-        expect(before.some((p) => p.cmdline.includes(part)), part).toBe(true)
-      }
-      process.kill(r.pid, 'SIGKILL')
-      await waitFor(() => tagged(r.tag).length === 0, 30_000, 'the launcher and its whole job to end')
+      await hostKillEndsAll(r, ['reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs'], 'the launcher and its whole job to end')
     })
   }
 
@@ -183,14 +184,9 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
   it('reapkit-win (the reapkit command on Windows) behind cmd /c: the host SIGKILLed, the whole tree ends after the close timeout', async () => {
     const r = run('wrapper-host.cjs', ['killed'])
     await resultWith(r, 'ready')
-    const before = tagged(r.tag)
-    for (const part of ['reapkit-win.cjs', 'reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs']) {
-      expect(before.some((p) => p.cmdline.includes(part)), part).toBe(true)
-    }
-    process.kill(r.pid, 'SIGKILL')
     // The node.exe running reapkit-win is not in the host's job (cmd.exe's children break away
     // from libuv's job), so only the launcher's watch on its ancestors ends it and the tree.
-    await waitFor(() => tagged(r.tag).length === 0, 30_000, 'the wrapper and its whole job to end')
+    await hostKillEndsAll(r, ['reapkit-win.cjs', 'reapkit-job.exe', 'tree-child.cjs', 'tree-leaf.cjs'], 'the wrapper and its whole job to end')
   })
 
   it('reapkit-win: exit statuses pass through, a .cmd runs through cmd.exe, re-parsable arguments are refused', async () => {
