@@ -380,3 +380,12 @@ export class StdioClientTransport implements McpTransport {
     return this.#closing
   }
 }
+
+// ---- Streamable HTTP servers: the drain below the SDK, for both lines ----
+export {
+  type Closable,
+  HTTP_DRAIN_GRACE_MS_DEFAULT,
+  type HttpKeepalive,
+  type HttpKeepaliveOptions,
+  withHttpKeepalive,
+} from './mcp-http'

@@ -61,6 +61,16 @@ export interface ShutdownReport {
   refused: number
   /** From the trigger to this report. */
   elapsedMs: number
+  /** HTTP servers (withHttpKeepalive): sessions open when the drain began (1.x SDK line). */
+  sessions?: number
+  /** HTTP servers: long-lived SSE streams (GET streams, subscriptions/listen) ended by the close. */
+  streams?: number
+  /** HTTP servers: of those streams, the ones no SDK ended, so the drain ended them itself. */
+  streamsEnded?: number
+  /** HTTP servers: connections still open at the close, closed by it. */
+  connections?: number
+  /** Fields other layers added (extendReport). */
+  [field: string]: unknown
 }
 
 export interface KeepaliveOptions {
@@ -100,6 +110,24 @@ export interface Keepalive {
   shutdown(reason?: string): Promise<ShutdownReport>
   /** Adds a hook (run after the drain, in order). */
   onShutdown(hook: (report: ShutdownReport) => unknown): void
+  /**
+   * Adds a listener called once when the drain begins (after the `onDrain` option's), or at once if
+   * it has begun already. Not awaited; its errors are logged. For layers that must act at the first
+   * moment of the drain (an HTTP server stops accepting, its readiness probe fails).
+   */
+  onDrain(listener: (reason: string) => unknown): void
+  /**
+   * Adds fields to the report (and its final line): `fields()` is called each time the report is
+   * made. For layers that count more than work items (an HTTP server's sessions and streams). The
+   * report's own fields cannot be replaced.
+   */
+  extendReport(fields: () => Record<string, number | string | boolean>): void
+  /**
+   * Aborts when the drain gives up on the work still in flight (the grace is over and something
+   * runs), before any shutdown hook: the signal run() hands its functions. For layers that must
+   * answer abandoned work themselves (an HTTP server's calls still streaming).
+   */
+  readonly abandonSignal: AbortSignal
   readonly state: KeepaliveState
   /** Live counters, and the reason once shutting down. */
   readonly stats: { inFlight: number; served: number; drained: number; refused: number; reason: string | null }
@@ -138,6 +166,9 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
   if (typeof options.onShutdown === 'function') hooks.push(options.onShutdown)
   else if (Array.isArray(options.onShutdown)) hooks.push(...options.onShutdown)
   const { logger } = options
+  const drainListeners: Array<(reason: string) => unknown> = []
+  if (options.onDrain) drainListeners.push(options.onDrain)
+  const extensions: Array<() => Record<string, number | string | boolean>> = []
 
   let state: KeepaliveState = 'running'
   let reason: string | null = null
@@ -156,15 +187,33 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
   const closed = new Promise<ShutdownReport>((res) => (resolveClosed = res))
   let shutdownPromise: Promise<ShutdownReport> | null = null
 
-  const report = (): ShutdownReport => ({
-    event: 'shutdown',
-    reason: reason ?? 'none',
-    served,
-    drained,
-    abandoned,
-    refused,
-    elapsedMs: triggeredAt ? Math.round(performance.now() - triggeredAt) : 0,
-  })
+  const report = (): ShutdownReport => {
+    const own: ShutdownReport = {
+      event: 'shutdown',
+      reason: reason ?? 'none',
+      served,
+      drained,
+      abandoned,
+      refused,
+      elapsedMs: triggeredAt ? Math.round(performance.now() - triggeredAt) : 0,
+    }
+    if (extensions.length === 0) return own
+    const extra: Record<string, unknown> = {}
+    for (const fields of extensions) {
+      try {
+        Object.assign(extra, fields())
+      } catch (err) {
+        logEvent(logger, 'error', 'keepalive.report-extension-error', { error: String(err) })
+      }
+    }
+    // The report's own fields last: an extension adds, it never rewrites.
+    return Object.assign({ ...own }, extra, own)
+  }
+  const callDrainListener = (listener: (reason: string) => unknown): void => {
+    Promise.resolve()
+      .then(() => listener(reason!))
+      .catch((err: unknown) => logEvent(logger, 'error', 'keepalive.drain-hook-error', { error: String(err) }))
+  }
 
   const begin = (): (() => void) => {
     if (state !== 'running') {
@@ -183,6 +232,15 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     }
   }
 
+  const abandonSignal = (): AbortSignal => {
+    if (!abandon) {
+      abandon = new AbortController()
+      // Every call may add a listener to this one signal: many at once are expected, not a leak.
+      setMaxListeners(0, abandon.signal)
+    }
+    return abandon.signal
+  }
+
   const run = <T>(fn: (signal: AbortSignal) => T | Promise<T>): Promise<T> => {
     if (typeof fn !== 'function') return Promise.reject(typeError('ERR_INVALID_ARG_TYPE', 'run() takes a function'))
     let done: () => void
@@ -191,14 +249,9 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     } catch (err) {
       return Promise.reject(err)
     }
-    if (!abandon) {
-      abandon = new AbortController()
-      // Every call may add a listener to this one signal: many at once are expected, not a leak.
-      setMaxListeners(0, abandon.signal)
-    }
     let result: Promise<T>
     try {
-      result = Promise.resolve(fn(abandon.signal))
+      result = Promise.resolve(fn(abandonSignal()))
     } catch (err) {
       result = Promise.reject(err)
     }
@@ -281,11 +334,7 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     inFlightAtTrigger = inFlight
     state = 'draining'
     logEvent(logger, 'info', 'keepalive.draining', { reason, inFlight })
-    if (options.onDrain) {
-      Promise.resolve()
-        .then(() => options.onDrain!(reason!))
-        .catch((err: unknown) => logEvent(logger, 'error', 'keepalive.drain-hook-error', { error: String(err) }))
-    }
+    for (const listener of drainListeners) callDrainListener(listener)
     shutdownPromise = (async () => {
       // 2. Drain, bounded. A ref'd timer keeps the process alive for the whole grace, even if the
       // work in flight waits on nothing that would.
@@ -337,8 +386,20 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
       if (typeof hook !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'onShutdown() takes a function')
       hooks.push(hook)
     },
+    onDrain(listener) {
+      if (typeof listener !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'onDrain() takes a function')
+      drainListeners.push(listener)
+      if (state !== 'running') callDrainListener(listener)
+    },
+    extendReport(fields) {
+      if (typeof fields !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'extendReport() takes a function')
+      extensions.push(fields)
+    },
     get state() {
       return state
+    },
+    get abandonSignal() {
+      return abandonSignal()
     },
     get stats() {
       return { inFlight, served, drained, refused, reason }

@@ -1,0 +1,248 @@
+// withHttpKeepalive: the drain of MCP servers on Streamable HTTP, both SDK lines (1.x with sessions
+// behind Express, 2.x stateless createMcpHandler on node:http), with the real SDK clients of both
+// lines over real HTTP on 127.0.0.1, and raw sockets where a client library would hide the wire.
+import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport as Transport1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
+import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client'
+import type { ChildProcess } from 'node:child_process'
+import { request as httpRequest } from 'node:http'
+import net from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { exitOf, isGone, spawnFixture, waitFor } from './helpers'
+
+type Line = '1' | '2'
+
+interface Fixture {
+  child: ChildProcess
+  port: number
+  probePort: number | null
+  stderr: () => string
+  stdout: () => string
+}
+
+/** The fixture server of one SDK line, listening (its port read from its first stdout line). */
+async function startServer(line: Line, args: string[] = []): Promise<Fixture> {
+  const child = spawnFixture('http-drain-server.mjs', ['--line', line, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stderr!.on('data', (d) => (stderr += d))
+  const ready = new Promise<[number, number | null]>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      stdout += d
+      const m = /listening (\d+)(?: probe (\d+))?/.exec(stdout)
+      if (m) resolve([Number(m[1]), m[2] ? Number(m[2]) : null])
+    })
+    child.once('exit', (code) => reject(new Error(`the fixture exited (${code}) before listening: ${stderr}`)))
+  })
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the fixture did not listen in 20 s: ${stderr}`)), 20_000).unref())
+  const [port, probePort] = await Promise.race([ready, timeout])
+  return { child, port, probePort, stderr: () => stderr, stdout: () => stdout }
+}
+
+const reportLines = (stderr: string) => stderr.split('\n').filter((l) => l.includes('"event":"shutdown"'))
+
+/** An SDK client of line `client` connected to the fixture; it collects the logging notifications it gets. */
+async function connect(client: Line, port: number) {
+  const url = new URL(`http://127.0.0.1:${port}/mcp`)
+  const notes: string[] = []
+  if (client === '1') {
+    const c = new Client1({ name: 'drain-test-1', version: '1.0.0' })
+    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void notes.push(String(n.params.data)))
+    await c.connect(new Transport1(url))
+    return { client: c as unknown as Client1, notes }
+  }
+  const c = new Client2({ name: 'drain-test-2', version: '1.0.0' })
+  c.setNotificationHandler('notifications/message', (n) => void notes.push(String(n.params.data)))
+  await c.connect(new Transport2(url))
+  return { client: c as unknown as Client1, notes }
+}
+
+/** GET `path` on `port`, on a connection of its own: the status, or the connection error's code. */
+function probe(port: number, path: string): Promise<number | string> {
+  return new Promise((resolve) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false, timeout: 5000 }, (res) => {
+      res.resume()
+      resolve(res.statusCode ?? 0)
+    })
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message))
+    req.on('timeout', () => req.destroy(new Error('probe timeout')))
+    req.end()
+  })
+}
+
+const textOf = (result: unknown) => (result as { content: Array<{ text: string }> }).content[0]!.text
+
+const raw = (port: number, body: unknown, headers: Record<string, string> = {}) => {
+  const b = JSON.stringify(body)
+  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+  return (
+    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+    `Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n${extra}Content-Length: ${Buffer.byteLength(b)}\r\n\r\n${b}`
+  )
+}
+
+/** A raw connection: what it has received so far, and whether the server ended it. */
+async function rawSocket(port: number) {
+  const socket = net.connect(port, '127.0.0.1')
+  let data = ''
+  let ended = false
+  socket.on('data', (d) => (data += d))
+  socket.on('close', () => (ended = true))
+  socket.on('error', () => {})
+  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject))
+  return { socket, received: () => data, ended: () => ended }
+}
+
+const pairs: Array<[Line, Line]> = [
+  ['1', '1'],
+  ['1', '2'],
+  ['2', '2'],
+  ['2', '1'],
+]
+
+describe('withHttpKeepalive', () => {
+  for (const [line, clientLine] of pairs) {
+    it(`SDK ${line}.x server, ${clientLine}.x clients: SIGTERM with two calls in flight; both complete with every event; nothing new is taken; exit 0, one report line`, async () => {
+      const server = await startServer(line, ['--grace-ms', '15000', '--probe-port', '0'])
+      const a = await connect(clientLine, server.port)
+      const b = await connect(clientLine, server.port)
+      try {
+        const progress: string[] = []
+        const streaming = a.client.callTool({ name: 'count', arguments: { n: 10, everyMs: 100 } }, undefined, {
+          onprogress: (p: { message?: string }) => void progress.push(String(p.message)),
+          timeout: 30_000,
+        })
+        const quiet = b.client.callTool({ name: 'count', arguments: { n: 2, everyMs: 400 } }, undefined, { timeout: 30_000 })
+        await waitFor(() => a.notes.length >= 2, 10_000, 'the streaming call to be under way')
+        expect(await probe(server.probePort!, '/readyz')).toBe(200)
+        server.child.kill('SIGTERM')
+        // Readiness fails from the drain's first moment; liveness holds (on the probe port, which keeps accepting).
+        let ready: number | string = 200
+        for (const end = Date.now() + 5000; ready === 200 && Date.now() < end; await new Promise((r) => setTimeout(r, 10))) {
+          ready = await probe(server.probePort!, '/readyz')
+        }
+        expect(ready).toBe(503)
+        expect(await probe(server.probePort!, '/livez')).toBe(200)
+        // A new call is not taken: the main socket no longer accepts.
+        await expect(b.client.callTool({ name: 'count', arguments: { n: 0, everyMs: 0 } })).rejects.toThrow()
+        expect(await probe(server.port, '/livez')).toBe('ECONNREFUSED')
+        // Both calls in flight complete, with every event, in order.
+        expect(textOf(await streaming)).toBe('counted 10')
+        expect(textOf(await quiet)).toBe('counted 2')
+        expect(a.notes).toEqual(Array.from({ length: 10 }, (_, i) => `line ${i + 1}`))
+        const exit = await exitOf(server.child, 20_000)
+        expect(exit).toEqual({ code: 0, signal: null })
+        const lines = reportLines(server.stderr())
+        expect(lines).toHaveLength(1)
+        const report = JSON.parse(lines[0]!)
+        expect(report).toMatchObject({ reason: 'SIGTERM', drained: 2, abandoned: 0 })
+        if (line === '1') expect(report.sessions).toBe(2)
+      } finally {
+        await a.client.close().catch(() => {})
+        await b.client.close().catch(() => {})
+      }
+    })
+  }
+
+  for (const line of ['1', '2'] as Line[]) {
+    it(`SDK ${line}.x: grace exceeded by a call that ignores cancellation: its process is stopped, its stream ends with an error, exit 1, one abandoned`, async () => {
+      const server = await startServer(line, ['--grace-ms', '1000'])
+      const a = await connect(line, server.port)
+      try {
+        const call = a.client.callTool({ name: 'stubborn', arguments: {} }, undefined, { timeout: 30_000 })
+        await waitFor(() => /child (\d+)/.test(server.stdout()), 10_000, 'the stubborn call to start its process')
+        const pid = Number(/child (\d+)/.exec(server.stdout())![1])
+        server.child.kill('SIGTERM')
+        const error = await call.then(
+          () => null,
+          (err: Error & { code?: number }) => err,
+        )
+        expect(error).not.toBeNull()
+        expect(`${error!.message} ${error!.code}`).toMatch(/-32099|503|shutting down/i)
+        expect(await exitOf(server.child, 20_000)).toEqual({ code: 1, signal: null })
+        const lines = reportLines(server.stderr())
+        expect(lines).toHaveLength(1)
+        expect(JSON.parse(lines[0]!)).toMatchObject({ reason: 'SIGTERM', abandoned: 1 })
+        await waitFor(() => isGone(pid), 10_000, 'the abandoned call\'s process to be gone')
+      } finally {
+        await a.client.close().catch(() => {})
+      }
+    })
+  }
+
+  it('a request on a connection still open gets 503, Retry-After and -32099 with its id; a notification passes; idle connections close at once, busy ones after their response', async () => {
+    const server = await startServer('2', ['--grace-ms', '15000'])
+    // Three connections: one idle (it served a call already), one busy with a call, one that pipelines behind a call.
+    const idle = await rawSocket(server.port)
+    idle.socket.write(raw(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'count', arguments: { n: 0, everyMs: 0 } } }))
+    await waitFor(() => idle.received().includes('counted 0'), 10_000, 'the idle connection\'s first call')
+    const busy = await rawSocket(server.port)
+    busy.socket.write(raw(server.port, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'count', arguments: { n: 6, everyMs: 100 } } }))
+    const notify = await rawSocket(server.port)
+    notify.socket.write(raw(server.port, { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'count', arguments: { n: 4, everyMs: 100 } } }))
+    await waitFor(() => busy.received().includes('line 1') && notify.received().includes('line 1'), 10_000, 'both calls under way')
+    server.child.kill('SIGTERM')
+    await waitFor(() => idle.ended(), 5000, 'the idle connection to be closed')
+    // Pipelined behind the calls in flight: a new call (refused), and on the other a notification (passes).
+    busy.socket.write(raw(server.port, { jsonrpc: '2.0', id: 'late', method: 'tools/call', params: { name: 'count', arguments: { n: 1, everyMs: 0 } } }))
+    notify.socket.write(raw(server.port, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } }))
+    await waitFor(() => busy.ended() && notify.ended(), 15_000, 'both busy connections to end after their responses')
+    expect(busy.received()).toContain('counted 6')
+    const refused = busy.received().slice(busy.received().indexOf('HTTP/1.1 503'))
+    expect(refused).toMatch(/^HTTP\/1\.1 503/)
+    expect(refused).toMatch(/retry-after: 5\r\n/i)
+    expect(refused).toMatch(/connection: close\r\n/i)
+    const body = JSON.parse(refused.slice(refused.indexOf('\r\n\r\n') + 4))
+    expect(body).toMatchObject({ jsonrpc: '2.0', id: 'late', error: { code: -32099, data: { reason: 'SIGTERM' } } })
+    expect(notify.received()).toContain('counted 4')
+    expect(notify.received()).toMatch(/HTTP\/1\.1 202/)
+    expect(notify.received()).not.toMatch(/HTTP\/1\.1 503/)
+    expect(await exitOf(server.child, 20_000)).toEqual({ code: 0, signal: null })
+    expect(JSON.parse(reportLines(server.stderr())[0]!)).toMatchObject({ drained: 2, abandoned: 0, refused: 1 })
+  })
+
+  it('SDK 2.x: a subscriptions/listen stream does not hold the drain, and ends with its graceful empty result', async () => {
+    const server = await startServer('2', ['--grace-ms', '15000'])
+    const listen = await rawSocket(server.port)
+    const started = Date.now()
+    listen.socket.write(
+      raw(
+        server.port,
+        {
+          jsonrpc: '2.0',
+          id: 'sub-1',
+          method: 'subscriptions/listen',
+          params: {
+            notifications: { toolsListChanged: true },
+            _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} },
+          },
+        },
+        { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'subscriptions/listen' },
+      ).replace('MCP-Protocol-Version: 2025-11-25\r\n', ''),
+    )
+    await waitFor(() => listen.received().includes('acknowledged') || listen.received().includes('"error"'), 10_000, 'the listen stream to open')
+    expect(listen.received()).toContain('notifications/subscriptions/acknowledged')
+    server.child.kill('SIGTERM')
+    expect(await exitOf(server.child, 20_000)).toEqual({ code: 0, signal: null })
+    expect(Date.now() - started).toBeLessThan(12_000) // not the 15 s grace
+    await waitFor(() => listen.ended(), 5000, 'the listen stream to end')
+    // Its last event: the JSON-RPC result of the listen request (the spec's graceful close).
+    const events = listen.received().split('data: ').slice(1).map((e) => JSON.parse(e.slice(0, e.indexOf('\n'))))
+    expect(events.at(-1)).toMatchObject({ jsonrpc: '2.0', id: 'sub-1', result: {} })
+    expect(JSON.parse(reportLines(server.stderr())[0]!)).toMatchObject({ abandoned: 0, streams: 1, streamsEnded: 0 })
+  })
+
+  it('rejects bad options before touching the server', async () => {
+    const { withHttpKeepalive } = await import('../lib/mcp')
+    const { createServer } = await import('node:http')
+    const http = createServer()
+    expect(() => withHttpKeepalive({} as never)).toThrow(TypeError)
+    expect(() => withHttpKeepalive(http, { readinessPath: 'readyz' })).toThrow(/starts with "\/"/)
+    expect(() => withHttpKeepalive(http, { retryAfterSeconds: -1 })).toThrow(RangeError)
+    expect(() => withHttpKeepalive(http, { probePort: 70000 })).toThrow(RangeError)
+    expect(() => withHttpKeepalive(http, { graceMs: -5 })).toThrow(RangeError)
+    expect(() => withHttpKeepalive(http, { keepalive: {} as never, graceMs: 5 })).toThrow(/createKeepalive/)
+    expect(http.emit).toBe(createServer().emit) // untouched by every refusal above
+  })
+})
