@@ -235,8 +235,15 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
       code: 'ERR_INVALID_ARG_TYPE',
     })
   }
+  const hooks = options.onShutdown === undefined ? [] : Array.isArray(options.onShutdown) ? options.onShutdown : [options.onShutdown]
+  if (!hooks.every((hook) => typeof hook === 'function')) {
+    throw Object.assign(new TypeError('The "onShutdown" option must be a function or an array of functions'), { code: 'ERR_INVALID_ARG_TYPE' })
+  }
   let keepalive: Keepalive
   if (options.keepalive !== undefined) {
+    if (typeof options.keepalive !== 'object' || options.keepalive === null || typeof options.keepalive.onDrain !== 'function') {
+      throw Object.assign(new TypeError('The "keepalive" option must be a keepalive from createKeepalive()'), { code: 'ERR_INVALID_ARG_TYPE' })
+    }
     const clash = KEEPALIVE_OPTIONS.filter((name) => options[name] !== undefined)
     if (clash.length > 0) {
       throw Object.assign(new TypeError(`Give ${clash.join(', ')} to createKeepalive(), not next to the "keepalive" option`), {
@@ -444,9 +451,7 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
     probeServer?.close()
   })
 
-  if (options.keepalive === undefined && options.onShutdown !== undefined) {
-    for (const hook of Array.isArray(options.onShutdown) ? options.onShutdown : [options.onShutdown]) keepalive.onShutdown(hook)
-  }
+  if (options.keepalive === undefined) for (const hook of hooks) keepalive.onShutdown(hook)
 
   keepalive.extendReport(() => ({
     sessions: sessionsAtTrigger,

@@ -242,7 +242,15 @@ describe('withHttpKeepalive', () => {
     expect(() => withHttpKeepalive(http, { retryAfterSeconds: -1 })).toThrow(RangeError)
     expect(() => withHttpKeepalive(http, { probePort: 70000 })).toThrow(RangeError)
     expect(() => withHttpKeepalive(http, { graceMs: -5 })).toThrow(RangeError)
-    expect(() => withHttpKeepalive(http, { keepalive: {} as never, graceMs: 5 })).toThrow(/createKeepalive/)
+    expect(() => withHttpKeepalive(http, { keepalive: {} as never })).toThrow(/createKeepalive/)
+    expect(() => withHttpKeepalive(http, { onShutdown: 'close' as never })).toThrow(TypeError)
+    const { createKeepalive } = await import('../lib/index')
+    const keepalive = createKeepalive({ signals: false, stdin: false, parentDeath: false, exit: false })
+    try {
+      expect(() => withHttpKeepalive(http, { keepalive, graceMs: 5 })).toThrow(/createKeepalive/)
+    } finally {
+      keepalive.dispose()
+    }
     expect(http.emit).toBe(createServer().emit) // untouched by every refusal above
   })
 })

@@ -98,6 +98,33 @@ describe('createKeepalive (a real server process)', () => {
 })
 
 describe('createKeepalive (in process)', () => {
+  it('onDrain() listeners, abandonSignal before any hook, extendReport() adds fields but never rewrites its own', async () => {
+    const order: string[] = []
+    const k = createKeepalive({ exit: false, signals: false, stdin: false, parentDeath: false, finalLine: false, graceMs: 100 })
+    try {
+      k.onDrain((reason) => void order.push(`drain:${reason}`))
+      k.abandonSignal.addEventListener('abort', () => void order.push('abandon'))
+      k.onShutdown(() => void order.push('hook'))
+      k.extendReport(() => ({ sessions: 3, served: 999 }))
+      k.extendReport(() => {
+        throw new Error('a broken extension does not break the report')
+      })
+      expect(() => k.onDrain('x' as never)).toThrow(TypeError)
+      expect(() => k.extendReport(7 as never)).toThrow(TypeError)
+      k.begin() // never done: abandoned at the grace
+      const report = await k.shutdown('test')
+      expect(report).toMatchObject({ reason: 'test', served: 0, abandoned: 1, sessions: 3 })
+      expect(Object.keys(report).slice(0, 7)).toEqual(['event', 'reason', 'served', 'drained', 'abandoned', 'refused', 'elapsedMs'])
+      let late = ''
+      k.onDrain((reason) => void (late = reason)) // after the drain began: called at once
+      await new Promise((r) => setImmediate(r))
+      expect(late).toBe('test')
+      expect(order).toEqual(['drain:test', 'abandon', 'hook'])
+    } finally {
+      k.dispose()
+    }
+  })
+
   it('tracks run() and begin()/done(), refuses after shutdown(), reports at any time', async () => {
     const drains: string[] = []
     const k = createKeepalive({
