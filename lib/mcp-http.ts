@@ -6,33 +6,39 @@
  *
  * Running, it tracks every exchange: a POST is one work item of the keepalive (begin at arrival,
  * done when its response has ended: the whole SSE stream of a call, every event and the final
- * response); a GET SSE stream (1.x) and a subscriptions/listen stream (2.x, told by its Mcp-Method
- * header) are long-lived streams, not work: they never end by themselves, so they must not hold
- * the drain. It tees each POST body as the parser delivers it (never consuming it: the SDK reads
- * it as usual) to learn the JSON-RPC id, for the error response of a call the drain abandons.
+ * response; released uncounted if it was a 202 (notifications or responses only) or its client went
+ * away); a GET SSE stream (1.x) and a subscriptions/listen stream (2.x, told by its Mcp-Method
+ * header) are long-lived streams, not work: they never end by themselves, so they must not hold the
+ * drain. It keeps each POST body beside the stream (BodyTee: never consuming it, parsed only if
+ * needed) to learn the JSON-RPC id, for the error response of a call the drain abandons.
  *
  * From the first moment of the drain:
- * - the listening socket stops accepting and idle keep-alive connections are closed; busy ones
- *   close after their response (Connection: close);
- * - a new JSON-RPC request on a connection still open gets HTTP 503 with Retry-After and the
- *   JSON-RPC error -32099 (ShuttingDownError), its id echoed; an initialize (a new session) is one.
- *   A POST that carries only notifications or responses (notifications/cancelled, the answer to
- *   an elicitation) and a DELETE (a session's end) are part of the work in flight: they pass;
- * - the readiness path answers 503; the liveness path still answers 200 (see `probePort`: the
- *   main socket stops accepting, so probes that must keep answering need a port of their own).
- * After the drain (all calls answered, or the grace over), as the keepalive's shutdown hook:
- * - a call still running (abandoned) gets its error response: -32099 as the last event of its SSE
- *   stream, or as a 503 if nothing was sent yet; the stream then ends;
- * - `mcp` is closed: 2.x's handler.close() ends each subscriptions/listen stream with its graceful
- *   empty result, 1.x's transports end their GET streams;
- * - what still streams is ended between two events (an SSE stream is whole events; nothing the SDK
- *   writes after that goes out), the remaining connections are closed, and the report line counts
- *   requests (served, drained, abandoned, refused), sessions, streams and connections.
+ * - a new JSON-RPC request gets HTTP 503 with Retry-After and Connection: close, and the JSON-RPC
+ *   error -32099 (ShuttingDownError), its id echoed; an initialize (a new session) is one. A POST
+ *   that carries only notifications or responses (notifications/cancelled, the answer to an
+ *   elicitation) and a DELETE (a session's end) are part of the work in flight: they pass;
+ * - idle keep-alive connections are closed; responses not yet started will close theirs;
+ * - the readiness path answers 503; the liveness path still answers 200;
+ * - the listening socket keeps accepting while calls are in flight (`stopAccepting: 'after-calls'`,
+ *   the default): the SDK clients send a call's cancel, its elicitation answer, a session's DELETE
+ *   on a connection of their own, which a closed socket would refuse, leaving the call to wait for
+ *   the whole grace. `'at-drain'` closes it at once (for proxies that retry a refused connection
+ *   elsewhere, where new calls matter more than answers).
+ * After the drain (all calls answered, or the grace over):
+ * - a call still running (abandoned) gets its error response at once, before any shutdown hook:
+ *   -32099 as the last event of its SSE stream, or as a 503 if nothing was sent yet; what the SDK
+ *   writes to it later is dropped;
+ * - the listening socket stops accepting; `mcp` is closed: 2.x's handler.close() ends each
+ *   subscriptions/listen stream with its graceful empty result, 1.x's transports end their GET
+ *   streams; what still streams is ended between two events (an SSE stream is whole events), the
+ *   remaining connections are closed, and the report line counts requests (served, drained,
+ *   abandoned, refused), sessions, streams and connections.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { createServer } from 'node:http'
 import type { Socket } from 'node:net'
 import { createKeepalive, type Keepalive, type KeepaliveOptions, SHUTTING_DOWN_JSONRPC_CODE } from './index'
+import { BodyTee, isSse, sentAsSse, shuttingDownBody, takeOver } from './mcp-http-wire'
 // Stateless validators, bundled into this entry (no second copy of any process-global state).
 import { describe, validateMs, validateOptions } from './ground/validate'
 
@@ -72,6 +78,13 @@ export interface HttpKeepaliveOptions extends Omit<KeepaliveOptions, 'stdin' | '
   retryAfterSeconds?: number
   /** How long the close waits for the SDK to end its streams (and for their last bytes) before ending them itself. Default 1000. */
   streamCloseTimeoutMs?: number
+  /**
+   * When the listening socket stops accepting: 'after-calls' (default), once the calls in flight
+   * are over, so that their cancels, elicitation answers and DELETEs, which clients send on a
+   * connection of their own, still get in (new calls get 503 meanwhile); or 'at-drain', at once,
+   * for proxies that retry a refused connection on another instance.
+   */
+  stopAccepting?: 'after-calls' | 'at-drain'
 }
 
 /** The default grace of an HTTP server's drain: under Kubernetes' default 30 s terminationGracePeriodSeconds with room for the close. */
@@ -95,71 +108,15 @@ interface Exchange {
   readonly res: ServerResponse
   kind: Kind
   /** The keepalive's done() of a call; null once over (or abandoned). */
-  done: (() => void) | null
-  /** The JSON-RPC id of the request, once the body is known (undefined: not known). */
-  id: string | number | null | undefined
+  done: ((served?: boolean) => void) | null
+  /** A POST's body, kept beside the stream (its id, for an abandoned call's error). */
+  body: BodyTee | null
+  /** Ended by the close (not by the SDK). */
+  endedHere: boolean
 }
 
-/** The largest body teed to learn a request's id (bigger ones answer an abandoned call with id null). */
-const TEE_MAX_BYTES = 1024 * 1024
-
-const isSse = (value: unknown): boolean => typeof value === 'string' && value.toLowerCase().includes('text/event-stream')
-
-/** What a JSON-RPC body carries: a request (new work, with its id), or only notifications and responses. */
-function classifyBody(body: Buffer | null): { request: boolean; id: string | number | null } {
-  if (body === null) return { request: true, id: null } // unreadable here: taken for new work
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(body.toString('utf8'))
-  } catch {
-    return { request: true, id: null }
-  }
-  for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
-    if (typeof message !== 'object' || message === null) return { request: true, id: null }
-    const { method, id } = message as { method?: unknown; id?: unknown }
-    if (typeof method === 'string' && id !== undefined) {
-      return { request: true, id: typeof id === 'string' || typeof id === 'number' ? id : null }
-    }
-  }
-  return { request: false, id: null }
-}
-
-/**
- * Tees the body of `req` as the HTTP parser pushes it into the stream (it does, chunk by chunk,
- * through the instance's push()), without reading the stream: whoever handles the request reads it
- * as usual. Resolves with the body at its end; null past `max`, or when the stream's buffer fills
- * while nobody reads it (`holding`: the request is held until the body is known, and the parser
- * would wait for a reader forever).
- */
-function teeBody(req: IncomingMessage, max: number, holding: () => boolean): Promise<Buffer | null> {
-  if (req.complete || req.readableEnded) return Promise.resolve(null) // the body went by already
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = []
-    let size = 0
-    let settled = false
-    const settle = (body: Buffer | null): void => {
-      if (settled) return
-      settled = true
-      req.push = push
-      resolve(body)
-    }
-    const push = req.push
-    req.push = function teePush(this: IncomingMessage, chunk: unknown, encoding?: BufferEncoding): boolean {
-      const accepted = push.call(this, chunk, encoding)
-      if (chunk === null) settle(Buffer.concat(chunks, size))
-      else if (!settled) {
-        const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, encoding)
-        size += buf.length
-        if (size > max) settle(null)
-        else chunks.push(buf)
-        if (!accepted && holding()) settle(null)
-      }
-      return accepted
-    }
-    req.once('close', () => settle(null))
-    req.once('error', () => settle(null))
-  })
-}
+/** The largest body kept to learn a request's id (bigger ones answer an abandoned call with id null). */
+const BODY_MAX_BYTES = 1024 * 1024
 
 /** Every Closable in what `mcp` names (read when called). */
 function closablesOf(mcp: HttpKeepaliveOptions['mcp']): Closable[] {
@@ -199,7 +156,10 @@ function validatePath(value: unknown, name: string): string | undefined {
   return value
 }
 
-const KEEPALIVE_OPTIONS = ['graceMs', 'signals', 'exit', 'onDrain', 'onShutdown', 'hookTimeoutMs', 'flushTimeoutMs', 'finalLine', 'logger'] as const
+const KEEPALIVE_OPTIONS = ['graceMs', 'signals', 'stdin', 'parentDeath', 'exit', 'onDrain', 'onShutdown', 'hookTimeoutMs', 'flushTimeoutMs', 'finalLine', 'logger'] as const
+
+const typeError = (message: string, code = 'ERR_INVALID_ARG_TYPE'): TypeError => Object.assign(new TypeError(message), { code })
+const rangeError = (message: string): RangeError => Object.assign(new RangeError(message), { code: 'ERR_OUT_OF_RANGE' })
 
 /**
  * Puts an HTTP server (node:http, https, or Express's app.listen()) under a keepalive drain. Call it
@@ -208,56 +168,53 @@ const KEEPALIVE_OPTIONS = ['graceMs', 'signals', 'exit', 'onDrain', 'onShutdown'
 export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions = {}): HttpKeepalive {
   options = validateOptions(options)
   if (typeof server !== 'object' || server === null || typeof server.emit !== 'function' || typeof server.close !== 'function') {
-    throw Object.assign(new TypeError('withHttpKeepalive() takes a node:http (or https) Server, as app.listen() returns'), {
-      code: 'ERR_INVALID_ARG_TYPE',
-    })
+    throw typeError('withHttpKeepalive() takes a node:http (or https) Server, as app.listen() returns')
   }
   if ((server as { [kDrained]?: true })[kDrained]) {
     throw Object.assign(new Error('This server is already under withHttpKeepalive()'), { code: 'ERR_REAPKIT_ALREADY_DRAINED' })
   }
+  // Every option is checked before anything is touched: a bad one leaves the server as it was.
   const readinessPath = validatePath(options.readinessPath ?? (options.probePort !== undefined ? '/readyz' : undefined), 'readinessPath')
   const livenessPath = validatePath(options.livenessPath ?? (options.probePort !== undefined ? '/livez' : undefined), 'livenessPath')
   const retryAfter = options.retryAfterSeconds ?? 5
   if (!Number.isInteger(retryAfter) || retryAfter < 0) {
-    throw Object.assign(new RangeError(`The "retryAfterSeconds" option must be an integer >= 0. Received ${describe(retryAfter)}`), {
-      code: 'ERR_OUT_OF_RANGE',
-    })
+    throw rangeError(`The "retryAfterSeconds" option must be an integer >= 0. Received ${describe(retryAfter)}`)
   }
   const streamCloseTimeoutMs = validateMs(options.streamCloseTimeoutMs, 'streamCloseTimeoutMs') ?? 1000
   if (options.probePort !== undefined && (!Number.isInteger(options.probePort) || options.probePort < 0 || options.probePort > 65535)) {
-    throw Object.assign(new RangeError(`The "probePort" option must be a port number (0 to 65535). Received ${describe(options.probePort)}`), {
-      code: 'ERR_OUT_OF_RANGE',
-    })
+    throw rangeError(`The "probePort" option must be a port number (0 to 65535). Received ${describe(options.probePort)}`)
+  }
+  if (options.probeHost !== undefined && typeof options.probeHost !== 'string') {
+    throw typeError(`The "probeHost" option must be a string. Received ${describe(options.probeHost)}`)
+  }
+  const stopAccepting = options.stopAccepting ?? 'after-calls'
+  if (stopAccepting !== 'after-calls' && stopAccepting !== 'at-drain') {
+    throw typeError(`The "stopAccepting" option must be 'after-calls' or 'at-drain'. Received ${describe(stopAccepting)}`, 'ERR_INVALID_ARG_VALUE')
   }
   const { mcp } = options
-  if (mcp !== undefined && (typeof mcp !== 'object' && typeof mcp !== 'function')) {
-    throw Object.assign(new TypeError(`The "mcp" option must be what to close (a handler, transports, or a function). Received ${describe(mcp)}`), {
-      code: 'ERR_INVALID_ARG_TYPE',
-    })
+  if (mcp !== undefined && typeof mcp !== 'object' && typeof mcp !== 'function') {
+    throw typeError(`The "mcp" option must be what to close (a handler, transports, or a function). Received ${describe(mcp)}`)
   }
   const hooks = options.onShutdown === undefined ? [] : Array.isArray(options.onShutdown) ? options.onShutdown : [options.onShutdown]
-  if (!hooks.every((hook) => typeof hook === 'function')) {
-    throw Object.assign(new TypeError('The "onShutdown" option must be a function or an array of functions'), { code: 'ERR_INVALID_ARG_TYPE' })
-  }
+  if (!hooks.every((hook) => typeof hook === 'function')) throw typeError('The "onShutdown" option must be a function or an array of functions')
+  if (options.onDrain !== undefined && typeof options.onDrain !== 'function') throw typeError('The "onDrain" option must be a function')
   let keepalive: Keepalive
   if (options.keepalive !== undefined) {
     if (typeof options.keepalive !== 'object' || options.keepalive === null || typeof options.keepalive.onDrain !== 'function') {
-      throw Object.assign(new TypeError('The "keepalive" option must be a keepalive from createKeepalive()'), { code: 'ERR_INVALID_ARG_TYPE' })
+      throw typeError('The "keepalive" option must be a keepalive from createKeepalive()')
     }
-    const clash = KEEPALIVE_OPTIONS.filter((name) => options[name] !== undefined)
-    if (clash.length > 0) {
-      throw Object.assign(new TypeError(`Give ${clash.join(', ')} to createKeepalive(), not next to the "keepalive" option`), {
-        code: 'ERR_INVALID_ARG_COMBINATION',
-      })
-    }
+    const clash = KEEPALIVE_OPTIONS.filter((name) => options[name as keyof HttpKeepaliveOptions] !== undefined)
+    if (clash.length > 0) throw typeError(`Give ${clash.join(', ')} to createKeepalive(), not next to the "keepalive" option`, 'ERR_INVALID_ARG_COMBINATION')
     keepalive = options.keepalive
   } else {
+    // Not stdin end (a container's stdin is often /dev/null, which ends at once), not the parent's death.
     const own: KeepaliveOptions = { stdin: false, parentDeath: false, graceMs: options.graceMs ?? HTTP_DRAIN_GRACE_MS_DEFAULT }
-    // onShutdown is added after the close below, so that the streams are ended before the user's hooks run.
+    // onShutdown is added after the close below, so that the streams end before the user's hooks run.
     for (const name of KEEPALIVE_OPTIONS) {
-      if (options[name] !== undefined && name !== 'graceMs' && name !== 'onShutdown') Object.assign(own, { [name]: options[name] })
+      const value = options[name as keyof HttpKeepaliveOptions]
+      if (value !== undefined && name !== 'graceMs' && name !== 'onShutdown') Object.assign(own, { [name]: value })
     }
-    keepalive = createKeepalive(own)
+    keepalive = createKeepalive(own) // checks the rest, before the server is touched
   }
 
   const exchanges = new Set<Exchange>()
@@ -267,8 +224,6 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
     connections.add(socket)
     socket.once('close', () => connections.delete(socket))
   })
-  /** Exchanges open per connection: a connection with none is idle. */
-  const busy = new WeakMap<Socket, number>()
   let refusedHere = 0
   let sessionsAtTrigger = 0
   let streamsClosed = 0
@@ -281,6 +236,7 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
   }
 
   const draining = (): boolean => keepalive.state !== 'running'
+  const reason = (): string => keepalive.stats.reason ?? 'shutdown'
 
   const probeAnswer = (req: IncomingMessage, res: ServerResponse): boolean => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false
@@ -295,6 +251,20 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
     return true
   }
 
+  /** A 503 with -32099 for `id`, and the connection closed after it. */
+  type Writer = { writeHead: ServerResponse['writeHead']; end: (body: string) => void }
+  const answer503 = (res: ServerResponse, id: string | number | null, abandoned: boolean, own?: Writer): void => {
+    own ??= { writeHead: res.writeHead.bind(res), end: (b) => void res.end(b) }
+    const body = shuttingDownBody(SHUTTING_DOWN_JSONRPC_CODE, id, reason(), abandoned)
+    own.writeHead(503, {
+      'content-type': 'application/json',
+      'retry-after': String(retryAfter),
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    })
+    own.end(body)
+  }
+
   /** A new request while draining: 503, Retry-After, -32099 with its id; counted as refused. */
   const refuse = (req: IncomingMessage, res: ServerResponse, id: string | number | null): void => {
     try {
@@ -303,48 +273,43 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
       // the ShuttingDownError this counting is for
     }
     refusedHere++
-    answer503(req, res, id)
-  }
-
-  const answer503 = (req: IncomingMessage, res: ServerResponse, id: string | number | null): void => {
-    const reason = keepalive.stats.reason ?? 'shutdown'
     req.resume() // the body nobody will read
-    if (res.headersSent || res.destroyed) return
-    const body = JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      error: { code: SHUTTING_DOWN_JSONRPC_CODE, message: `Server is shutting down (${reason})`, data: { reason } },
-    })
-    res.writeHead(503, {
-      'content-type': 'application/json',
-      'retry-after': String(retryAfter),
-      'content-length': Buffer.byteLength(body),
-      connection: 'close',
-    })
-    res.end(body)
+    if (!res.headersSent && !res.destroyed) answer503(res, id, false)
   }
 
-  /** Ends a connection once it has no exchange left (during the drain, after a response). */
-  const endIfIdle = (socket: Socket | null): void => {
-    if (!socket || socket.destroyed) return
-    setImmediate(() => {
-      if ((busy.get(socket) ?? 0) === 0 && !socket.destroyed) socket.end()
-    })
+  /** Takes the response from the SDK and ends it with the last words given (or none). */
+  const endHere = (ex: Exchange, abandoned: boolean): void => {
+    const { res } = ex
+    if (res.destroyed || res.writableEnded) return
+    ex.endedHere = true
+    const own = takeOver(res)
+    const id = ex.body?.kind()?.id ?? null
+    if (!res.headersSent) {
+      answer503(res, id, abandoned, {
+        writeHead: own.writeHead,
+        end: (b) => {
+          own.write(b)
+          own.end()
+        },
+      })
+    } else if (sentAsSse(res)) {
+      if (abandoned) own.write(`event: message\ndata: ${shuttingDownBody(SHUTTING_DOWN_JSONRPC_CODE, id, reason(), true)}\n\n`)
+      own.end()
+    } else {
+      res.destroy() // a JSON body half written cannot be completed
+    }
   }
 
-  const track = (req: IncomingMessage, res: ServerResponse, kind: Kind, done: (() => void) | null): Exchange => {
-    const ex: Exchange = { req, res, kind, done, id: undefined }
+  const track = (req: IncomingMessage, res: ServerResponse, kind: Kind, body: BodyTee | null): Exchange => {
+    const ex: Exchange = { req, res, kind, done: kind === 'call' ? keepalive.begin() : null, body, endedHere: false }
     exchanges.add(ex)
-    const socket = req.socket
-    busy.set(socket, (busy.get(socket) ?? 0) + 1)
     res.once('close', () => {
       exchanges.delete(ex)
-      busy.set(socket, Math.max(0, (busy.get(socket) ?? 1) - 1))
-      if (ex.kind === 'stream' && draining()) streamsClosed++
-      const finish = ex.done
+      if (ex.kind === 'stream' && draining() && !ex.endedHere) streamsClosed++
+      const done = ex.done
       ex.done = null
-      finish?.()
-      if (draining()) endIfIdle(socket)
+      // A 202 answered notifications or responses only: not a call. A response that did not finish: its client went away.
+      done?.(res.writableFinished && res.statusCode !== 202)
     })
     return ex
   }
@@ -355,33 +320,24 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
     const stream =
       (method === 'GET' && isSse(req.headers.accept)) ||
       (method === 'POST' && String(req.headers['mcp-method'] ?? '').toLowerCase() === 'subscriptions/listen')
+    const body = method === 'POST' && !stream ? new BodyTee(req, BODY_MAX_BYTES) : null
     if (!draining()) {
-      const kind: Kind = stream ? 'stream' : method === 'POST' ? 'call' : 'other'
-      const ex = track(req, res, kind, kind === 'call' ? keepalive.begin() : null)
-      if (kind === 'call') {
-        void teeBody(req, TEE_MAX_BYTES, () => false).then((body) => {
-          const { request, id } = classifyBody(body)
-          ex.id = id
-          // Only notifications or responses (a cancel, an elicitation's answer): not a call.
-          if (body !== null && !request) ex.kind = 'other'
-        })
-      }
+      track(req, res, stream ? 'stream' : method === 'POST' ? 'call' : 'other', body)
       forward()
       return
     }
     // Draining: nothing new starts; what belongs to the work in flight passes.
     res.shouldKeepAlive = false
     if (stream) return refuse(req, res, null)
-    if (method !== 'POST') {
+    if (body === null) {
       track(req, res, 'other', null)
       forward()
       return
     }
     // Held until the body says what it is (it stays in the stream's buffer for the SDK to read).
-    void teeBody(req, TEE_MAX_BYTES, () => true).then((body) => {
-      const { request, id } = classifyBody(body)
+    void body.whenKnown().then(({ request, id }) => {
       if (request) return refuse(req, res, id)
-      track(req, res, 'other', null)
+      track(req, res, 'other', body)
       forward()
     })
   }
@@ -402,55 +358,70 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
     probeServer = createServer((req, res) => {
       if (!probeAnswer(req, res)) res.writeHead(404, { 'content-length': 0 }).end()
     })
+    // No probe answers: the orchestrator's probes fail, and it restarts the server. Said at once.
     probeServer.on('error', (err) => process.emitWarning(`withHttpKeepalive: the probe server failed: ${err.message}`, { code: 'REAPKIT_PROBE_SERVER' }))
     probeServer.listen(options.probePort, options.probeHost)
     probeServer.unref() // it never keeps the process alive by itself
   }
 
+  let listenerClosed = false
+  const closeListener = (): void => {
+    if (listenerClosed) return
+    listenerClosed = true
+    if (server.listening) server.close(() => {})
+    else server.once('listening', () => server.close(() => {})) // a drain before listen() completed
+  }
+
   keepalive.onDrain(() => {
     sessionsAtTrigger = sizeOf(mcp)
-    // Stop accepting; what is idle goes now, what is busy after its response.
-    if (server.listening) server.close(() => {})
+    if (stopAccepting === 'at-drain') closeListener()
+    // Idle connections go now; a response not yet started closes its connection after it.
     server.closeIdleConnections?.()
+    for (const ex of exchanges) if (!ex.res.headersSent) ex.res.shouldKeepAlive = false
   })
 
   // The grace is over with calls still running: each gets its error response, as its last event,
   // before any shutdown hook runs (one that stops the processes behind them would let the SDK
   // answer them as if they had ended normally).
-  keepalive.abandonSignal.addEventListener('abort', () => {
-    for (const ex of exchanges) {
-      if (ex.kind !== 'call') continue
-      ex.done = null // not served: the keepalive counted it abandoned
-      answerAbandoned(ex, keepalive.stats.reason ?? 'shutdown')
-    }
-  }, { once: true })
+  keepalive.abandonSignal.addEventListener(
+    'abort',
+    () => {
+      for (const ex of exchanges) {
+        if (ex.kind !== 'call') continue
+        ex.done = null // not served: the keepalive counted it abandoned
+        endHere(ex, true)
+      }
+    },
+    { once: true },
+  )
 
-  keepalive.onShutdown(async () => {
-    // The SDK ends its long-lived streams its own way (2.x: the graceful empty listen result).
-    let closables: Closable[] = []
-    try {
-      closables = closablesOf(mcp)
-    } catch (err) {
-      process.emitWarning(`withHttpKeepalive: reading the "mcp" option failed: ${String(err)}`)
-    }
-    const closing = Promise.allSettled(closables.map((c) => Promise.resolve().then(() => c.close())))
-    await Promise.race([closing, delay(streamCloseTimeoutMs)])
-    await waitEmpty(exchanges, streamCloseTimeoutMs)
-    // What still streams ends between two events; anything else left is cut.
-    for (const ex of [...exchanges]) {
-      if (ex.kind === 'stream' && ex.res.headersSent && !ex.res.destroyed) {
-        streamsEnded++
-        endOwn(ex.res)
-      } else if (!ex.res.headersSent && !ex.res.destroyed) {
-        answer503(ex.req, ex.res, ex.id ?? null)
-      } else ex.res.destroy()
-    }
-    await waitEmpty(exchanges, streamCloseTimeoutMs)
-    connectionsClosed = connections.size
-    server.closeAllConnections?.()
-    probeServer?.close()
-  })
-
+  // The close, bounded within its own hook bound: 2 x streamCloseTimeoutMs and the last writes.
+  keepalive.onShutdown(
+    async () => {
+      closeListener()
+      // The SDK ends its long-lived streams its own way (2.x: the graceful empty listen result).
+      let closables: Closable[] = []
+      try {
+        closables = closablesOf(mcp)
+      } catch (err) {
+        process.emitWarning(`withHttpKeepalive: reading the "mcp" option failed: ${String(err)}`)
+      }
+      const closing = Promise.allSettled(closables.map((c) => Promise.resolve().then(() => c.close())))
+      const until = performance.now() + streamCloseTimeoutMs
+      await Promise.race([closing, delay(streamCloseTimeoutMs)])
+      await waitEmpty(exchanges, until - performance.now())
+      // What still streams ends between two events; what has not started gets its 503.
+      for (const ex of [...exchanges]) {
+        if (ex.kind === 'stream') streamsEnded++
+        endHere(ex, false)
+      }
+      await waitEmpty(exchanges, streamCloseTimeoutMs)
+      for (const socket of connections) if (!socket.destroyed) connectionsClosed++
+      server.closeAllConnections?.()
+      probeServer?.close()
+    },
+    { timeoutMs: 2 * streamCloseTimeoutMs + 1000 },
+  )
   if (options.keepalive === undefined) for (const hook of hooks) keepalive.onShutdown(hook)
 
   keepalive.extendReport(() => ({
@@ -472,56 +443,10 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
 
 const kDrained = Symbol('reapkit.httpKeepalive')
 
-const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref())
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref())
 
 /** Waits (bounded) until no exchange is left. */
 async function waitEmpty(exchanges: Set<Exchange>, ms: number): Promise<void> {
   const until = performance.now() + ms
   while (exchanges.size > 0 && performance.now() < until) await delay(10)
-}
-
-/**
- * Ends a response the SDK still writes to, after what it wrote so far: whatever it writes later is
- * dropped (not an error: a write after end() would be an 'error' event nobody listens to).
- */
-function endOwn(res: ServerResponse, lastEvent?: string): void {
-  const write = res.write as (this: ServerResponse, chunk: string) => boolean
-  const end = res.end as (this: ServerResponse) => ServerResponse
-  res.write = ((..._args: unknown[]) => true) as ServerResponse['write']
-  res.end = ((...args: unknown[]) => {
-    const cb = args.find((a) => typeof a === 'function') as (() => void) | undefined
-    cb?.()
-    return res
-  }) as ServerResponse['end']
-  if (lastEvent !== undefined) write.call(res, lastEvent)
-  end.call(res)
-}
-
-function answerAbandoned(ex: Exchange, reason: string): void {
-  const { res } = ex
-  if (res.destroyed) return
-  const error = {
-    jsonrpc: '2.0',
-    id: ex.id ?? null,
-    error: {
-      code: SHUTTING_DOWN_JSONRPC_CODE,
-      message: `Server is shutting down (${reason}): the request was abandoned at the end of the drain`,
-      data: { reason, abandoned: true },
-    },
-  }
-  if (!res.headersSent) {
-    const body = JSON.stringify(error)
-    res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' })
-    endOwn(res, body)
-  } else if (isSse(res.getHeader('content-type')) || isSseHead(res)) {
-    endOwn(res, `event: message\ndata: ${JSON.stringify(error)}\n\n`)
-  } else {
-    res.destroy() // a JSON body half written: it cannot be completed
-  }
-}
-
-/** Whether the headers already sent said text/event-stream (writeHead(status, headers) leaves getHeader() empty). */
-function isSseHead(res: ServerResponse): boolean {
-  const head = (res as { _header?: string })._header
-  return typeof head === 'string' && /\r\ncontent-type:\s*text\/event-stream/i.test(head)
 }

@@ -8,10 +8,14 @@ import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '
 import type { ChildProcess } from 'node:child_process'
 import { request as httpRequest } from 'node:http'
 import net from 'node:net'
+import { createServer } from 'node:http'
 import { describe, expect, it } from 'vitest'
+import { createKeepalive } from '../lib/index'
+import { withHttpKeepalive } from '../lib/mcp'
 import { exitOf, isGone, spawnFixture, waitFor } from './helpers'
 
 type Line = '1' | '2'
+type CallOptions = { onprogress?: (p: { message?: string }) => void; timeout?: number; signal?: AbortSignal }
 
 interface Fixture {
   child: ChildProcess
@@ -50,12 +54,16 @@ async function connect(client: Line, port: number) {
     const c = new Client1({ name: 'drain-test-1', version: '1.0.0' })
     c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void notes.push(String(n.params.data)))
     await c.connect(new Transport1(url))
-    return { client: c as unknown as Client1, notes }
+    const call = (params: { name: string; arguments: Record<string, unknown> }, options: CallOptions = {}) => c.callTool(params, undefined, options)
+    return { client: c as unknown as Client1, notes, call }
   }
   const c = new Client2({ name: 'drain-test-2', version: '1.0.0' })
   c.setNotificationHandler('notifications/message', (n) => void notes.push(String(n.params.data)))
   await c.connect(new Transport2(url))
-  return { client: c as unknown as Client1, notes }
+  // 2.x: callTool(params, options); 1.x: callTool(params, resultSchema, options).
+  const call = (params: { name: string; arguments: Record<string, unknown> }, options: CallOptions = {}) =>
+    (c.callTool as (p: unknown, o: unknown) => ReturnType<Client1['callTool']>)(params, options)
+  return { client: c as unknown as Client1, notes, call }
 }
 
 /** GET `path` on `port`, on a connection of its own: the status, or the connection error's code. */
@@ -109,11 +117,11 @@ describe('withHttpKeepalive', () => {
       const b = await connect(clientLine, server.port)
       try {
         const progress: string[] = []
-        const streaming = a.client.callTool({ name: 'count', arguments: { n: 10, everyMs: 100 } }, undefined, {
-          onprogress: (p: { message?: string }) => void progress.push(String(p.message)),
+        const streaming = a.call({ name: 'count', arguments: { n: 10, everyMs: 100 } }, {
+          onprogress: (p) => void progress.push(String(p.message)),
           timeout: 30_000,
         })
-        const quiet = b.client.callTool({ name: 'count', arguments: { n: 2, everyMs: 400 } }, undefined, { timeout: 30_000 })
+        const quiet = b.call({ name: 'count', arguments: { n: 2, everyMs: 400 } }, { timeout: 30_000 })
         await waitFor(() => a.notes.length >= 2, 10_000, 'the streaming call to be under way')
         expect(await probe(server.probePort!, '/readyz')).toBe(200)
         server.child.kill('SIGTERM')
@@ -124,19 +132,23 @@ describe('withHttpKeepalive', () => {
         }
         expect(ready).toBe(503)
         expect(await probe(server.probePort!, '/livez')).toBe(200)
-        // A new call is not taken: the main socket no longer accepts.
-        await expect(b.client.callTool({ name: 'count', arguments: { n: 0, everyMs: 0 } })).rejects.toThrow()
-        expect(await probe(server.port, '/livez')).toBe('ECONNREFUSED')
+        // The main socket still accepts while calls are in flight: readiness fails there too, liveness holds.
+        expect(await probe(server.port, '/readyz')).toBe(503)
+        expect(await probe(server.port, '/livez')).toBe(200)
+        // A new call is refused: HTTP 503 and -32099.
+        await expect(b.call({ name: 'count', arguments: { n: 0, everyMs: 0 } })).rejects.toThrow(/503|-32099|shutting down/i)
         // Both calls in flight complete, with every event, in order.
         expect(textOf(await streaming)).toBe('counted 10')
         expect(textOf(await quiet)).toBe('counted 2')
         expect(a.notes).toEqual(Array.from({ length: 10 }, (_, i) => `line ${i + 1}`))
+        expect(progress).toEqual(Array.from({ length: 10 }, (_, i) => `line ${i + 1}`))
         const exit = await exitOf(server.child, 20_000)
         expect(exit).toEqual({ code: 0, signal: null })
         const lines = reportLines(server.stderr())
         expect(lines).toHaveLength(1)
         const report = JSON.parse(lines[0]!)
-        expect(report).toMatchObject({ reason: 'SIGTERM', drained: 2, abandoned: 0 })
+        expect(report).toMatchObject({ reason: 'SIGTERM', drained: 2, abandoned: 0, refused: 1 })
+        expect(await probe(server.port, '/livez')).toBe('ECONNREFUSED') // gone
         if (line === '1') expect(report.sessions).toBe(2)
       } finally {
         await a.client.close().catch(() => {})
@@ -150,7 +162,7 @@ describe('withHttpKeepalive', () => {
       const server = await startServer(line, ['--grace-ms', '1000'])
       const a = await connect(line, server.port)
       try {
-        const call = a.client.callTool({ name: 'stubborn', arguments: {} }, undefined, { timeout: 30_000 })
+        const call = a.call({ name: 'stubborn', arguments: {} }, { timeout: 30_000 })
         await waitFor(() => /child (\d+)/.test(server.stdout()), 10_000, 'the stubborn call to start its process')
         const pid = Number(/child (\d+)/.exec(server.stdout())![1])
         server.child.kill('SIGTERM')
@@ -202,6 +214,44 @@ describe('withHttpKeepalive', () => {
     expect(JSON.parse(reportLines(server.stderr())[0]!)).toMatchObject({ drained: 2, abandoned: 0, refused: 1 })
   })
 
+  it('while calls are in flight, a new connection still gets in: a cancel passes (202), a new call gets 503; with stopAccepting at-drain it is refused', async () => {
+    for (const mode of ['after-calls', 'at-drain']) {
+      const server = await startServer('2', ['--grace-ms', '15000', '--stop-accepting', mode])
+      const busy = await rawSocket(server.port)
+      busy.socket.write(raw(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'count', arguments: { n: 8, everyMs: 100 } } }))
+      await waitFor(() => busy.received().includes('line 1'), 10_000, 'the call to be under way')
+      server.child.kill('SIGTERM')
+      // Readiness flips at the drain's first moment: once it has, the drain has begun.
+      let connected: Awaited<ReturnType<typeof rawSocket>> | string = ''
+      for (const end = Date.now() + 5000; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+        const status = await probe(server.port, '/readyz')
+        if (status === 503) {
+          connected = await rawSocket(server.port)
+          break
+        }
+        if (status === 'ECONNREFUSED') {
+          connected = status
+          break
+        }
+      }
+      if (mode === 'at-drain') {
+        expect(connected).toBe('ECONNREFUSED')
+      } else {
+        const cancel = connected as Awaited<ReturnType<typeof rawSocket>>
+        cancel.socket.write(raw(server.port, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } }))
+        const late = await rawSocket(server.port)
+        late.socket.write(raw(server.port, { jsonrpc: '2.0', id: 'new', method: 'tools/call', params: { name: 'count', arguments: { n: 1, everyMs: 0 } } }))
+        await waitFor(() => cancel.ended() && late.ended(), 10_000, 'both answers')
+        expect(cancel.received()).toMatch(/^HTTP\/1\.1 202/)
+        expect(late.received()).toMatch(/^HTTP\/1\.1 503/)
+        expect(late.received()).toContain('"id":"new"')
+      }
+      await waitFor(() => busy.ended(), 15_000, 'the call in flight to end')
+      expect(busy.received()).toContain('counted 8')
+      expect(await exitOf(server.child, 20_000)).toEqual({ code: 0, signal: null })
+    }
+  })
+
   it('SDK 2.x: a subscriptions/listen stream does not hold the drain, and ends with its graceful empty result', async () => {
     const server = await startServer('2', ['--grace-ms', '15000'])
     const listen = await rawSocket(server.port)
@@ -234,8 +284,6 @@ describe('withHttpKeepalive', () => {
   })
 
   it('rejects bad options before touching the server', async () => {
-    const { withHttpKeepalive } = await import('../lib/mcp')
-    const { createServer } = await import('node:http')
     const http = createServer()
     expect(() => withHttpKeepalive({} as never)).toThrow(TypeError)
     expect(() => withHttpKeepalive(http, { readinessPath: 'readyz' })).toThrow(/starts with "\/"/)
@@ -244,7 +292,6 @@ describe('withHttpKeepalive', () => {
     expect(() => withHttpKeepalive(http, { graceMs: -5 })).toThrow(RangeError)
     expect(() => withHttpKeepalive(http, { keepalive: {} as never })).toThrow(/createKeepalive/)
     expect(() => withHttpKeepalive(http, { onShutdown: 'close' as never })).toThrow(TypeError)
-    const { createKeepalive } = await import('../lib/index')
     const keepalive = createKeepalive({ signals: false, stdin: false, parentDeath: false, exit: false })
     try {
       expect(() => withHttpKeepalive(http, { keepalive, graceMs: 5 })).toThrow(/createKeepalive/)

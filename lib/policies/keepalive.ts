@@ -69,8 +69,6 @@ export interface ShutdownReport {
   streamsEnded?: number
   /** HTTP servers: connections still open at the close, closed by it. */
   connections?: number
-  /** Fields other layers added (extendReport). */
-  [field: string]: unknown
 }
 
 export interface KeepaliveOptions {
@@ -104,12 +102,16 @@ export interface KeepaliveOptions {
 export interface Keepalive {
   /** Runs `fn` as tracked work; rejects at once with ShuttingDownError once shutting down. */
   run<T>(fn: (signal: AbortSignal) => T | Promise<T>): Promise<T>
-  /** Lower level: marks one work item started; call the returned done() once when it ends. */
-  begin(): () => void
+  /**
+   * Lower level: marks one work item started; call the returned done() once when it ends.
+   * `done(false)` releases it without counting it served (or drained): work that turned out not to
+   * be work (a notification), or that its client gave up on.
+   */
+  begin(): (served?: boolean) => void
   /** Starts the shutdown from code (idempotent); resolves with the report. */
   shutdown(reason?: string): Promise<ShutdownReport>
-  /** Adds a hook (run after the drain, in order). */
-  onShutdown(hook: (report: ShutdownReport) => unknown): void
+  /** Adds a hook (run after the drain, in order), bounded by `timeoutMs` (default: the hookTimeoutMs option). */
+  onShutdown(hook: (report: ShutdownReport) => unknown, options?: { timeoutMs?: number }): void
   /**
    * Adds a listener called once when the drain begins (after the `onDrain` option's), or at once if
    * it has begun already. Not awaited; its errors are logged. For layers that must act at the first
@@ -119,7 +121,8 @@ export interface Keepalive {
   /**
    * Adds fields to the report (and its final line): `fields()` is called each time the report is
    * made. For layers that count more than work items (an HTTP server's sessions and streams). The
-   * report's own fields cannot be replaced.
+   * report's own fields cannot be replaced; a number two extensions both give is summed (two HTTP
+   * servers under one keepalive).
    */
   extendReport(fields: () => Record<string, number | string | boolean>): void
   /**
@@ -162,9 +165,9 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
       throw typeError('ERR_INVALID_ARG_VALUE', `The "signals" option cannot include ${sig}: it cannot be caught`)
     }
   }
-  const hooks: Array<(report: ShutdownReport) => unknown> = []
-  if (typeof options.onShutdown === 'function') hooks.push(options.onShutdown)
-  else if (Array.isArray(options.onShutdown)) hooks.push(...options.onShutdown)
+  const hooks: Array<{ hook: (report: ShutdownReport) => unknown; timeoutMs: number }> = []
+  if (typeof options.onShutdown === 'function') hooks.push({ hook: options.onShutdown, timeoutMs: hookTimeoutMs })
+  else if (Array.isArray(options.onShutdown)) for (const hook of options.onShutdown) hooks.push({ hook, timeoutMs: hookTimeoutMs })
   const { logger } = options
   const drainListeners: Array<(reason: string) => unknown> = []
   if (options.onDrain) drainListeners.push(options.onDrain)
@@ -201,7 +204,10 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     const extra: Record<string, unknown> = {}
     for (const fields of extensions) {
       try {
-        Object.assign(extra, fields())
+        for (const [key, value] of Object.entries(fields())) {
+          const before = extra[key]
+          extra[key] = typeof before === 'number' && typeof value === 'number' ? before + value : value
+        }
       } catch (err) {
         logEvent(logger, 'error', 'keepalive.report-extension-error', { error: String(err) })
       }
@@ -215,19 +221,19 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
       .catch((err: unknown) => logEvent(logger, 'error', 'keepalive.drain-hook-error', { error: String(err) }))
   }
 
-  const begin = (): (() => void) => {
+  const begin = (): ((served?: boolean) => void) => {
     if (state !== 'running') {
       refused++
       throw new ShuttingDownError(reason ?? 'shutdown')
     }
     inFlight++
     let ended = false
-    return () => {
+    return (counted = true) => {
       if (ended) return
       ended = true
       inFlight--
-      served++
-      if (state === 'draining') drained = Math.min(inFlightAtTrigger, drained + 1) // finished within the grace
+      if (counted !== false) served++
+      if (counted !== false && state === 'draining') drained = Math.min(inFlightAtTrigger, drained + 1) // finished within the grace
       if (inFlight === 0) drainIdle?.()
     }
   }
@@ -356,10 +362,10 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
       if (reason === deathSignal && parentWatcher !== null) await settlesWithin(parentExit, PARENT_EXIT_SETTLE_MS)
       state = 'closing'
       // 3. Hooks, in order, each bounded.
-      for (const hook of hooks) {
+      for (const { hook, timeoutMs } of hooks) {
         try {
-          const ok = await settlesWithin(Promise.resolve().then(() => hook(report())), hookTimeoutMs)
-          if (!ok) logEvent(logger, 'warn', 'keepalive.hook-timeout', { hookTimeoutMs })
+          const ok = await settlesWithin(Promise.resolve().then(() => hook(report())), timeoutMs)
+          if (!ok) logEvent(logger, 'warn', 'keepalive.hook-timeout', { hookTimeoutMs: timeoutMs })
         } catch (err) {
           logEvent(logger, 'error', 'keepalive.hook-error', { error: String(err) })
         }
@@ -382,9 +388,10 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     run,
     begin,
     shutdown,
-    onShutdown(hook) {
+    onShutdown(hook, hookOptions) {
       if (typeof hook !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'onShutdown() takes a function')
-      hooks.push(hook)
+      const timeoutMs = validateMs(validateOptions(hookOptions ?? {}).timeoutMs, 'timeoutMs') ?? hookTimeoutMs
+      hooks.push({ hook, timeoutMs })
     },
     onDrain(listener) {
       if (typeof listener !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'onDrain() takes a function')
