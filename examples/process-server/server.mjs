@@ -1,13 +1,18 @@
 #!/usr/bin/env node
-// An MCP stdio server that runs commands for its client, and never leaves one behind.
+// An MCP server that runs commands for its clients, and never leaves one behind. It speaks stdio (the
+// default: one client, its host) or Streamable HTTP (--http <port>: several clients, each in
+// sessions of its own).
 //
-// Tools:
+// Tools (tools.mjs):
 //   run_command        runs a command under reapkit's native supervisor (its own process group, a
 //                      subreaper that adopts what daemonizes, the kernel's death signal) tied to the
-//                      request's id, and answers with its exit status and output once it ends;
-//                      cancelling the request (notifications/cancelled) stops the process gracefully
-//   list_processes     what this server started, with status
-//   terminate_process  stops one of them by pid or request id (nothing it did not start)
+//                      request's id, streams each output line while it runs (a logging notification,
+//                      notifications/message; and notifications/progress when the client sent a
+//                      progress token) and answers with its exit status and output once it ends;
+//                      cancelling the request (notifications/cancelled) stops the process gracefully;
+//                      optional timeoutMs (default 60 s) and tags
+//   list_processes     what this server started for the caller, with status and tags (`tag` filters)
+//   terminate_process  stops one of them by pid or request id (nothing it did not start for the caller)
 //
 // run_command runs programs AS THIS SERVER'S USER: whoever can call it can do what that user can
 // (including `kill`, which terminate_process would refuse). So it runs only the commands named with
@@ -19,11 +24,30 @@
 // user can still read what that user can, /proc/<this server>/environ included: keep secrets out
 // of this server's environment, or run it as a user of its own.
 //
-// On SIGTERM, SIGINT, SIGHUP, stdin end or its host's death it drains: calls in flight finish (or
-// are cut at the grace), every process it started is stopped, one report line goes to stderr. A
-// process that daemonizes (setsid, double fork) is adopted by its supervisor and stopped with it;
-// one whose command kills that supervisor itself escapes it (the supervisor's --isolate, a PID
-// namespace, would close that too; it is not used here because it needs user namespaces or root).
+// HTTP mode (http.mjs) and its security model: it serves /mcp on 127.0.0.1 unless --host says
+// otherwise. Every request needs `Authorization: Bearer <token>` (401 otherwise), a token from
+// --token or PROCESS_SERVER_TOKEN, or else one generated at start and printed once on stderr. A
+// token on the command line is visible to every local user (ps, /proc/<pid>/cmdline): prefer the
+// environment or the generated one. A browser's Origin must be on the allow-list, and while bound to
+// loopback the Host header must be a loopback name (403: DNS rebinding); bodies over --max-body-bytes are 413;
+// none of these refusals starts anything. A session belongs to the token that created it (another
+// token gets 404 there), and a process to the session that started it: another session, of the
+// same client or not, can neither see, stop nor cancel it. A session that ends stops its processes:
+// DELETE, or --session-idle-ms without a request or an open stream (the client is gone). A call
+// whose response stream the client closes before the result is cancelled, its process stopped.
+// Bound to another address (--host 0.0.0.0), the Host check is off and the token is the only guard,
+// sent in clear: put TLS in front (a reverse proxy), and use --allow rather than --allow-any.
+//
+// On SIGTERM, SIGINT, SIGHUP (stdio mode: also stdin end or its host's death) it drains and leaves
+// one report line on stderr. In stdio mode every process it started is stopped at once, so the calls
+// in flight end (with the signal that stopped them) and are answered within the grace (GRACE_MS,
+// default 8000). In HTTP mode (reapkit's withHttpKeepalive) new requests get 503 (-32099) and
+// /readyz 503, the calls in flight run on until they end or the grace ends (GRACE_MS, default
+// 20000): those still running then get a -32099 error as their last event, their processes are
+// stopped, and it exits 1 (0 when nothing was abandoned). A process that daemonizes (setsid, double
+// fork) is adopted by its supervisor and stopped with it; one whose command kills that supervisor
+// itself escapes it (the supervisor's --isolate, a PID namespace, would close that too; it is not
+// used here because it needs user namespaces or root).
 //
 // Options:
 //   --allow <cmd>       a command run_command may run, as the client names it (repeatable, or
@@ -33,26 +57,62 @@
 //   --pass-env <NAME>   pass this variable of the server's environment to commands (repeatable)
 //   --state-file <path> record what it runs there (Supervisor stateFile): started again after a
 //                       crash, it first stops what the crashed incarnation left running, so a
-//                       host's restart never doubles its children. One file per server.
+//                       restart never doubles its children. One file per server.
+//   --http <port>       serve Streamable HTTP on this port (0: a free one) instead of stdio; it
+//                       prints `process-server: listening on http://HOST:PORT/mcp` on stderr
+//   --host <address>    the address to bind in HTTP mode. Default: 127.0.0.1
+//   --token <token>     a bearer token a client may use (repeatable: one per client); also
+//                       PROCESS_SERVER_TOKEN. Default: one generated (32 random bytes), printed
+//   --allow-origin <o>  an Origin a browser client may come from, as scheme://host[:port]
+//                       (repeatable; replaces the default). Default: http(s) on localhost,
+//                       127.0.0.1 or [::1], any port. A request without Origin (not a browser) passes
+//   --max-body-bytes <n> the largest request body. Default: 1048576 (1 MiB)
+//   --session-idle-ms <n> close a session after this long with no request and no open stream.
+//                       Default: 600000 (10 minutes)
+//   Liveness and readiness: GET /livez and /readyz (no token needed: they tell only up or draining).
 //
 // Run it from an MCP host's configuration:
 //   { "command": "node", "args": ["<path to reapkit>/examples/process-server/server.mjs", "--allow", "uptime,df"] }
-// or `npm run example` (--allow-any; it then speaks JSON-RPC on this terminal's stdin and stdout).
+// or `npm run example` (--allow-any; it then speaks JSON-RPC on this terminal's stdin and stdout), or
+// over HTTP: `PROCESS_SERVER_TOKEN=... node examples/process-server/server.mjs --http 8080 --allow uptime`.
+import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { z } from 'zod'
-import { createKeepalive, Supervisor, supervisorPath } from 'reapkit'
+import { createKeepalive, Supervisor } from 'reapkit'
 import { withKeepalive } from 'reapkit/mcp'
+import { createProcessTools } from './tools.mjs'
 
-const { values: flags } = parseArgs({
-  options: {
-    allow: { type: 'string', multiple: true, default: [] },
-    'allow-any': { type: 'boolean', default: false },
-    'pass-env': { type: 'string', multiple: true, default: [] },
-    'state-file': { type: 'string' },
-  },
-})
+const fail = (message) => {
+  process.stderr.write(`process-server: ${message}\n`)
+  process.exit(2)
+}
+let flags
+try {
+  ;({ values: flags } = parseArgs({
+    options: {
+      allow: { type: 'string', multiple: true, default: [] },
+      'allow-any': { type: 'boolean', default: false },
+      'pass-env': { type: 'string', multiple: true, default: [] },
+      'state-file': { type: 'string' },
+      http: { type: 'string' },
+      host: { type: 'string', default: '127.0.0.1' },
+      token: { type: 'string', multiple: true, default: [] },
+      'allow-origin': { type: 'string', multiple: true, default: [] },
+      'max-body-bytes': { type: 'string', default: String(1024 * 1024) },
+      'session-idle-ms': { type: 'string', default: String(10 * 60_000) },
+    },
+  }))
+} catch (err) {
+  fail(err.message)
+}
+/** A flag's value as an integer within [min, max], or exit 2. */
+const integer = (name, value, min, max) => {
+  const n = Number(value)
+  if (!/^\d+$/.test(String(value).trim()) || !Number.isSafeInteger(n) || n < min || n > max) fail(`--${name} must be an integer from ${min} to ${max}: ${value}`)
+  return n
+}
+
 const allowed = new Set(flags.allow.flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean))
 const allowAny = flags['allow-any']
 if (allowAny) process.stderr.write('process-server: --allow-any: run_command runs any command as this user\n')
@@ -61,23 +121,10 @@ const childEnv = Object.fromEntries(
   ['PATH', 'HOME', 'LANG', ...flags['pass-env']].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]),
 )
 childEnv.PATH ??= '/usr/local/bin:/usr/bin:/bin'
-
-// The native supervisor in front of every command: it adopts descendants that daemonize (a subreaper)
-// and stops them with the rest, so a setsid escapee is no orphan. Its grace is well inside ours, so
-// it finishes its own stop before we would SIGKILL it (a SIGKILLed supervisor cannot stop escapees).
-// On Windows reapkit's spawn already runs each command in a kill-on-close job that holds every
-// descendant, daemonized or not: no supervisor in front there.
-const SUPERVISOR = process.platform === 'win32' ? null : supervisorPath()
-const WRAPPER_GRACE_MS = 1500
-const STOP_GRACE_MS = 4000
-const wrap = (command, args) =>
-  SUPERVISOR ? [SUPERVISOR, ['--grace', String(WRAPPER_GRACE_MS), '--', command, ...args]] : [command, args]
-// The supervisor exits 128 + n when the command died of signal n, as a shell reports it; that is not
-// told apart from a command that exits 128 + n itself, so the status is passed on as it is.
-/** A record as the client sees it: the command it asked for, not the supervisor in front of it. */
-const view = ({ pid, requestId, command, args, status, exitCode, signal }) => {
-  if (SUPERVISOR && command === SUPERVISOR) [command, ...args] = args.slice(args.indexOf('--') + 1)
-  return { pid, requestId, command, args, status, exitCode, signal }
+const httpMode = flags.http === undefined ? null : {
+  port: integer('http', flags.http, 0, 65535),
+  maxBodyBytes: integer('max-body-bytes', flags['max-body-bytes'], 1, 1024 ** 3),
+  sessionIdleMs: integer('session-idle-ms', flags['session-idle-ms'], 1, 2 ** 31 - 1),
 }
 
 const supervisor = new Supervisor({ closeTimeoutMs: 1000, ...(flags['state-file'] ? { stateFile: flags['state-file'] } : {}) })
@@ -86,83 +133,48 @@ if (leftovers) {
   const { found, corrupt } = leftovers // stopped before any new request is taken
   if (found.length > 0 || corrupt) process.stderr.write(`process-server: ${found.length} left by a crashed run stopped${corrupt ? '; the state file was unreadable' : ''}\n`)
 }
-const keepalive = createKeepalive({
-  graceMs: Number(process.env.GRACE_MS ?? 8000),
-  // When the drain begins, stop everything this server started: the run_command calls in flight
-  // then end (with the signal that stopped them) and are answered within the grace.
-  onDrain: () => supervisor.shutdownAll(),
-})
-const server = withKeepalive(new McpServer({ name: 'reapkit-process-server', version: '0.1.0' }), keepalive)
+const tools = createProcessTools({ supervisor, allowAny, allowed, childEnv })
+// `logging`: run_command's output lines go out as logging notifications.
+const newServer = () => new McpServer({ name: 'reapkit-process-server', version: '0.1.0' }, { capabilities: { logging: {} } })
 
-const text = (value) => ({ content: [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value, null, 2) }] })
-const failure = (message) => ({ ...text(message), isError: true })
-const tail = (s, max = 4000) => (s.length > max ? `…${s.slice(-max)}` : s)
-
-server.registerTool(
-  'run_command',
-  {
-    description:
-      "Run a command (no shell) as the server's user and return its exit status (128 + n: it died of signal n) and output. " +
-      'Only commands the server was started with --allow for (or any, under --allow-any). It gets a minimal environment. ' +
-      'Cancelling the request stops the process.',
-    inputSchema: {
-      command: z.string().min(1),
-      args: z.array(z.string()).default([]),
-      timeoutMs: z.number().int().positive().max(600_000).default(60_000),
+if (httpMode === null) {
+  const keepalive = createKeepalive({
+    graceMs: Number(process.env.GRACE_MS ?? 8000),
+    // When the drain begins, stop everything this server started: the run_command calls in flight
+    // then end (with the signal that stopped them) and are answered within the grace.
+    onDrain: () => supervisor.shutdownAll(),
+  })
+  const server = withKeepalive(newServer(), keepalive)
+  tools.register(server) // one client: it owns everything
+  await server.connect(new StdioServerTransport())
+} else {
+  const { parseOrigins, serveHttp } = await import('./http.mjs')
+  const tokens = [...flags.token, ...(process.env.PROCESS_SERVER_TOKEN ? [process.env.PROCESS_SERVER_TOKEN] : [])].filter(Boolean)
+  if (tokens.length === 0) {
+    const token = randomBytes(32).toString('base64url')
+    tokens.push(token)
+    process.stderr.write(`process-server: token ${token}\n`)
+  }
+  let allowOrigins
+  try {
+    allowOrigins = parseOrigins(flags['allow-origin'])
+  } catch (err) {
+    fail(`--allow-origin: ${err.message}`)
+  }
+  await serveHttp({
+    ...httpMode,
+    host: flags.host,
+    tokens,
+    allowOrigins,
+    graceMs: Number(process.env.GRACE_MS ?? 20_000),
+    tools,
+    newServer: () => {
+      const server = newServer()
+      tools.register(server, { ownerOf: (extra) => extra.sessionId }) // each session owns what it starts
+      return server
     },
-  },
-  async ({ command, args, timeoutMs }, extra) => {
-    const requestId = extra.requestId
-    if (!allowAny && !allowed.has(command)) {
-      // The list matches the command exactly as the client names it: suggest that very name.
-      return failure(`${command} is not allowed: start the server with --allow ${command} (or --allow-any)`)
-    }
-    let child
-    try {
-      const [file, argv] = wrap(command, args)
-      child = supervisor.spawn(file, argv, { requestId, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv })
-    } catch (err) {
-      return failure(String(err.message ?? err))
-    }
-    let stdout = ''
-    let stderr = ''
-    child.stdout?.on('data', (d) => (stdout = tail(stdout + d)))
-    child.stderr?.on('data', (d) => (stderr = tail(stderr + d)))
-    const started = await new Promise((resolve) => {
-      child.once('spawn', () => resolve(null))
-      child.once('error', (err) => resolve(err))
-    })
-    if (started) return failure(`cannot run ${command}: ${started.message}`)
-    // Cancellation (and the timeout) stop the process gracefully: SIGTERM to its group, then SIGKILL.
-    const stop = (reason) => supervisor.terminate(requestId, { reason, graceMs: STOP_GRACE_MS }).catch(() => {})
-    extra.signal.addEventListener('abort', () => stop('cancelled'), { once: true })
-    const timer = setTimeout(() => stop('timeout'), timeoutMs)
-    const [code, signal] = await new Promise((resolve) => child.once('exit', (c, s) => resolve([c, s])))
-    clearTimeout(timer)
-    return text({ pid: child.pid, requestId, exitCode: code, signal, stdout, stderr })
-  },
-)
-
-server.registerTool('list_processes', { description: 'The processes this server started.' }, async () =>
-  text(supervisor.list().map(view)),
-)
-
-server.registerTool(
-  'terminate_process',
-  {
-    description: 'Stop a process this server started (SIGTERM to its group, then SIGKILL after a grace).',
-    inputSchema: { pid: z.number().int().optional(), requestId: z.union([z.string(), z.number()]).optional() },
-  },
-  async ({ pid, requestId }) => {
-    const target = pid ?? requestId
-    if (target === undefined) return failure('give a pid or a requestId')
-    try {
-      const result = await supervisor.terminate(target, { reason: 'terminate_process', graceMs: STOP_GRACE_MS })
-      return text(result)
-    } catch (err) {
-      return failure(`${err.code ?? 'error'}: ${err.message}`)
-    }
-  },
-)
-
-await server.connect(new StdioServerTransport())
+    // Calls in flight are not stopped at the drain's start: they run until they end or the grace
+    // does. Then (after the abandoned ones got their error) everything still running is stopped.
+    onShutdown: () => supervisor.shutdownAll(),
+  })
+}

@@ -1,0 +1,248 @@
+// The three tools of the process server (run_command, list_processes, terminate_process), shared by
+// its stdio and HTTP modes. In stdio mode there is one client, which owns everything the server
+// runs. In HTTP mode every process belongs to the session that started it: a session sees and stops
+// only its own (another session's process gets the same "not found" as a pid never started).
+import { supervisorPath } from 'reapkit'
+import { z } from 'zod'
+
+// The native supervisor in front of every command: it adopts descendants that daemonize (a subreaper)
+// and stops them with the rest, so a setsid escapee is no orphan. Its grace is well inside ours, so
+// it finishes its own stop before we would SIGKILL it (a SIGKILLed supervisor cannot stop escapees).
+// On Windows reapkit's spawn already runs each command in a kill-on-close job that holds every
+// descendant, daemonized or not: no supervisor in front there.
+const SUPERVISOR = process.platform === 'win32' ? null : supervisorPath()
+const WRAPPER_GRACE_MS = 1500
+const STOP_GRACE_MS = 4000
+const wrap = (command, args) =>
+  SUPERVISOR ? [SUPERVISOR, ['--grace', String(WRAPPER_GRACE_MS), '--', command, ...args]] : [command, args]
+
+/** How long, after the command's exit, its output pipes may take to close (a helper holding them). */
+const PIPE_CLOSE_MS = 2000
+/** Output lines longer than this go out in pieces. */
+const MAX_LINE = 8192
+/** Lines queued for the client beyond this are dropped (and counted): a flood must not grow memory. */
+const MAX_PENDING_LINES = 1000
+
+const text = (value) => ({ content: [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value, null, 2) }] })
+const failure = (message) => ({ ...text(message), isError: true })
+const tail = (s, max = 4000) => (s.length > max ? `…${s.slice(-max)}` : s)
+const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref())
+
+/**
+ * The tools over one Supervisor. `register(server, { ownerOf })` adds them to an McpServer;
+ * `ownerOf(extra)` names the caller (HTTP mode: its session id; stdio mode: null, the one client).
+ * `endSession(owner)` stops what an owner still runs (its session ended).
+ */
+export function createProcessTools({ supervisor, allowAny, allowed, childEnv }) {
+  // What the supervisor does not know: who started a process, the id its client knows, its tags.
+  // Keyed by the supervisor's requestId and the pid (a client may reuse a request id once its
+  // process has ended; both together are one process).
+  const metas = new Map()
+  const metaKey = (key, pid) => `${typeof key}:${key}\0${pid}`
+  const metaOf = (record) => metas.get(metaKey(record.requestId, record.pid))
+  // The supervisor's requestId: the client's own in stdio mode (as before); in HTTP mode made unique
+  // per session (ids restart at 0 in every session). JSON keeps 1 and "1" apart.
+  const keyOf = (owner, requestId) => (owner === null ? requestId : `${owner}:${JSON.stringify(requestId)}`)
+  /** Only what the supervisor still lists keeps its meta (it forgets finished records past its history). */
+  const prune = () => {
+    const live = new Set(supervisor.list().map((r) => metaKey(r.requestId, r.pid)))
+    for (const k of metas.keys()) if (!live.has(k)) metas.delete(k)
+  }
+  // The supervisor exits 128 + n when the command died of signal n, as a shell reports it; that is
+  // not told apart from a command that exits 128 + n itself, so the status is passed on as it is.
+  /** A record as the client sees it: the command it asked for (not the supervisor in front), its own request id. */
+  const view = (record, meta) => {
+    let { pid, requestId, command, args, status, exitCode, signal } = record
+    if (SUPERVISOR && command === SUPERVISOR) [command, ...args] = args.slice(args.indexOf('--') + 1)
+    if (meta) requestId = meta.requestId
+    return { pid, requestId, command, args, status, exitCode, signal, tags: meta?.tags ?? [] }
+  }
+  const stop = (key, reason) => supervisor.terminate(key, { reason, graceMs: STOP_GRACE_MS })
+
+  function register(server, { ownerOf = () => null } = {}) {
+    server.registerTool(
+      'run_command',
+      {
+        description:
+          "Run a command (no shell) as the server's user and return its exit status (128 + n: it died of signal n) and output. " +
+          'Only commands the server was started with --allow for (or any, under --allow-any). It gets a minimal environment. ' +
+          'Each output line is sent while it runs, as a logging notification (and as progress, given a progress token). ' +
+          'Cancelling the request stops the process.',
+        inputSchema: {
+          command: z.string().min(1),
+          args: z.array(z.string()).default([]),
+          timeoutMs: z.number().int().positive().max(600_000).default(60_000),
+          tags: z.array(z.string().min(1).max(100)).max(20).default([]),
+        },
+      },
+      async ({ command, args, timeoutMs, tags }, extra) => {
+        const owner = ownerOf(extra)
+        if (owner === undefined) return failure('no session')
+        const requestId = extra.requestId
+        const key = keyOf(owner, requestId)
+        if (!allowAny && !allowed.has(command)) {
+          // The list matches the command exactly as the client names it: suggest that very name.
+          return failure(`${command} is not allowed: start the server with --allow ${command} (or --allow-any)`)
+        }
+        let child
+        try {
+          const [file, argv] = wrap(command, args)
+          child = supervisor.spawn(file, argv, { requestId: key, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv })
+        } catch (err) {
+          return failure(String(err.message ?? err))
+        }
+        if (child.pid !== undefined) {
+          if (metas.size > 2 * 1000) prune()
+          metas.set(metaKey(key, child.pid), { owner, requestId, tags })
+        }
+        const closed = new Promise((resolve) => child.once('close', resolve))
+        const lines = lineSender(server, extra)
+        let stdout = ''
+        let stderr = ''
+        child.stdout?.setEncoding('utf8')
+        child.stderr?.setEncoding('utf8')
+        child.stdout?.on('data', (d) => {
+          stdout = tail(stdout + d)
+          lines.push('stdout', d)
+        })
+        child.stderr?.on('data', (d) => {
+          stderr = tail(stderr + d)
+          lines.push('stderr', d)
+        })
+        const started = await new Promise((resolve) => {
+          child.once('spawn', () => resolve(null))
+          child.once('error', (err) => resolve(err))
+        })
+        if (started) return failure(`cannot run ${command}: ${started.message}`)
+        // Cancellation (and the timeout) stop the process gracefully: SIGTERM to its group, then SIGKILL.
+        const cancel = (reason) => stop(key, reason).catch(() => {})
+        if (extra.signal.aborted) cancel('cancelled')
+        else extra.signal.addEventListener('abort', () => cancel('cancelled'), { once: true })
+        const timer = setTimeout(() => cancel('timeout'), timeoutMs)
+        const [code, signal] = await new Promise((resolve) => child.once('exit', (c, s) => resolve([c, s])))
+        clearTimeout(timer)
+        // The last output may still be in the pipes: wait (bounded) for them to close, then send what
+        // is left, so every line goes out before the result.
+        await Promise.race([closed, delay(PIPE_CLOSE_MS)])
+        const dropped = await lines.finish()
+        return text({ pid: child.pid, requestId, exitCode: code, signal, stdout, stderr, ...(dropped > 0 ? { droppedLines: dropped } : {}) })
+      },
+    )
+
+    server.registerTool(
+      'list_processes',
+      {
+        description: 'The processes this server started for you (each with its tags); `tag` lists only those with that tag.',
+        inputSchema: { tag: z.string().optional() },
+      },
+      async ({ tag }, extra) => {
+        const owner = ownerOf(extra)
+        if (owner === undefined) return failure('no session')
+        const rows = []
+        for (const record of supervisor.list()) {
+          const meta = metaOf(record)
+          if (owner !== null && meta?.owner !== owner) continue // HTTP mode: only the caller's own
+          if (tag !== undefined && !meta?.tags.includes(tag)) continue
+          rows.push(view(record, meta))
+        }
+        return text(rows)
+      },
+    )
+
+    server.registerTool(
+      'terminate_process',
+      {
+        description: 'Stop a process this server started for you (SIGTERM to its group, then SIGKILL after a grace), by pid or request id.',
+        inputSchema: { pid: z.number().int().optional(), requestId: z.union([z.string(), z.number()]).optional() },
+      },
+      async ({ pid, requestId }, extra) => {
+        const owner = ownerOf(extra)
+        if (owner === undefined) return failure('no session')
+        let target = pid ?? requestId
+        if (target === undefined) return failure('give a pid or a requestId')
+        if (owner !== null) {
+          // The record the supervisor would act on must be the caller's: by pid, the latest process
+          // with that pid (a recycled pid may be another session's now); by request id, the caller's
+          // own id, keyed by its session. Anything else is "not found", exactly as a pid never started.
+          if (pid === undefined) target = keyOf(owner, requestId)
+          const record = supervisor.get(target)
+          if (!record || metaOf(record)?.owner !== owner) {
+            return failure(`ERR_REAPKIT_NOT_SUPERVISED: no process ${JSON.stringify(pid ?? requestId)} was started by this session`)
+          }
+        }
+        try {
+          return text(await stop(target, 'terminate_process'))
+        } catch (err) {
+          return failure(`${err.code ?? 'error'}: ${err.message}`)
+        }
+      },
+    )
+  }
+
+  /** Stops what `owner` still runs, and forgets its records (nobody can ask for them any more). */
+  async function endSession(owner) {
+    const mine = supervisor.list().filter((r) => metaOf(r)?.owner === owner)
+    for (const r of mine) metas.delete(metaKey(r.requestId, r.pid))
+    const running = mine.filter((r) => r.status === 'running')
+    await Promise.allSettled(running.map((r) => stop(r.requestId, 'session closed')))
+  }
+
+  return { register, endSession }
+}
+
+/**
+ * Sends a command's output, line by line, to the client of the request `extra` belongs to: as a
+ * logging notification (notifications/message, logger 'stdout' or 'stderr'), and, when the client
+ * sent a progress token, as notifications/progress too (progress: the line count; message: the
+ * line). extra.sendNotification relates each to the request, so over HTTP they go out on the
+ * request's own stream, before its result. In order, one at a time; at most MAX_PENDING_LINES wait.
+ */
+function lineSender(server, extra) {
+  const progressToken = extra._meta?.progressToken
+  const partial = { stdout: '', stderr: '' }
+  let queue = Promise.resolve()
+  let pending = 0
+  let count = 0
+  let dropped = 0
+  const send = (stream, line) => {
+    if (pending >= MAX_PENDING_LINES) {
+      dropped++
+      return
+    }
+    pending++
+    const n = ++count
+    queue = queue
+      .then(async () => {
+        if (!server.server.isMessageIgnored?.('info', extra.sessionId)) {
+          await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger: stream, data: line } })
+        }
+        if (progressToken !== undefined) {
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: n, message: line } })
+        }
+      })
+      .catch(() => {}) // the client is gone: its stream is closed
+      .finally(() => pending--)
+  }
+  return {
+    push(stream, chunk) {
+      let buf = partial[stream] + chunk
+      let nl
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        send(stream, buf.slice(0, nl).replace(/\r$/, ''))
+        buf = buf.slice(nl + 1)
+      }
+      while (buf.length > MAX_LINE) {
+        send(stream, buf.slice(0, MAX_LINE))
+        buf = buf.slice(MAX_LINE)
+      }
+      partial[stream] = buf
+    },
+    /** Sends the unterminated last lines, waits (bounded) until everything queued went out; the count dropped. */
+    async finish() {
+      for (const stream of ['stdout', 'stderr']) if (partial[stream] !== '') send(stream, partial[stream])
+      partial.stdout = partial.stderr = ''
+      await Promise.race([queue, delay(10_000)])
+      return dropped
+    },
+  }
+}
