@@ -218,6 +218,20 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
   }
 
   const exchanges = new Set<Exchange>()
+  /** Woken when the last exchange ends (the close waits on it, by event). */
+  let emptied: (() => void) | null = null
+  /** Waits (bounded) until no exchange is left. */
+  const waitEmpty = (ms: number): Promise<void> =>
+    exchanges.size === 0 || ms <= 0
+      ? Promise.resolve()
+      : new Promise((resolve) => {
+          const timer = setTimeout(resolve, ms)
+          timer.unref()
+          emptied = () => {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
   /** Open connections, to count what the close closes (server.getConnections() answers only by callback). */
   const connections = new Set<Socket>()
   server.on('connection', (socket: Socket) => {
@@ -305,6 +319,11 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
     exchanges.add(ex)
     res.once('close', () => {
       exchanges.delete(ex)
+      if (exchanges.size === 0 && emptied) {
+        const wake = emptied
+        emptied = null
+        wake()
+      }
       if (ex.kind === 'stream' && draining() && !ex.endedHere) streamsClosed++
       const done = ex.done
       ex.done = null
@@ -409,13 +428,13 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
       const closing = Promise.allSettled(closables.map((c) => Promise.resolve().then(() => c.close())))
       const until = performance.now() + streamCloseTimeoutMs
       await Promise.race([closing, delay(streamCloseTimeoutMs)])
-      await waitEmpty(exchanges, until - performance.now())
+      await waitEmpty(until - performance.now())
       // What still streams ends between two events; what has not started gets its 503.
       for (const ex of [...exchanges]) {
         if (ex.kind === 'stream') streamsEnded++
         endHere(ex, false)
       }
-      await waitEmpty(exchanges, streamCloseTimeoutMs)
+      await waitEmpty(streamCloseTimeoutMs)
       for (const socket of connections) if (!socket.destroyed) connectionsClosed++
       server.closeAllConnections?.()
       probeServer?.close()
@@ -444,9 +463,3 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
 const kDrained = Symbol('reapkit.httpKeepalive')
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref())
-
-/** Waits (bounded) until no exchange is left. */
-async function waitEmpty(exchanges: Set<Exchange>, ms: number): Promise<void> {
-  const until = performance.now() + ms
-  while (exchanges.size > 0 && performance.now() < until) await delay(10)
-}
