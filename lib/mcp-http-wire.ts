@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import { SHUTTING_DOWN_JSONRPC_CODE } from './index'
 
 /** What a JSON-RPC body carries: a request (new work, with its id), or only notifications and responses. */
 export interface BodyKind {
@@ -94,7 +95,7 @@ export class BodyTee {
   }
 
   #end(): void {
-    if (this.#ended && this.#waiters.length === 0) return
+    if (this.#ended) return
     this.#ended = true
     this.#req.push = this.#push
     for (const wake of this.#waiters.splice(0)) wake()
@@ -155,17 +156,17 @@ export function takeOver(res: ServerResponse): { write: (chunk: string) => void;
   return { write: (chunk) => void own.write(chunk), end: () => void own.end(), writeHead: own.writeHead }
 }
 
-/** A JSON-RPC error body of code -32099 for `id`. */
-export function shuttingDownBody(code: number, id: string | number | null, reason: string, abandoned: boolean): string {
-  return JSON.stringify({
-    jsonrpc: '2.0',
+/** The JSON-RPC error response (-32099) to request `id` of a server that is shutting down: refused, or abandoned at the drain's end. */
+export function shuttingDownResponse(id: string | number | null, reason: string, abandoned = false) {
+  return {
+    jsonrpc: '2.0' as const,
     id,
     error: {
-      code,
+      code: SHUTTING_DOWN_JSONRPC_CODE,
       message: abandoned
         ? `Server is shutting down (${reason}): the request was abandoned at the end of the drain`
         : `Server is shutting down (${reason})`,
       data: abandoned ? { reason, abandoned: true } : { reason },
     },
-  })
+  }
 }

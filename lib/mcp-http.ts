@@ -37,9 +37,10 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { createServer } from 'node:http'
 import type { Socket } from 'node:net'
-import { createKeepalive, type Keepalive, type KeepaliveOptions, SHUTTING_DOWN_JSONRPC_CODE } from './index'
-import { BodyTee, isSse, sentAsSse, shuttingDownBody, takeOver } from './mcp-http-wire'
-// Stateless validators, bundled into this entry (no second copy of any process-global state).
+import { createKeepalive, type Keepalive, type KeepaliveOptions } from './index'
+import { BodyTee, isSse, sentAsSse, shuttingDownResponse, takeOver } from './mcp-http-wire'
+// Stateless helpers, bundled into this entry (no second copy of any process-global state).
+import { rangeError, typeError } from './ground/errors'
 import { describe, validateMs, validateOptions } from './ground/validate'
 
 /** Something the drain closes once the calls in flight are over. */
@@ -47,11 +48,12 @@ export interface Closable {
   close(): unknown
 }
 
-export interface HttpKeepaliveOptions extends Omit<KeepaliveOptions, 'stdin' | 'parentDeath'> {
+export interface HttpKeepaliveOptions extends KeepaliveOptions {
   /**
    * The keepalive to drive (for a server that also runs other work under it). Default: a new one,
-   * started by SIGTERM, SIGINT and SIGHUP, not by stdin end (a container's stdin is often
-   * /dev/null, which ends at once) nor by the parent's death. With it, the keepalive options
+   * started by SIGTERM, SIGINT and SIGHUP, not by stdin end (`stdin` defaults to false here: a
+   * container's stdin is often /dev/null, which ends at once) nor by the parent's death
+   * (`parentDeath` defaults to false). With it, the keepalive options
    * (graceMs, signals, exit, onShutdown...) belong to createKeepalive() and may not be given here.
    */
   keepalive?: Keepalive
@@ -104,7 +106,6 @@ export interface HttpKeepalive {
 type Kind = 'call' | 'stream' | 'other'
 
 interface Exchange {
-  readonly req: IncomingMessage
   readonly res: ServerResponse
   kind: Kind
   /** The keepalive's done() of a call; null once over (or abandoned). */
@@ -149,17 +150,12 @@ const pathOf = (req: IncomingMessage): string => {
 function validatePath(value: unknown, name: string): string | undefined {
   if (value === undefined) return undefined
   if (typeof value !== 'string' || !value.startsWith('/')) {
-    throw Object.assign(new TypeError(`The "${name}" option must be a path that starts with "/". Received ${describe(value)}`), {
-      code: 'ERR_INVALID_ARG_VALUE',
-    })
+    throw typeError('ERR_INVALID_ARG_VALUE', `The "${name}" option must be a path that starts with "/". Received ${describe(value)}`)
   }
   return value
 }
 
 const KEEPALIVE_OPTIONS = ['graceMs', 'signals', 'stdin', 'parentDeath', 'exit', 'onDrain', 'onShutdown', 'hookTimeoutMs', 'flushTimeoutMs', 'finalLine', 'logger'] as const
-
-const typeError = (message: string, code = 'ERR_INVALID_ARG_TYPE'): TypeError => Object.assign(new TypeError(message), { code })
-const rangeError = (message: string): RangeError => Object.assign(new RangeError(message), { code: 'ERR_OUT_OF_RANGE' })
 
 /**
  * Puts an HTTP server (node:http, https, or Express's app.listen()) under a keepalive drain. Call it
@@ -168,7 +164,7 @@ const rangeError = (message: string): RangeError => Object.assign(new RangeError
 export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions = {}): HttpKeepalive {
   options = validateOptions(options)
   if (typeof server !== 'object' || server === null || typeof server.emit !== 'function' || typeof server.close !== 'function') {
-    throw typeError('withHttpKeepalive() takes a node:http (or https) Server, as app.listen() returns')
+    throw typeError('ERR_INVALID_ARG_TYPE', 'withHttpKeepalive() takes a node:http (or https) Server, as app.listen() returns')
   }
   if ((server as { [kDrained]?: true })[kDrained]) {
     throw Object.assign(new Error('This server is already under withHttpKeepalive()'), { code: 'ERR_REAPKIT_ALREADY_DRAINED' })
@@ -178,40 +174,40 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
   const livenessPath = validatePath(options.livenessPath ?? (options.probePort !== undefined ? '/livez' : undefined), 'livenessPath')
   const retryAfter = options.retryAfterSeconds ?? 5
   if (!Number.isInteger(retryAfter) || retryAfter < 0) {
-    throw rangeError(`The "retryAfterSeconds" option must be an integer >= 0. Received ${describe(retryAfter)}`)
+    throw rangeError('ERR_OUT_OF_RANGE', `The "retryAfterSeconds" option must be an integer >= 0. Received ${describe(retryAfter)}`)
   }
   const streamCloseTimeoutMs = validateMs(options.streamCloseTimeoutMs, 'streamCloseTimeoutMs') ?? 1000
   if (options.probePort !== undefined && (!Number.isInteger(options.probePort) || options.probePort < 0 || options.probePort > 65535)) {
-    throw rangeError(`The "probePort" option must be a port number (0 to 65535). Received ${describe(options.probePort)}`)
+    throw rangeError('ERR_OUT_OF_RANGE', `The "probePort" option must be a port number (0 to 65535). Received ${describe(options.probePort)}`)
   }
   if (options.probeHost !== undefined && typeof options.probeHost !== 'string') {
-    throw typeError(`The "probeHost" option must be a string. Received ${describe(options.probeHost)}`)
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "probeHost" option must be a string. Received ${describe(options.probeHost)}`)
   }
   const stopAccepting = options.stopAccepting ?? 'after-calls'
   if (stopAccepting !== 'after-calls' && stopAccepting !== 'at-drain') {
-    throw typeError(`The "stopAccepting" option must be 'after-calls' or 'at-drain'. Received ${describe(stopAccepting)}`, 'ERR_INVALID_ARG_VALUE')
+    throw typeError('ERR_INVALID_ARG_VALUE', `The "stopAccepting" option must be 'after-calls' or 'at-drain'. Received ${describe(stopAccepting)}`)
   }
   const { mcp } = options
   if (mcp !== undefined && typeof mcp !== 'object' && typeof mcp !== 'function') {
-    throw typeError(`The "mcp" option must be what to close (a handler, transports, or a function). Received ${describe(mcp)}`)
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "mcp" option must be what to close (a handler, transports, or a function). Received ${describe(mcp)}`)
   }
   const hooks = options.onShutdown === undefined ? [] : Array.isArray(options.onShutdown) ? options.onShutdown : [options.onShutdown]
-  if (!hooks.every((hook) => typeof hook === 'function')) throw typeError('The "onShutdown" option must be a function or an array of functions')
-  if (options.onDrain !== undefined && typeof options.onDrain !== 'function') throw typeError('The "onDrain" option must be a function')
+  if (!hooks.every((hook) => typeof hook === 'function')) throw typeError('ERR_INVALID_ARG_TYPE', 'The "onShutdown" option must be a function or an array of functions')
+  if (options.onDrain !== undefined && typeof options.onDrain !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'The "onDrain" option must be a function')
   let keepalive: Keepalive
   if (options.keepalive !== undefined) {
     if (typeof options.keepalive !== 'object' || options.keepalive === null || typeof options.keepalive.onDrain !== 'function') {
-      throw typeError('The "keepalive" option must be a keepalive from createKeepalive()')
+      throw typeError('ERR_INVALID_ARG_TYPE', 'The "keepalive" option must be a keepalive from createKeepalive()')
     }
-    const clash = KEEPALIVE_OPTIONS.filter((name) => options[name as keyof HttpKeepaliveOptions] !== undefined)
-    if (clash.length > 0) throw typeError(`Give ${clash.join(', ')} to createKeepalive(), not next to the "keepalive" option`, 'ERR_INVALID_ARG_COMBINATION')
+    const clash = KEEPALIVE_OPTIONS.filter((name) => options[name] !== undefined)
+    if (clash.length > 0) throw typeError('ERR_INVALID_ARG_COMBINATION', `Give ${clash.join(', ')} to createKeepalive(), not next to the "keepalive" option`)
     keepalive = options.keepalive
   } else {
     // Not stdin end (a container's stdin is often /dev/null, which ends at once), not the parent's death.
     const own: KeepaliveOptions = { stdin: false, parentDeath: false, graceMs: options.graceMs ?? HTTP_DRAIN_GRACE_MS_DEFAULT }
     // onShutdown is added after the close below, so that the streams end before the user's hooks run.
     for (const name of KEEPALIVE_OPTIONS) {
-      const value = options[name as keyof HttpKeepaliveOptions]
+      const value = options[name]
       if (value !== undefined && name !== 'graceMs' && name !== 'onShutdown') Object.assign(own, { [name]: value })
     }
     keepalive = createKeepalive(own) // checks the rest, before the server is touched
@@ -269,7 +265,7 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
   type Writer = { writeHead: ServerResponse['writeHead']; end: (body: string) => void }
   const answer503 = (res: ServerResponse, id: string | number | null, abandoned: boolean, own?: Writer): void => {
     own ??= { writeHead: res.writeHead.bind(res), end: (b) => void res.end(b) }
-    const body = shuttingDownBody(SHUTTING_DOWN_JSONRPC_CODE, id, reason(), abandoned)
+    const body = JSON.stringify(shuttingDownResponse(id, reason(), abandoned))
     own.writeHead(503, {
       'content-type': 'application/json',
       'retry-after': String(retryAfter),
@@ -307,15 +303,15 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
         },
       })
     } else if (sentAsSse(res)) {
-      if (abandoned) own.write(`event: message\ndata: ${shuttingDownBody(SHUTTING_DOWN_JSONRPC_CODE, id, reason(), true)}\n\n`)
+      if (abandoned) own.write(`event: message\ndata: ${JSON.stringify(shuttingDownResponse(id, reason(), true))}\n\n`)
       own.end()
     } else {
       res.destroy() // a JSON body half written cannot be completed
     }
   }
 
-  const track = (req: IncomingMessage, res: ServerResponse, kind: Kind, body: BodyTee | null): Exchange => {
-    const ex: Exchange = { req, res, kind, done: kind === 'call' ? keepalive.begin() : null, body, endedHere: false }
+  const track = (res: ServerResponse, kind: Kind, body: BodyTee | null): Exchange => {
+    const ex: Exchange = { res, kind, done: kind === 'call' ? keepalive.begin() : null, body, endedHere: false }
     exchanges.add(ex)
     res.once('close', () => {
       exchanges.delete(ex)
@@ -341,7 +337,7 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
       (method === 'POST' && String(req.headers['mcp-method'] ?? '').toLowerCase() === 'subscriptions/listen')
     const body = method === 'POST' && !stream ? new BodyTee(req, BODY_MAX_BYTES) : null
     if (!draining()) {
-      track(req, res, stream ? 'stream' : method === 'POST' ? 'call' : 'other', body)
+      track(res, stream ? 'stream' : method === 'POST' ? 'call' : 'other', body)
       forward()
       return
     }
@@ -349,14 +345,14 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
     res.shouldKeepAlive = false
     if (stream) return refuse(req, res, null)
     if (body === null) {
-      track(req, res, 'other', null)
+      track(res, 'other', null)
       forward()
       return
     }
     // Held until the body says what it is (it stays in the stream's buffer for the SDK to read).
     void body.whenKnown().then(({ request, id }) => {
       if (request) return refuse(req, res, id)
-      track(req, res, 'other', body)
+      track(res, 'other', body)
       forward()
     })
   }

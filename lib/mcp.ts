@@ -20,9 +20,10 @@
  *   transport: both are passed through, like sessionId and setProtocolVersion().
  * - StdioServerParameters are the same in both (command, args, env, stderr, cwd, maxBufferSize).
  */
-import { closeClient, type Keepalive, SHUTTING_DOWN_JSONRPC_CODE, spawn } from './index'
+import { closeClient, type Keepalive, spawn } from './index'
 // Stateless validators, bundled into this entry (no second copy of any process-global state).
 import { validateMs, validateOptions } from './ground/validate'
+import { shuttingDownResponse } from './mcp-http-wire'
 
 /** The part of the SDK's Transport interface this module relies on (1.x and 2.x alike). */
 export interface McpTransport {
@@ -183,13 +184,7 @@ class TrackedTransport implements McpTransport {
         done = this.#keepalive.begin()
       } catch {
         const reason = this.#keepalive.stats.reason ?? 'shutdown'
-        void this.#inner
-          .send({
-            jsonrpc: '2.0',
-            id: message.id,
-            error: { code: SHUTTING_DOWN_JSONRPC_CODE, message: `Server is shutting down (${reason})`, data: { reason } },
-          })
-          .catch(() => {})
+        void this.#inner.send(shuttingDownResponse(message.id, reason) as JsonRpcMessage).catch(() => {})
         return
       }
       this.#pending.set(keyOf(message.id), done)
