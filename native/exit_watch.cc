@@ -22,6 +22,7 @@
 
 #include "errors.h"
 #include "exit_watch.h"
+#include "js_deliver.h"
 #include "reapkit.h"
 
 namespace reapkit {
@@ -39,8 +40,10 @@ struct WatchEntry {
   uint32_t slot;  // its index in that registration's `watches`
 };
 
-static void DeliverPending(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher, void* unused);
-using ExitTsfn = Napi::TypedThreadSafeFunction<ExitWatcher, void, DeliverPending>;
+// The thread-safe function carries no context: its callback reaches the watcher only through the
+// environment's instance data (see DeliverPending), and its finalizer gets the watcher as its data.
+static void DeliverPending(Napi::Env env, Napi::Function dispatch, void* context, void* data);
+using ExitTsfn = Napi::TypedThreadSafeFunction<void, void, DeliverPending>;
 
 class ExitWatcher {
  public:
@@ -118,11 +121,13 @@ class ExitWatcher {
     reg_by_pid.clear();
     watches.clear();
     BackendClose(backend);
-    backend = nullptr;  // DeliverPending drops whatever was still queued
+    backend = nullptr;
     tsfn.Release();
   }
 
-  static void Finalize(Napi::Env, void*, ExitWatcher* watcher) { delete watcher; }
+  // Node calls this once no call can be delivered any more; it then empties the function's queue
+  // with a null env, which DeliverPending ignores without looking for a watcher.
+  static void Finalize(Napi::Env, ExitWatcher* watcher, void*) { delete watcher; }
 
   void DropRegistration(uint32_t reg_id) {
     auto it = regs.find(reg_id);
@@ -147,6 +152,31 @@ class ExitWatcher {
     list.pop_back();
     if (moved != id) watches[moved].slot = entry.slot;
     if (list.empty()) DropRegistration(entry.reg);
+  }
+
+  // Settles every watch of the registration an exit event names, appending their triples to
+  // `out`, and drops the registration. An event for a registration removed meanwhile is ignored.
+  void Settle(const ExitEvent& event, std::vector<double>* out) {
+    uint32_t reg_id;
+    if (BackendKeysAreIds()) {
+      reg_id = (uint32_t)event.key;
+    } else {
+      auto by_pid = reg_by_pid.find((int)event.key);
+      if (by_pid == reg_by_pid.end()) return;
+      reg_id = by_pid->second;
+    }
+    auto reg = regs.find(reg_id);
+    if (reg == regs.end()) return;  // unwatched meanwhile
+    bool exited = event.status_known && event.signal == 0;
+    bool signaled = event.status_known && event.signal != 0;
+    for (uint64_t id : reg->second.watches) {
+      watches.erase(id);
+      out->push_back((double)id);
+      out->push_back(exited ? event.code : -1);
+      out->push_back(signaled ? event.signal : -1);
+    }
+    reg->second.watches.clear();
+    DropRegistration(reg_id);
   }
 
   // Adds a watch of `pid` (pinned by `handle_fd`, or -1 for a bare pid). Returns 0 or an errno.
@@ -200,8 +230,18 @@ void DestroyExitWatcher(ModuleData* data) {
 
 // JS thread: takes every pending exit, settles their watches' registrations and calls the
 // dispatcher ONCE with a Float64Array of (watch id, code, signal) triples, -1 for "unknown".
-static void DeliverPending(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher, void*) {
-  if (env == nullptr || watcher == nullptr || watcher->backend == nullptr) return;  // stopped
+//
+// Lifetime, by construction rather than by the order of a test: the watcher is found through the
+// live environment's instance data, never through a pointer the call carries. A call with no env
+// (the queue emptied at the function's finalization, the watcher already freed) has nothing to
+// dereference; one after DestroyExitWatcher finds no watcher; and one while the environment is
+// being torn down (CleanupHandles at exit, a terminated worker's loop), when no value can be made,
+// is dropped by DeliverFloat64Batch.
+static void DeliverPending(Napi::Env env, Napi::Function dispatch, void*, void*) {
+  if (env == nullptr) return;
+  ModuleData* data = GetModuleData(env);
+  ExitWatcher* watcher = data == nullptr ? nullptr : data->exit_watcher;
+  if (watcher == nullptr || watcher->backend == nullptr) return;
   std::vector<ExitEvent> events;
   {
     std::lock_guard<std::mutex> lock(watcher->mutex);
@@ -210,32 +250,8 @@ static void DeliverPending(Napi::Env env, Napi::Function dispatch, ExitWatcher* 
   }
   std::vector<double> out;
   out.reserve(events.size() * 3);
-  for (const ExitEvent& event : events) {
-    uint32_t reg_id;
-    if (BackendKeysAreIds()) {
-      reg_id = (uint32_t)event.key;
-    } else {
-      auto by_pid = watcher->reg_by_pid.find((int)event.key);
-      if (by_pid == watcher->reg_by_pid.end()) continue;
-      reg_id = by_pid->second;
-    }
-    auto reg = watcher->regs.find(reg_id);
-    if (reg == watcher->regs.end()) continue;  // unwatched meanwhile
-    bool exited = event.status_known && event.signal == 0;
-    bool signaled = event.status_known && event.signal != 0;
-    for (uint64_t id : reg->second.watches) {
-      watcher->watches.erase(id);
-      out.push_back((double)id);
-      out.push_back(exited ? event.code : -1);
-      out.push_back(signaled ? event.signal : -1);
-    }
-    reg->second.watches.clear();
-    watcher->DropRegistration(reg_id);
-  }
-  if (out.empty()) return;
-  Napi::Float64Array batch = Napi::Float64Array::New(env, out.size());
-  std::copy(out.begin(), out.end(), batch.Data());
-  dispatch.Call({batch});
+  for (const ExitEvent& event : events) watcher->Settle(event, &out);
+  DeliverFloat64Batch(env, dispatch, out.data(), out.size());
 }
 
 static Napi::Value WatcherStart(const Napi::CallbackInfo& info) {
@@ -251,8 +267,8 @@ static Napi::Value WatcherStart(const Napi::CallbackInfo& info) {
     delete watcher;
     return ThrowSystemError(env, err, REAPKIT_EXIT_WATCH_PIDFD ? "epoll_create1" : "kqueue");
   }
-  watcher->tsfn = ExitTsfn::New(env, info[0].As<Napi::Function>(), "reapkit.exitWatch", 0, 1, watcher,
-                                ExitWatcher::Finalize);
+  watcher->tsfn = ExitTsfn::New(env, info[0].As<Napi::Function>(), "reapkit.exitWatch", 0, 1,
+                                static_cast<void*>(nullptr), ExitWatcher::Finalize, watcher);
   if (env.IsExceptionPending()) {  // creation failed (no C++ exceptions: a pending JS one)
     BackendClose(watcher->backend);
     delete watcher;

@@ -5,7 +5,7 @@
  * native-only call fails with ENOTSUP carrying the load error as its `cause`.
  */
 import { existsSync, readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { dirname, isAbsolute, join } from 'node:path'
 import { systemError } from './errors'
 
 /**
@@ -166,6 +166,14 @@ function fastAddonFile(root: string): string | null {
 }
 
 function loadAddon(root: string): { binding: Binding; file: string } {
+  // An explicit build, for testing one (the sanitizer run: scripts/sanitize/run.sh): its helpers
+  // are taken from beside it too. Absolute path only, so a relative one never means "wherever the
+  // process happens to be".
+  const explicit = process.env.REAPKIT_ADDON
+  if (explicit) {
+    if (!isAbsolute(explicit)) throw new Error(`REAPKIT_ADDON must be an absolute path to a .node file, got ${explicit}`)
+    return { binding: require(explicit) as Binding, file: explicit }
+  }
   const fast = fastAddonFile(root)
   if (fast) {
     try {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "../errors.h"
+#include "../js_deliver.h"
 #include "win.h"
 
 namespace reapkit {
@@ -29,8 +30,10 @@ struct ExitNote {
   uint64_t id;
 };
 
-static void Deliver(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher, ExitNote* note);
-using ExitTsfn = Napi::TypedThreadSafeFunction<ExitWatcher, ExitNote, Deliver>;
+// No context: Deliver finds the watcher through the live environment's instance data, and the
+// finalizer gets it as its data (see Deliver).
+static void Deliver(Napi::Env env, Napi::Function dispatch, void* context, ExitNote* note);
+using ExitTsfn = Napi::TypedThreadSafeFunction<void, ExitNote, Deliver>;
 
 class ExitWatcher {
  public:
@@ -71,7 +74,8 @@ class ExitWatcher {
     tsfn.Release();  // its finalizer frees this object
   }
 
-  static void Finalize(Napi::Env, void*, ExitWatcher* watcher) { delete watcher; }
+  // Node then empties the function's queue with a null env: Deliver frees those notes only.
+  static void Finalize(Napi::Env, ExitWatcher* watcher, void*) { delete watcher; }
 };
 
 static void CleanupHook(void* arg) {
@@ -91,10 +95,15 @@ void DestroyExitWatcher(Data* data) {
   watcher->Stop();
 }
 
-static void Deliver(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher, ExitNote* note) {
+// Lifetime by construction, as the POSIX watcher's DeliverPending: the watcher is looked up through
+// the live environment (none with a null env, none after DestroyExitWatcher), and a delivery while
+// the environment is being torn down, when no value can be made, is dropped by DeliverFloat64Batch.
+static void Deliver(Napi::Env env, Napi::Function dispatch, void*, ExitNote* note) {
   uint64_t id = note->id;
   delete note;
-  if (env == nullptr || watcher == nullptr || watcher->stopped) return;
+  if (env == nullptr) return;
+  ExitWatcher* watcher = GetData(env)->exit_watcher;
+  if (watcher == nullptr || watcher->stopped) return;
   auto it = watcher->watches.find(id);
   if (it == watcher->watches.end()) return;  // unwatched meanwhile
   DWORD code = 0;
@@ -102,11 +111,8 @@ static void Deliver(Napi::Env env, Napi::Function dispatch, ExitWatcher* watcher
   watcher->Remove(id);
   // The contract of the POSIX watcher: one Float64Array of (watch id, code, signal) triples, -1 for
   // unknown. Windows delivers one exit per call (each wait has its own callback).
-  Napi::Float64Array batch = Napi::Float64Array::New(env, 3);
-  batch[0] = (double)id;
-  batch[1] = known ? (double)code : -1;
-  batch[2] = -1;
-  dispatch.Call({batch});
+  const double batch[3] = {(double)id, known ? (double)code : -1, -1};
+  DeliverFloat64Batch(env, dispatch, batch, 3);
 }
 
 static Napi::Value WatcherStart(const Napi::CallbackInfo& info) {
@@ -116,8 +122,8 @@ static Napi::Value WatcherStart(const Napi::CallbackInfo& info) {
   if (data->exit_watcher != nullptr) return ThrowErrno(env, EBUSY, "exit_watch_start");
   auto* watcher = new ExitWatcher();
   watcher->env = env;
-  watcher->tsfn = ExitTsfn::New(env, info[0].As<Napi::Function>(), "reapkit.exitWatch", 0, 1, watcher,
-                                ExitWatcher::Finalize);
+  watcher->tsfn = ExitTsfn::New(env, info[0].As<Napi::Function>(), "reapkit.exitWatch", 0, 1,
+                                static_cast<void*>(nullptr), ExitWatcher::Finalize, watcher);
   if (env.IsExceptionPending()) {
     delete watcher;
     return env.Undefined();
