@@ -1,0 +1,22 @@
+// `npm run test:sanitize` (scripts/sanitize/run.sh): the tests that drive the addon and the C helpers
+// hardest, run against the ASan + UBSan build. Everything else in the suite runs the same native
+// code through these paths; this set keeps the run within a few minutes on two cores.
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    include: [
+      'test/teardown.test.ts', // exits in flight at process exit and worker termination
+      'test/robustness.test.ts', // worker churn, hostile input, out of descriptors
+      'test/exit-watch.test.ts',
+      'test/parent.test.ts',
+      'test/reaping.test.ts',
+      'test/supervision.test.ts',
+    ],
+    setupFiles: ['test/setup.ts'],
+    // The sanitized build runs several times slower: bounds are wider still than the main suite's.
+    testTimeout: 180_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+  },
+})
