@@ -8,6 +8,7 @@
 #   helpers (reapkit-exec, reapkit-supervise) are taken from beside it.
 # - procps' `ps` hangs with libasan preloaded: a `ps` on PATH ahead of the real one drops the
 #   preload for it alone.
+# - The `reapkit` command runs the sanitized supervisor (REAPKIT_SUPERVISOR, which bin/reapkit honours).
 # - Leak detection is off: Node does not free its heap at exit, so every run would "leak". Any ASan
 #   report or undefined behaviour aborts the process it happens in, and the test that started it
 #   fails.
@@ -43,7 +44,9 @@ LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 REAPKIT_ADDON="$addon" node -e '
 
 echo "== native-facing tests under the sanitizers (addon: $addon)"
 PATH="$shims:$PATH" \
+  REAPKIT_SANITIZE=1 \
   REAPKIT_ADDON="$addon" \
+  REAPKIT_SUPERVISOR="$PWD/build-sanitize/Release/helper/reapkit-supervise" \
   LD_PRELOAD="$asan" \
   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allow_user_segv_handler=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
