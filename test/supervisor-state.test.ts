@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ProcessRecord, Supervisor } from '../lib/index'
 import { processRow } from '../lib/mechanisms/proctable'
-import { exitOf, isGone, jsonLines, spawnChild, spawnFixture, trackGroup, waitFor } from './helpers'
+import { canUnshare, exitOf, FIXTURES, isGone, jsonLines, spawnChild, spawnFixture, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 let dir: string
@@ -145,3 +145,38 @@ describe.runIf(linux)('Supervisor stateFile', () => {
   })
 })
 
+
+// Issue 19 item 1: a state file someone else could write, or a record that cannot prove itself,
+// must never aim a signal. As root, in a private PID namespace (a mistaken signal reaches nothing
+// outside it). The canary is a root-owned sleep named with its real pid and start time.
+describe.runIf(linux && canUnshare)('Supervisor stateFile trust (in a private PID namespace, as root)', () => {
+  it('refuses files and folders others can write, symlinks and FIFOs; drops records that cannot prove themselves; signals nothing', async () => {
+    const ns = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, join(FIXTURES, 'state-trust.cjs')])
+    const out = jsonLines(ns.stdout!)
+    const last = await out.next((m) => m.event === 'done' || m.event === 'error', 60_000, 'the last case')
+    expect(last.event, JSON.stringify(last)).toBe('done')
+    expect(await exitOf(ns)).toEqual({ code: 0, signal: null })
+    const cases = Object.fromEntries(out.seen.filter((m) => m.event === 'case').map((m) => [m.name, m]))
+    const refused = [
+      'planted by another user',
+      'world-writable file',
+      'symlink to a file someone else wrote',
+      'symlink to a root-owned file',
+      'a folder others can write',
+      'a folder another user owns',
+      'a FIFO at the name',
+    ]
+    for (const name of refused) expect(cases[name]?.code, name).toBe('ERR_REAPKIT_STATE_FILE_UNSAFE')
+    for (const name of ['a live process it never started, no token', 'a live process it never started, a made-up token']) {
+      expect(cases[name]?.code, name).toBe(null)
+      expect(cases[name]?.found, name).toBe(0)
+      expect(cases[name]?.dropped?.map((d: { reason: string }) => d.reason), name).toEqual(['unproven'])
+    }
+    expect(cases['a torn file']).toMatchObject({ code: null, found: 0, corrupt: true })
+    expect(Object.keys(cases)).toHaveLength(10)
+    for (const c of Object.values(cases) as Array<{ name: string; canaryAlive: boolean }>) expect(c.canaryAlive, c.name).toBe(true)
+    // The control: a process that carries the record's token is found and stopped.
+    const control = out.seen.find((m) => m.event === 'control')
+    expect(control).toEqual({ event: 'control', found: 1, stopped: 1, provenAlive: false, canaryAlive: true })
+  })
+})

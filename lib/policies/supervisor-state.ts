@@ -3,10 +3,21 @@
  * to a small JSON file atomically (temp file + rename) as it goes, so that the next supervisor on
  * the same file, after this process died without cleaning up (SIGKILL, OOM), finds the leftovers.
  *
- * A record names a process by pid AND start time: a leftover is acted on only if a process with
- * that pid still runs and started at that same time, pinned by pidfd before the check, so a
- * recycled pid is dropped, never signalled. A torn or unreadable file is reported, not thrown.
+ * Trust, in three steps, before anything is signalled:
+ * - the file and its folders are this user's (or root's) alone, checked on the opened descriptor
+ *   (state-file-trust.ts); otherwise the constructor throws ERR_REAPKIT_STATE_FILE_UNSAFE;
+ * - a record names a process by pid AND start time: a leftover is acted on only if a process with
+ *   that pid still runs and started at that same time, pinned by pidfd before the check, so a
+ *   recycled pid is dropped, never signalled;
+ * - and the process proves it is ours (Linux): each incarnation draws a random token and puts it in
+ *   the environment of every child it spawns (REAPKIT_SUPERVISOR_TOKEN); a leftover counts only if
+ *   /proc/PID/environ, which only its owner and root can read, carries the token its record names.
+ *   Matching a pid and a start time anyone can read in /proc is not enough. A child registered
+ *   with adopt() (spawned elsewhere, without the token) cannot prove itself: its record is dropped
+ *   as 'unproven' by the next incarnation, never signalled.
+ * A torn or unreadable file is reported, not thrown.
  */
+import { randomBytes } from 'node:crypto'
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { ReapkitError } from '../ground/errors'
@@ -14,6 +25,7 @@ import { openProcess, type ProcessHandle } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent } from '../ground/logger'
 import { processRow } from '../mechanisms/proctable'
+import { readTrustedStateFile } from './state-file-trust'
 import type { ProcessRecord } from './supervisor'
 
 /** One line of the state file. */
@@ -25,13 +37,21 @@ interface StateRecord {
   requestId: string | number | null
   command: string
   args: string[]
+  /** The token of the incarnation that spawned it, found in its environment; null: adopted, unprovable. */
+  token: string | null
 }
+
+/** The environment variable that carries an incarnation's token into the children it spawns. */
+export const STATE_TOKEN_ENV = 'REAPKIT_SUPERVISOR_TOKEN'
 
 export interface LeftoverReport {
   /** Processes of a previous incarnation found still running (same pid and start time). */
   found: Array<{ pid: number; pgid: number | null; requestId: string | number | null; command: string }>
-  /** Records dropped unsignalled: the process is gone, or its pid now names another process. */
-  dropped: Array<{ pid: number; reason: 'gone' | 'recycled' }>
+  /**
+   * Records dropped unsignalled: the process is gone, its pid now names another process, or it
+   * cannot prove it was spawned by the supervisor that wrote the record (no matching token).
+   */
+  dropped: Array<{ pid: number; reason: 'gone' | 'recycled' | 'unproven' }>
   /** With onLeftovers 'stop' (the default): each found process's graceful stop. */
   stopped: KillResult[]
   /** With onLeftovers 'adopt': their records, now in the registry with status 'adopted'. */
@@ -61,14 +81,17 @@ interface Owner {
 
 const START_RE = /^[\w :.-]+$/
 
+const TOKEN_RE = /^[0-9a-f]{32}$/
+
 function readRecords(file: string): { records: StateRecord[]; owner: Owner | null; corrupt: boolean } {
-  let text: string
+  let text: string | null
   try {
-    text = readFileSync(file, 'utf8')
+    text = readTrustedStateFile(file)
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], owner: null, corrupt: false }
+    if ((err as ReapkitError).code === 'ERR_REAPKIT_STATE_FILE_UNSAFE') throw err
     return { records: [], owner: null, corrupt: true }
   }
+  if (text === null) return { records: [], owner: null, corrupt: false }
   try {
     const data = JSON.parse(text) as { version?: unknown; processes?: unknown; owner?: Partial<Owner> }
     if (data.version !== 1 || !Array.isArray(data.processes)) return { records: [], owner: null, corrupt: true }
@@ -76,10 +99,31 @@ function readRecords(file: string): { records: StateRecord[]; owner: Owner | nul
       Number.isSafeInteger(r.pid) && (r.pid as number) > 0 && typeof r.start === 'string' && START_RE.test(r.start)
     const o = data.owner
     const owner = o && Number.isSafeInteger(o.pid) && typeof o.start === 'string' && START_RE.test(o.start) ? (o as Owner) : null
-    return { records: (data.processes as Partial<StateRecord>[]).filter(ok), owner, corrupt: false }
+    const records = (data.processes as Partial<StateRecord>[]).filter(ok).map((r) => ({
+      ...r,
+      token: typeof r.token === 'string' && TOKEN_RE.test(r.token) ? r.token : null,
+    }))
+    return { records, owner, corrupt: false }
   } catch {
     return { records: [], owner: null, corrupt: true }
   }
+}
+
+/**
+ * Does process `pid` carry `token` in the environment it was started with? Linux reads
+ * /proc/PID/environ (its owner and root only); elsewhere there is no such file and the answer is
+ * 'unchecked' (pid and start time alone decide there; see the README).
+ */
+function carriesToken(pid: number, token: string | null): 'proven' | 'unproven' | 'unchecked' {
+  if (process.platform !== 'linux') return 'unchecked'
+  if (token === null) return 'unproven'
+  let environ: string
+  try {
+    environ = readFileSync(`/proc/${pid}/environ`, 'latin1')
+  } catch {
+    return 'unproven' // gone, or not ours to read (EACCES): either way nothing to act on
+  }
+  return environ.split('\0').includes(`${STATE_TOKEN_ENV}=${token}`) ? 'proven' : 'unproven'
 }
 
 /** Is the recorded owner still running (same pid, same start time)? */
@@ -101,6 +145,8 @@ export class SupervisorState {
   #closed = false
 
   readonly #owner: Owner | null
+  /** This incarnation's proof: put in the environment of every child the supervisor spawns. */
+  readonly token = randomBytes(16).toString('hex')
 
   constructor(file: string, onLeftovers: 'stop' | 'adopt', hooks: StateHooks) {
     this.#file = resolve(file)
@@ -128,11 +174,20 @@ export class SupervisorState {
         report.dropped.push({ pid: rec.pid, reason: 'gone' })
         continue
       }
-      // Checked after the pidfd exists: a match means the pidfd pins the recorded process.
+      // Checked after the pidfd exists: a match means the pidfd pins the recorded process. The
+      // environment is read before the start time: if the start time still matches after it, the
+      // environment read was the recorded process's own.
+      const proof = carriesToken(rec.pid, rec.token)
       const row = processRow(rec.pid)
       if (!row || row.state === 'Z' || row.start !== rec.start) {
         handle.close()
         report.dropped.push({ pid: rec.pid, reason: !row || row.state === 'Z' ? 'gone' : 'recycled' })
+        continue
+      }
+      if (proof === 'unproven') {
+        handle.close()
+        report.dropped.push({ pid: rec.pid, reason: 'unproven' })
+        logEvent(hooks.logger, 'warn', 'state.unproven', { file, pid: rec.pid })
         continue
       }
       report.found.push({ pid: rec.pid, pgid: rec.pgid, requestId: rec.requestId, command: rec.command })
@@ -190,11 +245,14 @@ export class SupervisorState {
     this.#hooks.emit({ ...a.record })
   }
 
-  /** Records a process the supervisor just registered. */
-  add(pid: number, pgid: number | null, requestId: string | number | null, command: string, args: string[]): void {
+  /**
+   * Records a process the supervisor just registered; `spawnedWithToken` when it was spawned with
+   * this incarnation's token in its environment (adopted children were not).
+   */
+  add(pid: number, pgid: number | null, requestId: string | number | null, command: string, args: string[], spawnedWithToken: boolean): void {
     const row = processRow(pid)
     if (!row) return // already gone: nothing can be left of it under this pid
-    this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args })
+    this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args, token: spawnedWithToken ? this.token : null })
     this.#queueWrite()
   }
 

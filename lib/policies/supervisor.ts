@@ -27,7 +27,7 @@ import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent, silentLogger } from '../ground/logger'
 import { binding } from '../ground/native'
 import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedGroupMembersSync, spawnedInfo, trackChild } from '../mechanisms/spawn'
-import { type LeftoverReport, SupervisorState } from './supervisor-state'
+import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
 import { describe, validateMs, validateOptions } from '../ground/validate'
 
 /** 'adopted': running, found by a stateFile after the previous supervisor on that file crashed. */
@@ -168,10 +168,16 @@ export class Supervisor extends EventEmitter {
   spawn(command: string, args: readonly string[] = [], options: SpawnOptions & { requestId?: string | number } = {}): ChildProcess {
     const { requestId, ...spawnOptions } = options
     if (requestId !== undefined) this.#checkRequestId(requestId)
-    const child = spawn(command, args, spawnOptions)
+    const child = spawn(command, args, this.#withStateToken(spawnOptions))
     if (child.pid === undefined) return child // the 'error' event tells the caller; nothing to register
-    this.#register(child, command, [...args], requestId ?? null)
+    this.#register(child, command, [...args], requestId ?? null, this.#state !== null)
     return child
+  }
+
+  /** With a stateFile: the child's environment carries this incarnation's proof (supervisor-state.ts). */
+  #withStateToken(options: SpawnOptions): SpawnOptions {
+    if (!this.#state) return options
+    return { ...options, env: { ...(options.env ?? process.env), [STATE_TOKEN_ENV]: this.#state.token } }
   }
 
   /**
@@ -414,7 +420,7 @@ export class Supervisor extends EventEmitter {
     return this.#byRequest.get(pidOrRequestId) ?? byPid
   }
 
-  #register(child: ChildProcess, command: string, args: string[], requestId: string | number | null): Entry {
+  #register(child: ChildProcess, command: string, args: string[], requestId: string | number | null, spawnedWithToken = false): Entry {
     const pid = child.pid!
     const exited = child.exitCode !== null || child.signalCode !== null
     // A child spawn() did not start gets the same tracking (pinned handle, group trust), now,
@@ -441,7 +447,7 @@ export class Supervisor extends EventEmitter {
     if (requestId !== null) this.#byRequest.set(requestId, entry)
     if (exited) this.#finished.add(entry)
     if (!exited) {
-      this.#state?.add(pid, pgid, requestId, command, args)
+      this.#state?.add(pid, pgid, requestId, command, args, spawnedWithToken)
       child.once('exit', (code, signal) => {
         this.#state?.remove(pid)
         record.exitCode = code

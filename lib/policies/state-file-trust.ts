@@ -1,0 +1,115 @@
+/**
+ * Whether a Supervisor state file may steer signals: the rules OpenSSH (StrictModes) and systemd
+ * apply to files that steer privileged actions.
+ *
+ * A state file names processes that the next supervisor stops. Whoever can write it, or put a file
+ * of their own at its name, could aim that supervisor's signals at any process it may signal. So:
+ * - the file's folder and every folder above it (symlinks in the folder path resolved first, then
+ *   each real folder checked) belong to this process's effective user or to root, and nobody else
+ *   can write them. A folder above the file's own folder may be world-writable if it is sticky (as
+ *   /tmp is): nobody else can rename or remove what is ours inside it. The file's own folder may
+ *   not be, since anyone could then put a file at its name first;
+ * - the file itself is opened with O_NOFOLLOW (a symlink at its name is refused) and checked on the
+ *   opened descriptor (fstat), never by path: a regular file, owned by the effective user or root,
+ *   writable by nobody else.
+ * Anything else is refused with ERR_REAPKIT_STATE_FILE_UNSAFE before anything is read or signalled.
+ */
+import { closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readSync, realpathSync, type Stats } from 'node:fs'
+import { dirname, parse } from 'node:path'
+import { ReapkitError } from '../ground/errors'
+
+const GROUP_OR_OTHER_WRITE = 0o022
+const STICKY = 0o1000
+const MAX_STATE_BYTES = 16 * 1024 * 1024
+
+function unsafe(file: string, why: string): ReapkitError {
+  return new ReapkitError(
+    'ERR_REAPKIT_STATE_FILE_UNSAFE',
+    `Refusing the state file ${file}: ${why}. A state file steers signals, so only this user (or root) may be able to write it or its folders; choose a path in a folder of your own (e.g. mode 0700)`,
+  )
+}
+
+function euid(): number {
+  return typeof process.geteuid === 'function' ? process.geteuid() : 0
+}
+
+function ownedBySelfOrRoot(st: Stats): boolean {
+  return st.uid === euid() || st.uid === 0
+}
+
+/** Every real folder from `dir` up to the root, `dir` first. */
+function realFolders(dir: string): string[] {
+  const folders: string[] = []
+  let current = realpathSync(dir)
+  const root = parse(current).root
+  for (;;) {
+    folders.push(current)
+    if (current === root) return folders
+    current = dirname(current)
+  }
+}
+
+/**
+ * Throws ERR_REAPKIT_STATE_FILE_UNSAFE unless the folder that holds (or will hold) `file`, and every
+ * folder above it, is safe by the rules above. A folder that does not exist yet is refused too: the
+ * supervisor does not create folders.
+ */
+export function checkStateFolder(file: string): void {
+  if (process.platform === 'win32') return // no state file on Windows (the Supervisor says so first)
+  let folders: string[]
+  try {
+    folders = realFolders(dirname(file))
+  } catch (err) {
+    throw unsafe(file, `its folder cannot be resolved (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+  }
+  folders.forEach((folder, i) => {
+    const st = lstatSync(folder)
+    if (!st.isDirectory()) throw unsafe(file, `${folder} is not a folder`)
+    if (!ownedBySelfOrRoot(st)) throw unsafe(file, `the folder ${folder} belongs to uid ${st.uid}`)
+    const writableByOthers = (st.mode & GROUP_OR_OTHER_WRITE) !== 0
+    const stickyAbove = i > 0 && (st.mode & STICKY) !== 0
+    if (writableByOthers && !stickyAbove) {
+      throw unsafe(file, `the folder ${folder} can be written by others (mode ${(st.mode & 0o7777).toString(8)})`)
+    }
+  })
+}
+
+function checkOpened(file: string, st: Stats): void {
+  if (!st.isFile()) throw unsafe(file, 'it is not a regular file')
+  if (!ownedBySelfOrRoot(st)) throw unsafe(file, `it belongs to uid ${st.uid}`)
+  if ((st.mode & GROUP_OR_OTHER_WRITE) !== 0) throw unsafe(file, `others can write it (mode ${(st.mode & 0o777).toString(8)})`)
+  if (st.size > MAX_STATE_BYTES) throw unsafe(file, `it is ${st.size} bytes, more than any state file`)
+}
+
+/**
+ * Reads the state file through a descriptor opened without following a symlink and checked with
+ * fstat. null when there is no file yet (ENOENT). Throws ERR_REAPKIT_STATE_FILE_UNSAFE when the
+ * file may not be trusted; other read errors are thrown as they are.
+ */
+export function readTrustedStateFile(file: string): string | null {
+  checkStateFolder(file)
+  let fd: number
+  try {
+    // O_NONBLOCK: a FIFO planted at the name must not block the open (fstat then refuses it).
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') return null
+    if (code === 'ELOOP') throw unsafe(file, 'its name is a symlink')
+    throw err
+  }
+  try {
+    const st = fstatSync(fd)
+    checkOpened(file, st)
+    const buf = Buffer.alloc(st.size)
+    let off = 0
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off)
+      if (n === 0) break
+      off += n
+    }
+    return buf.subarray(0, off).toString('utf8')
+  } finally {
+    closeSync(fd)
+  }
+}
