@@ -13,6 +13,7 @@ export default defineConfig({
       'test/reaping.test.ts',
       'test/supervision.test.ts',
       'test/cli.test.ts', // the reapkit command on the sanitized supervisor (REAPKIT_SUPERVISOR)
+      'test/cli-signals.test.ts',
     ],
     setupFiles: ['test/setup.ts'],
     // The sanitized build runs several times slower: bounds are wider still than the main suite's.

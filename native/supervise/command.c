@@ -22,11 +22,14 @@ pid_t start_command(char **argv) {
     setpgid(0, 0);
     /* Both sides hand over the terminal, so the command never reads it as a background group. */
     if (want_tty) tcsetpgrp(STDIN_FILENO, getpid());
+    /* Our handlers go; what the caller ignored stays ignored (the mask is restored below). */
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; s++)
-      if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
+    for (int s = 1; s < NSIG; s++) {
+      if (s == SIGKILL || s == SIGSTOP) continue;
+      dfl.sa_handler = sigismember(&inherited_ignored, s) ? SIG_IGN : SIG_DFL;
+      sigaction(s, &dfl, NULL);
+    }
 #if RK_LINUX
     /* The kernel's guarantee: if the supervisor dies, even by SIGKILL, so does the command. */
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -34,9 +37,7 @@ pid_t start_command(char **argv) {
 #else
     (void)self;
 #endif
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    sigprocmask(SIG_SETMASK, &inherited_mask, NULL); /* the caller's blocked mask, as tini does */
     execvp(argv[0], argv);
     int e = errno;
     ssize_t w = write(err_pipe[1], &e, sizeof e);

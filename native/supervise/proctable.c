@@ -60,14 +60,20 @@ int signal_pinned(const proc_t *p, int sig) {
   int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
   if (fd >= 0) {
     int r = -1;
-    if (read_stat(p->pid, &again) == 0 && again.start == p->start && again.state != 'Z')
+    if (read_stat(p->pid, &again) == 0 && again.start == p->start && again.state != 'Z') {
       r = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+      if (r == 0 && stop_needs_cont(sig)) syscall(SYS_pidfd_send_signal, fd, SIGCONT, NULL, 0);
+    }
     close(fd);
     return r;
   }
   if (errno != ENOSYS) return -1;
 #endif
-  if (read_stat(p->pid, &again) == 0 && again.start == p->start && again.state != 'Z') return kill(p->pid, sig);
+  if (read_stat(p->pid, &again) == 0 && again.start == p->start && again.state != 'Z') {
+    int r = kill(p->pid, sig);
+    if (r == 0 && stop_needs_cont(sig)) kill(p->pid, SIGCONT);
+    return r;
+  }
   return -1;
 }
 #endif

@@ -15,14 +15,24 @@
  * - forwarded to the command's group, no stop by itself: everything else (SIGUSR1, SIGUSR2,
  *   SIGALRM, SIGVTALRM, SIGPROF, SIGPWR, SIGIO, SIGURG, SIGWINCH and the real-time signals). When
  *   one ends the command, its exit starts the stop of what it left behind, with the grace;
+ * - forwarded too: SIGCONT (the kernel continues us whatever we do; the command's group is
+ *   continued with us, as tini and dumb-init do);
  * - unchanged: SIGCHLD (reaping), SIGPIPE, SIGTTOU and SIGTTIN ignored (a --verbose line into a dead
- *   host's pipe, touching the terminal), SIGTSTP and SIGCONT at their defaults (job control).
+ *   host's pipe, touching the terminal), SIGTSTP at its default (job control).
+ *
+ * What the caller ignored stays ignored, for us and for the command (`nohup reapkit -- cmd`, a
+ * `cmd &` of a non-interactive shell that ignores SIGINT and SIGQUIT): no handler is installed for
+ * an inherited SIG_IGN (a signal we must handle excepted: SIGCHLD), and the command starts with the
+ * caller's ignored set and blocked mask, as tini does; everything else at its default.
  *
  * A fault the kernel raises in this very process (SIGSEGV from a bad pointer, SIGSYS from seccomp)
  * is not a request: its default action is restored and it ends the supervisor, as it should. So is
  * a kernel SIGXFSZ (a --verbose line past RLIMIT_FSIZE: the write fails, nothing else happens). */
 
 int sig_pipe[2] = {-1, -1};
+sigset_t inherited_ignored; /* the caller's SIG_IGN set, recorded before we change anything */
+sigset_t inherited_mask;    /* the caller's blocked mask */
+static int inherited_recorded = 0;
 int pdeath_signal = 0; /* the real-time signal armed as our parent-death signal (old kernels) */
 
 static int is_fault_signal(int sig) {
@@ -69,11 +79,29 @@ enum signal_action signal_action_of(int sig) {
 
 /* Not ours to handle: SIGKILL and SIGSTOP cannot be; the rest keep the dispositions set below. */
 static int left_alone(int sig) {
-  return sig == SIGKILL || sig == SIGSTOP || sig == SIGTSTP || sig == SIGCONT || sig == SIGPIPE || sig == SIGTTOU ||
-         sig == SIGTTIN;
+  return sig == SIGKILL || sig == SIGSTOP || sig == SIGTSTP || sig == SIGPIPE || sig == SIGTTOU || sig == SIGTTIN;
+}
+
+/* Once per process tree (an --isolate init inherits the record from the supervisor it forks from). */
+static void record_inherited(void) {
+  if (inherited_recorded) return;
+  inherited_recorded = 1;
+  sigemptyset(&inherited_ignored);
+  sigprocmask(SIG_SETMASK, NULL, &inherited_mask);
+  for (int sig = 1; sig < NSIG; sig++) {
+    struct sigaction old;
+    if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &old) != 0) continue;
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) sigaddset(&inherited_ignored, sig);
+  }
+}
+
+/* An ignored signal the caller handed us stays ignored, except the one we cannot do without. */
+static int keeps_caller_ignore(int sig) {
+  return sig != SIGCHLD && sigismember(&inherited_ignored, sig);
 }
 
 void install_handlers(int parent_death_signal) {
+  record_inherited();
   if (cloexec_pipe(sig_pipe, 1) != 0) {
     perror("reapkit: pipe");
     exit(EXIT_OWN_ERROR);
@@ -87,7 +115,7 @@ void install_handlers(int parent_death_signal) {
   sigset_t ours;
   sigemptyset(&ours);
   for (int sig = 1; sig < NSIG; sig++) {
-    if (left_alone(sig)) continue;
+    if (left_alone(sig) || keeps_caller_ignore(sig)) continue;
     /* (the C library's own real-time signals refuse: EINVAL, fine) */
     if (sigaction(sig, &sa, NULL) == 0) sigaddset(&ours, sig);
   }

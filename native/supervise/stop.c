@@ -120,14 +120,14 @@ static int signal_ours_pin(int sig, int fresh_only, int group_covered, int pin) 
   if (st.mode == NS_INIT) {
     /* init of a PID namespace: kill(-1) reaches every process in it but ourselves. Something
      * remains while we have a child: every process in the namespace descends from us. */
-    if (sig && !(fresh_only && st.stop_signal_in_use)) kill(-1, sig); /* once per stop: see begin_stop */
+    if (sig && !(fresh_only && st.stop_signal_in_use)) kill_then_cont(-1, sig); /* once per stop: see begin_stop */
     siginfo_t si;
     memset(&si, 0, sizeof si);
     return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 ? 1 : 0;
   }
   if (st.mode == OUTER) {
     if (!st.main_reaped) {
-      if (sig && !(fresh_only && st.stop_signal_in_use)) kill(st.main, sig);
+      if (sig && !(fresh_only && st.stop_signal_in_use)) kill_then_cont(st.main, sig);
       return 1;
     }
     return 0;
@@ -139,10 +139,10 @@ static int signal_ours_pin(int sig, int fresh_only, int group_covered, int pin) 
      * we cannot find them). Zombies of ours are reaped at once here, so a live member remains
      * while the group can be signalled. */
     int members = killpg(pgid, 0) == 0;
-    if (members && sig && !(fresh_only && st.stop_signal_in_use)) killpg(pgid, sig);
+    if (members && sig && !(fresh_only && st.stop_signal_in_use)) killpg_then_cont(pgid, sig);
     return members;
   }
-  if (sig && !fresh_only && !st.main_reaped) killpg(pgid, sig);
+  if (sig && !fresh_only && !st.main_reaped) killpg_then_cont(pgid, sig);
 #if RK_LINUX
   pid_t self = getpid();
   char *mine;
@@ -257,7 +257,7 @@ void begin_stop(int sig, const char *why) {
   event("stop", "\"why\":\"%s\",\"signal\":\"%s\",\"graceMs\":%lld", why, signal_name(sig), grace);
   int covered = 0;
   if (st.mode == PLAIN && scan_ok && !st.main_reaped)
-    covered = killpg(st.main, sig) == 0; /* the group at once: members forked mid-scan get it too */
+    covered = killpg_then_cont(st.main, sig) == 0; /* the group at once: members forked mid-scan get it too */
   int remaining = signal_ours_ex(sig, 1, covered);
   st.stop_signal_in_use = sig;
   event("signalled", "\"signal\":\"%s\",\"remaining\":%d", signal_name(sig), remaining);
@@ -299,26 +299,23 @@ void on_signal_received(int sig) {
     }
     return;
   }
-  if (action == SA_STOP_DEFAULT) {
-    /* a request to end, sent as a fault signal: the command gets the stop signal, not the fault */
-    event("signal", "\"signal\":\"%s\",\"as\":\"%s\"", signal_name(sig), signal_name(opt.stop_signal));
-    if (st.phase == RUNNING || st.phase == CLOSING) begin_stop(opt.stop_signal, "signal");
-    return;
-  }
+  /* A fault-type signal is a request to end: the command gets the stop signal it stands for. */
+  int as = action == SA_STOP_DEFAULT ? opt.stop_signal : sig;
   if (sig == SIGINT && ++st.interrupts >= 2 && st.phase == STOPPING) {
     /* Ctrl+C twice: a person wants it over now. */
     begin_kill("second SIGINT");
     return;
   }
   if (st.phase == RUNNING || st.phase == CLOSING) {
-    event("signal", "\"signal\":\"%s\"", signal_name(sig));
-    begin_stop(sig, "signal");
+    if (as != sig) event("signal", "\"signal\":\"%s\",\"as\":\"%s\"", signal_name(sig), signal_name(as));
+    else event("signal", "\"signal\":\"%s\"", signal_name(sig));
+    begin_stop(as, "signal");
   } else if (st.phase == STOPPING) {
-    /* Already stopping: forward it all the same (the host may send stdin end, then SIGTERM, then
-     * SIGINT); the grace is not restarted. */
-    event("signal", "\"signal\":\"%s\",\"phase\":\"stopping\"", signal_name(sig));
-    if (st.mode == PLAIN && (!st.main_reaped || !scan_ok)) killpg(st.main, sig);
-    else if (st.mode == OUTER && !st.main_reaped) kill(st.main, sig);
-    else if (st.mode == NS_INIT) kill(-1, sig);
+    /* Already stopping: pass it on all the same, a repeated fault-type signal as what it stands for
+     * (the host may send stdin end, then SIGTERM, then SIGINT); the grace is not restarted. */
+    event("signal", "\"signal\":\"%s\",\"as\":\"%s\",\"phase\":\"stopping\"", signal_name(sig), signal_name(as));
+    if (st.mode == PLAIN && (!st.main_reaped || !scan_ok)) killpg_then_cont(st.main, as);
+    else if (st.mode == OUTER && !st.main_reaped) kill_then_cont(st.main, as);
+    else if (st.mode == NS_INIT) kill_then_cont(-1, as);
   }
 }

@@ -93,6 +93,8 @@ void event(const char *name, const char *fields, ...);
 /* signals.c */
 enum signal_action { SA_STOP_SAME, SA_STOP_DEFAULT, SA_FORWARD };
 extern int sig_pipe[2];
+extern sigset_t inherited_ignored; /* signals.c: what the caller ignored, kept for the command */
+extern sigset_t inherited_mask;
 extern int pdeath_signal;
 int cloexec_pipe(int fds[2], int nonblock);
 enum signal_action signal_action_of(int sig);
@@ -122,6 +124,19 @@ void check_proc(void);
 int read_stat(pid_t pid, proc_t *out);
 void scan_procs(void);
 int signal_pinned(const proc_t *p, int sig);
+/* A process stopped by SIGTSTP/SIGSTOP cannot act on a stop signal until it runs again, so every
+ * stop signal is followed by SIGCONT to the same target, as systemd does (the signal is delivered
+ * first once it runs). SIGKILL needs none; 0 is a probe. */
+static inline int stop_needs_cont(int sig) { return sig != 0 && sig != SIGKILL && sig != SIGCONT; }
+static inline void kill_then_cont(pid_t pid, int sig) {
+  kill(pid, sig);
+  if (stop_needs_cont(sig)) kill(pid, SIGCONT);
+}
+static inline int killpg_then_cont(pid_t pgid, int sig) {
+  int r = killpg(pgid, sig);
+  if (r == 0 && stop_needs_cont(sig)) killpg(pgid, SIGCONT);
+  return r;
+}
 extern pid_t *children;
 extern size_t nchildren;
 int read_children(void);
