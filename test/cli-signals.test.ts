@@ -1,8 +1,10 @@
 // The `reapkit` command's signal conventions against those of tini and dumb-init (issue 19 item 5):
 // a stopped command is continued by the stop, what the caller ignored or blocked reaches the
-// command, SIGCONT is passed on, and a repeated stop request counts whatever its signal. Every
+// command, SIGCONT is passed on, a repeated stop request counts whatever its signal, and the wrapper does
+// not keep its starting folder busy. Every
 // wrapper runs in a group of its own that the cleanup kills; its command leads the group it makes.
-import { readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { childrenOf, exitOf, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
@@ -71,6 +73,20 @@ describe.runIf(linux)('reapkit -- command: signal conventions', () => {
     await waitFor(() => state(cmd) === 'S', 10_000, 'the command to be continued')
     process.kill(wrapper.pid!, 'SIGTERM')
     expect(await exitOf(wrapper, 15_000)).toEqual({ code: 128 + 15, signal: null })
+  })
+
+  it('once the command runs, the wrapper leaves the starting folder (it could not be unmounted otherwise); the command keeps it', async () => {
+    const start = mkdtempSync(join(tmpdir(), 'reapkit-cwd-'))
+    try {
+      const wrapper = spawnGroup(BIN, ['--', 'sleep', '1000'], { cwd: start })
+      const cmd = await commandOf(wrapper.pid!)
+      await waitFor(() => readlinkSync(`/proc/${wrapper.pid}/cwd`) === '/', 10_000, 'the wrapper to leave the folder')
+      expect(readlinkSync(`/proc/${cmd}/cwd`)).toBe(start)
+      process.kill(wrapper.pid!, 'SIGTERM')
+      expect(await exitOf(wrapper, 15_000)).toEqual({ code: 128 + 15, signal: null })
+    } finally {
+      rmSync(start, { recursive: true, force: true })
+    }
   })
 
   it('during a stop, a repeated fault-type request (SIGABRT) is passed on as the stop signal, as a repeated SIGTERM is', async () => {

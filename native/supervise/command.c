@@ -70,5 +70,15 @@ pid_t start_command(char **argv) {
     restore_tty();
     exit(child_errno == ENOENT ? 127 : 126);
   }
+  leave_start_folder();
   return pid;
+}
+
+/* The command has its own working folder now; ours would only keep the starting folder busy (it
+ * could not be unmounted while we run), so we move to / as dumb-init does. Nothing of ours uses a
+ * relative path after this. */
+void leave_start_folder(void) {
+  if (chdir("/") != 0) {
+    /* stays where it was: harmless */
+  }
 }

@@ -90,6 +90,7 @@ void start_isolated(void) {
   }
   st.mode = OUTER;
   st.main = init;
+  leave_start_folder();
   event("start", "\"init\":%d,\"isolate\":true,\"parent\":%d,\"host\":%d,\"launchers\":%d", (int)init,
         (int)st.parent, (int)(st.host ? st.host : st.parent), st.launchers);
   /* Our init hands the terminal to the command; we take it back at the end. */

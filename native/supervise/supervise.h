@@ -102,6 +102,7 @@ void install_handlers(int parent_death_signal);
 
 /* command.c */
 pid_t start_command(char **argv);
+void leave_start_folder(void);
 
 /* tty.c */
 extern int tty_fd;
