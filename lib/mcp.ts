@@ -20,9 +20,7 @@
  *   transport: both are passed through, like sessionId and setProtocolVersion().
  * - StdioServerParameters are the same in both (command, args, env, stderr, cwd, maxBufferSize).
  */
-import { closeClient, type Keepalive, spawn } from './index'
-// Stateless validators, bundled into this entry (no second copy of any process-global state).
-import { validateMs, validateOptions } from './ground/validate'
+import type { Keepalive } from './index'
 import { shuttingDownResponse } from './mcp-http-wire'
 
 /** The part of the SDK's Transport interface this module relies on (1.x and 2.x alike). */
@@ -211,170 +209,17 @@ export function withKeepalive<S extends McpServerLike>(server: S, keepalive: Kee
   return server
 }
 
-// ---- The client side: a drop-in StdioClientTransport ----
-
-/** The SDK's StdioServerParameters: how to start the server. */
-export interface StdioServerParameters {
-  command: string
-  args?: string[]
-  /** The server's environment; default: a safe subset of this one (HOME, LOGNAME, PATH, SHELL, TERM, USER), as the SDK does. */
-  env?: Record<string, string>
-  /** What to do with the server's stderr: 'inherit' (default), 'pipe' (then read `.stderr`), 'ignore', or a stream/fd. */
-  stderr?: 'inherit' | 'pipe' | 'ignore' | 'overlapped' | import('node:stream').Stream | number
-  cwd?: string
-  /**
-   * The largest message (in bytes) the server may send; past it the transport reports an error and
-   * closes, as the SDK's does. Default 10 MB (the SDK's STDIO_DEFAULT_MAX_BUFFER_SIZE).
-   */
-  maxBufferSize?: number
-}
-
-/** The SDK's default bound of the stdio read buffer (1.x and 2.x). */
-export const STDIO_DEFAULT_MAX_BUFFER_SIZE = 10 * 1024 * 1024
-
-export interface StdioClientTransportOptions {
-  /** closeClient's phase 1 bound. Default 2000 (REAPKIT_CLOSE_TIMEOUT_MS). */
-  closeTimeoutMs?: number
-  /** closeClient's SIGTERM -> SIGKILL grace. Default 9000 (REAPKIT_KILL_GRACE_MS). */
-  graceMs?: number
-}
-
-/** Environment variables inherited when none is given, like the SDK's getDefaultEnvironment(). */
-export const DEFAULT_INHERITED_ENV_VARS = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER']
-
-export function getDefaultEnvironment(): Record<string, string> {
-  const env: Record<string, string> = {}
-  for (const key of DEFAULT_INHERITED_ENV_VARS) {
-    const value = process.env[key]
-    if (value !== undefined && !value.startsWith('()')) env[key] = value // no exported shell functions
-  }
-  return env
-}
-
-/**
- * A Transport for the SDK's Client that runs the server with reapkit's spawn (its own process group,
- * the kernel's parent-death signal) and whose close() is the bounded two-phase closeClient: stdin
- * end, then SIGTERM to the whole group, then SIGKILL. Same constructor as the SDK's class of this
- * name, so switching is a change of import.
- */
-export class StdioClientTransport implements McpTransport {
-  readonly #params: StdioServerParameters
-  readonly #options: StdioClientTransportOptions
-  #child: import('node:child_process').ChildProcess | null = null
-  #stderr: import('node:stream').PassThrough | null = null
-  #buffer: Buffer | null = null
-  #closing: Promise<void> | null = null
-  onmessage?: (message: JsonRpcMessage, extra?: unknown) => void
-  onclose?: () => void
-  onerror?: (error: Error) => void
-
-  constructor(server: StdioServerParameters, options: StdioClientTransportOptions = {}) {
-    // Checked here, not at close(): a bad bound found then would leave the server running.
-    options = validateOptions(options)
-    validateMs(options.closeTimeoutMs, 'closeTimeoutMs')
-    validateMs(options.graceMs, 'graceMs')
-    if (typeof server !== 'object' || server === null || typeof server.command !== 'string' || server.command === '') {
-      throw Object.assign(new TypeError('The "server" argument must be an object with a non-empty "command" string'), {
-        code: 'ERR_INVALID_ARG_TYPE',
-      })
-    }
-    this.#params = server
-    this.#options = options
-    if (server.stderr === 'pipe' || server.stderr === 'overlapped') {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { PassThrough } = require('node:stream') as typeof import('node:stream')
-      this.#stderr = new PassThrough() // available before start(), as in the SDK
-    }
-  }
-
-  /** The server's pid once started, else null. */
-  get pid(): number | null {
-    return this.#child?.pid ?? null
-  }
-
-  /** The server's stderr when `stderr: 'pipe'` was given. */
-  get stderr(): import('node:stream').Stream | null {
-    return this.#stderr
-  }
-
-  start(): Promise<void> {
-    if (this.#child) throw new Error('StdioClientTransport already started; Client.connect() starts it')
-    return new Promise((resolve, reject) => {
-      const stderrOption = this.#stderr ? 'pipe' : (this.#params.stderr ?? 'inherit')
-      const child = spawn(this.#params.command, this.#params.args ?? [], {
-        env: this.#params.env ? { ...getDefaultEnvironment(), ...this.#params.env } : getDefaultEnvironment(),
-        stdio: ['pipe', 'pipe', stderrOption as 'pipe'],
-        ...(this.#params.cwd ? { cwd: this.#params.cwd } : {}),
-      })
-      this.#child = child
-      child.once('error', (err) => {
-        reject(err)
-        this.onerror?.(err)
-      })
-      child.once('spawn', () => resolve())
-      child.once('close', () => {
-        this.#child = null
-        this.onclose?.()
-      })
-      child.stdin!.on('error', (err) => this.onerror?.(err))
-      child.stdout!.on('data', (chunk: Buffer) => this.#read(chunk))
-      child.stdout!.on('error', (err) => this.onerror?.(err))
-      if (this.#stderr) child.stderr!.pipe(this.#stderr)
-    })
-  }
-
-  #read(chunk: Buffer): void {
-    const max = this.#params.maxBufferSize ?? STDIO_DEFAULT_MAX_BUFFER_SIZE
-    if ((this.#buffer?.length ?? 0) + chunk.length > max) {
-      // As the SDK: report, drop what was buffered, close (the bounded two-phase close here).
-      this.#buffer = null
-      this.onerror?.(new Error(`ReadBuffer exceeded maximum size of ${max} bytes`))
-      void this.close().catch((err: Error) => this.onerror?.(err))
-      return
-    }
-    this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk
-    let nl: number
-    while (this.#buffer && (nl = this.#buffer.indexOf(0x0a)) >= 0) {
-      const line = this.#buffer.toString('utf8', 0, nl).replace(/\r$/, '')
-      this.#buffer = nl + 1 < this.#buffer.length ? this.#buffer.subarray(nl + 1) : null
-      if (!line) continue
-      let message: JsonRpcMessage
-      try {
-        message = JSON.parse(line) as JsonRpcMessage
-      } catch (err) {
-        this.onerror?.(err as Error)
-        continue
-      }
-      this.onmessage?.(message)
-    }
-  }
-
-  send(message: JsonRpcMessage): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const stdin = this.#child?.stdin
-      if (!stdin || stdin.destroyed) return reject(new Error('Not connected'))
-      const json = JSON.stringify(message) + '\n'
-      if (stdin.write(json)) resolve()
-      else stdin.once('drain', resolve)
-    })
-  }
-
-  /** The bounded two-phase close: stdin end, then the whole group is stopped. Never waits on pipes. */
-  close(): Promise<void> {
-    const child = this.#child
-    if (!child) return Promise.resolve()
-    this.#closing ??= closeClient(child, {
-      ...(this.#options.closeTimeoutMs !== undefined ? { closeTimeoutMs: this.#options.closeTimeoutMs } : {}),
-      ...(this.#options.graceMs !== undefined ? { graceMs: this.#options.graceMs } : {}),
-    }).then(() => {
-      if (this.#child === child) {
-        this.#child = null
-        this.onclose?.()
-      }
-    })
-    return this.#closing
-  }
-}
+// ---- The client side: a drop-in StdioClientTransport (mcp-stdio-client.ts) ----
+export {
+  DEFAULT_INHERITED_ENV_VARS,
+  getDefaultEnvironment,
+  STDIO_CLOSE_TIMEOUT_MS_DEFAULT,
+  STDIO_DEFAULT_MAX_BUFFER_SIZE,
+  STDIO_GRACE_MS_DEFAULT,
+  StdioClientTransport,
+  type StdioClientTransportOptions,
+  type StdioServerParameters,
+} from './mcp-stdio-client'
 
 // ---- Streamable HTTP servers: the drain below the SDK, for both lines ----
 export {

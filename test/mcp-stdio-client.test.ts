@@ -1,0 +1,152 @@
+// reapkit/mcp's StdioClientTransport as a drop-in for the SDK's (issue 19 item 2): the SDK's close
+// budget, a restart after close(), onclose once, start() and send() failing as the SDK's do, the
+// messages that reach onmessage, and the 2.x client's version negotiation. Real servers (a raw
+// JSON-RPC peer, test/fixtures/stdio-peer.cjs) under real SDK clients where a client is involved.
+import { Client as ClientV2, SdkError } from '@modelcontextprotocol/client'
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
+import { describe, expect, it } from 'vitest'
+import { StdioClientTransport } from '../lib/mcp'
+import { FIXTURES, isGone, trackGroup, waitFor } from './helpers'
+
+const linux = process.platform === 'linux'
+const peer = (mode: string) => ({ command: process.execPath, args: [`${FIXTURES}/stdio-peer.cjs`, mode], stderr: 'pipe' as const })
+const initialize = { jsonrpc: '2.0' as const, id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }
+
+/** Starts a transport and registers its server's group for the cleanup. */
+async function started(t: StdioClientTransport): Promise<number> {
+  await t.start()
+  trackGroup(t.pid!)
+  return t.pid!
+}
+
+describe.runIf(linux)('StdioClientTransport: a drop-in for the SDK\'s', () => {
+  it('closes a server that ignores stdin end and SIGTERM within the SDK\'s budget (2 s + 2 s, then SIGKILL), not the library\'s 9 s grace', async () => {
+    const t = new StdioClientTransport(peer('hang'))
+    const pid = await started(t)
+    await t.send(initialize)
+    const t0 = Date.now()
+    await t.close()
+    const took = Date.now() - t0
+    expect(isGone(pid)).toBe(true)
+    expect(took).toBeGreaterThanOrEqual(3500) // both waits were given
+    expect(took).toBeLessThan(9000) // before: 11 s (2 s + the 9 s grace)
+  })
+
+  it('started again after close(), its second server is stopped by the second close(); onclose once per start', async () => {
+    const t = new StdioClientTransport(peer('legacy'), { closeTimeoutMs: 500 })
+    let closes = 0
+    t.onclose = () => closes++
+    const first = await started(t)
+    await t.close()
+    expect(isGone(first)).toBe(true)
+    expect(t.pid).toBe(null)
+    const second = await started(t)
+    expect(second).not.toBe(first)
+    await t.close()
+    expect(isGone(second), 'the second server').toBe(true)
+    await new Promise((r) => setTimeout(r, 100))
+    expect(closes).toBe(2)
+  })
+
+  it('onclose fires once when a setsid helper outside the server\'s group holds its stdout', async () => {
+    const t = new StdioClientTransport(peer('helper'), { closeTimeoutMs: 300, graceMs: 500 })
+    let helper = 0
+    ;(t.stderr as NodeJS.ReadableStream).on('data', (b: Buffer) => {
+      const m = /"helper":(\d+)/.exec(b.toString())
+      if (m) {
+        helper = Number(m[1])
+        trackGroup(helper) // its own session and group: the cleanup kills it
+      }
+    })
+    let closes = 0
+    t.onclose = () => closes++
+    await started(t)
+    await t.send(initialize)
+    await waitFor(() => helper > 0, 10_000, 'the helper')
+    await t.close()
+    expect(closes).toBe(1)
+    process.kill(helper, 'SIGKILL') // now the child's 'close' event comes: still no second onclose
+    await waitFor(() => isGone(helper), 10_000, 'the helper to go')
+    await new Promise((r) => setTimeout(r, 200))
+    expect(closes).toBe(1)
+  })
+
+  it('start() on a started transport rejects (no synchronous throw); send() before start() rejects', async () => {
+    const t = new StdioClientTransport(peer('legacy'), { closeTimeoutMs: 500 })
+    await expect(t.send(initialize)).rejects.toThrow('Not connected')
+    await started(t)
+    let promise: Promise<void> | undefined
+    expect(() => (promise = t.start())).not.toThrow()
+    await expect(promise).rejects.toThrow(/already started/)
+    await t.close()
+  })
+
+  it('with the 2.x client, send() when not connected rejects with the SDK\'s SdkError NOT_CONNECTED', async () => {
+    const t = new StdioClientTransport(peer('legacy'))
+    t.setSupportedProtocolVersions(['2025-06-18']) // what the 2.x Protocol does before start()
+    const err = await t.send(initialize).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(SdkError)
+    expect((err as { code: string }).code).toBe('NOT_CONNECTED')
+  })
+
+  it('JSON that is not JSON-RPC goes to onerror, never onmessage; stdout noise goes to onerror with 1.x and is skipped with 2.x', async () => {
+    for (const line of [1, 2] as const) {
+      const t = new StdioClientTransport(peer('noise'), { closeTimeoutMs: 500 })
+      if (line === 2) t.setSupportedProtocolVersions(['2025-06-18'])
+      const messages: unknown[] = []
+      const errors: string[] = []
+      t.onmessage = (m) => messages.push(m)
+      t.onerror = (e) => errors.push(e.message)
+      await started(t)
+      await t.send(initialize)
+      await waitFor(() => messages.length === 2, 10_000, 'the initialize result and the notification')
+      expect(messages.every((m) => (m as { jsonrpc: string }).jsonrpc === '2.0'), `${line}.x`).toBe(true)
+      expect(errors.filter((e) => e.startsWith('Invalid JSON-RPC message')), `${line}.x`).toHaveLength(1)
+      expect(errors.length, `${line}.x: ${errors.join(' | ')}`).toBe(line === 1 ? 2 : 1)
+      await t.close()
+    }
+  })
+
+  it('the 2.x client with versionNegotiation \'auto\' connects to a legacy server that exits on any request before initialize', async () => {
+    const t = new StdioClientTransport(peer('legacy'), { closeTimeoutMs: 500 })
+    const client = new ClientV2({ name: 'reapkit-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } } as never)
+    await client.connect(t as never)
+    trackGroup(t.pid!)
+    const tools = await (client as unknown as { listTools(): Promise<{ tools: unknown[] }> }).listTools()
+    expect(tools.tools).toEqual([])
+    const pid = t.pid!
+    await client.close()
+    expect(isGone(pid)).toBe(true)
+  })
+
+  it('_dispose() (the 2.x probe reaper) does not wait on a helper that holds the server\'s stdout, and destroys our pipe ends', async () => {
+    const t = new StdioClientTransport(peer('helper'))
+    let helper = 0
+    ;(t.stderr as NodeJS.ReadableStream).on('data', (b: Buffer) => {
+      const m = /"helper":(\d+)/.exec(b.toString())
+      if (m) trackGroup((helper = Number(m[1])))
+    })
+    const pid = await started(t)
+    await t.send(initialize)
+    await waitFor(() => helper > 0, 10_000, 'the helper')
+    const t0 = Date.now()
+    await t._dispose()
+    expect(Date.now() - t0).toBeLessThan(10_000) // the helper holds the pipe for 30 s
+    expect(isGone(pid)).toBe(true)
+    expect(isGone(helper)).toBe(false) // outside the group: not ours to stop here
+    expect(t.pid).toBe(null)
+    process.kill(helper, 'SIGKILL')
+  })
+
+  it('1.x Client.connect() on the same transport after close() starts and later stops a second server', async () => {
+    const t = new StdioClientTransport(peer('legacy'), { closeTimeoutMs: 500 })
+    for (let round = 0; round < 2; round++) {
+      const client = new ClientV1({ name: 'reapkit-test', version: '1.0.0' })
+      await client.connect(t as never)
+      const pid = t.pid!
+      trackGroup(pid)
+      await client.close()
+      expect(isGone(pid), `round ${round}`).toBe(true)
+    }
+  })
+})
