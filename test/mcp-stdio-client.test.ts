@@ -51,7 +51,7 @@ describe.runIf(linux)('StdioClientTransport: a drop-in for the SDK\'s', () => {
   it('onclose fires once when a setsid helper outside the server\'s group holds its stdout', async () => {
     const t = new StdioClientTransport(peer('helper'), { closeTimeoutMs: 300, graceMs: 500 })
     let helper = 0
-    ;(t.stderr as NodeJS.ReadableStream).on('data', (b: Buffer) => {
+    ;(t.stderr as unknown as NodeJS.ReadableStream).on('data', (b: Buffer) => {
       const m = /"helper":(\d+)/.exec(b.toString())
       if (m) {
         helper = Number(m[1])
@@ -122,7 +122,7 @@ describe.runIf(linux)('StdioClientTransport: a drop-in for the SDK\'s', () => {
   it('_dispose() (the 2.x probe reaper) does not wait on a helper that holds the server\'s stdout, and destroys our pipe ends', async () => {
     const t = new StdioClientTransport(peer('helper'))
     let helper = 0
-    ;(t.stderr as NodeJS.ReadableStream).on('data', (b: Buffer) => {
+    ;(t.stderr as unknown as NodeJS.ReadableStream).on('data', (b: Buffer) => {
       const m = /"helper":(\d+)/.exec(b.toString())
       if (m) trackGroup((helper = Number(m[1])))
     })
