@@ -225,6 +225,16 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
     expect(r.result().orphan).toEqual({ parentGone: true, code: 0, finished: true })
   })
 
+  it("StdioClientTransport with no env: the server gets the SDK's Windows safe list (SYSTEMROOT, COMSPEC, PATHEXT, TEMP, APPDATA...)", async () => {
+    const tag = newTag()
+    const r = run('mcp-env.cjs', [winPath(join(tmpdir(), `${tag}-env.json`))], tag)
+    const result = await resultWith(r, 'done')
+    expect(result.defaults).toHaveLength(18)
+    const got = (result.serverEnv as string[]).map((k) => k.toUpperCase())
+    for (const name of ['SYSTEMROOT', 'COMSPEC', 'PATHEXT', 'TEMP', 'APPDATA', 'WINDIR', 'PATH']) expect(got, name).toContain(name)
+    expect(got).not.toContain('SHELL')
+  })
+
   it('watchParent waits on a handle to the parent and fires when it exits', async () => {
     const r = run('parent-host.cjs')
     const host = await resultWith(r, 'host')
