@@ -121,10 +121,6 @@ extern proc_t *procs;
 extern size_t nprocs;
 extern int scan_ok; /* /proc can be read and is our PID namespace's */
 void check_proc(void);
-#if RK_LINUX
-int read_stat(pid_t pid, proc_t *out);
-void scan_procs(void);
-int signal_pinned(const proc_t *p, int sig);
 /* A process stopped by SIGTSTP/SIGSTOP cannot act on a stop signal until it runs again, so every
  * stop signal is followed by SIGCONT to the same target, as systemd does (the signal is delivered
  * first once it runs). SIGKILL needs none; 0 is a probe. */
@@ -138,6 +134,11 @@ static inline int killpg_then_cont(pid_t pgid, int sig) {
   if (r == 0 && stop_needs_cont(sig)) killpg(pgid, SIGCONT);
   return r;
 }
+
+#if RK_LINUX
+int read_stat(pid_t pid, proc_t *out);
+void scan_procs(void);
+int signal_pinned(const proc_t *p, int sig);
 extern pid_t *children;
 extern size_t nchildren;
 int read_children(void);
