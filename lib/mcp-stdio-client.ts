@@ -130,7 +130,9 @@ export class StdioClientTransport implements McpTransport {
         code: 'ERR_INVALID_ARG_TYPE',
       })
     }
-    this.#params = server
+    // Own properties only, as every options object in reapkit (validateOptions): an inherited
+    // `cwd` or `args` from a polluted Object.prototype must not reach the spawn.
+    this.#params = Object.assign(Object.create(null) as StdioServerParameters, server)
     this.#options = options
     if (server.stderr === 'pipe' || server.stderr === 'overlapped') {
       // eslint-disable-next-line @typescript-eslint/no-require-imports

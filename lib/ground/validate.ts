@@ -117,11 +117,18 @@ export function validateAbortSignal(signal: unknown, name = 'signal'): AbortSign
   return signal as AbortSignal
 }
 
-/** An options argument: an object (or undefined, for the defaults); null or a primitive is refused. */
+/**
+ * An options argument: an object (or undefined, for the defaults); null or a primitive is refused.
+ *
+ * Returns a copy of the caller's OWN enumerable properties on a null prototype, as Node reads
+ * child_process options (`{ __proto__: null, ...options }`): an option set on Object.prototype by a
+ * prototype pollution anywhere in the host (`shell`, `uid`, `cwd`, `graceMs`...) is never read.
+ * Nested option objects (a logger, an env) are passed through as they are.
+ */
 export function validateOptions<T>(value: T, name = 'options'): NonNullable<T> {
-  if (value === undefined) return {} as NonNullable<T>
+  if (value === undefined) return Object.create(null) as NonNullable<T>
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be of type object. Received ${describe(value)}`)
   }
-  return value as NonNullable<T>
+  return Object.assign(Object.create(null) as object, value) as NonNullable<T>
 }

@@ -273,6 +273,9 @@ export function spawn(
   // is therefore no death signal; an explicit option still wins.
   const defaultDeathSignal = isSupervisor(command) ? false : 'SIGKILL'
   const { group = true, parentDeathSignal = defaultDeathSignal, ...nodeOptions } = options
+  // The rest is a plain object again: own properties only, as validateOptions made them, so that an
+  // option set on Object.prototype (shell, uid, argv0...) is never read below.
+  Object.setPrototypeOf(nodeOptions, null)
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
