@@ -189,6 +189,7 @@ async function requireTime() {
 const reaping = await import('./reaping.mjs')
 const keepaliveBench = await import('./keepalive.mjs')
 const httpDrainBench = await import('./http-drain.mjs')
+const httpCostBench = await import('./http-cost.mjs')
 const cliBench = await import('./cli.mjs')
 const wrapperStopBench = await import('./wrapper-stop.mjs')
 const exitScale = await import('./exitscale.mjs')
@@ -209,6 +210,7 @@ const tracking = await keepaliveBench.trackingOverhead(quick ? 20_000 : 200_000)
 const sigterm = await keepaliveBench.sigtermToExit(quick ? 3 : 10)
 const orphaned = await keepaliveBench.parentDeathToExit(quick ? 3 : 10)
 const httpDrain = await httpDrainBench.httpDrainFigures(quick)
+const httpCost = process.platform === 'linux' ? await httpCostBench.httpCostFigures(quick) : null // (CPU from /proc)
 const cliStartup = cliBench.startupLatency(quick ? 20 : 100)
 const cliRss = await cliBench.residentMemory()
 const cliSurvivors = await cliBench.survivorsAfterHostKill(quick ? 1 : 3)
@@ -466,6 +468,8 @@ An idle server leaving (a Node process with createKeepalive; exit seen here by p
 
 ${httpDrainBench.httpDrainMarkdown(httpDrain).trimEnd()}
 
+${httpCost ? httpCostBench.httpCostMarkdown(httpCost).trimEnd() : ''}
+
 ## The \`reapkit\` command (a server wrapped as \`reapkit -- command\`)
 
 Start-up, spawn → exit of \`/bin/true\` (${cliStartup.bare.length} runs each, interleaved):
@@ -521,7 +525,7 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, httpDrain, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows }, null, 1))
 console.log(md)
 // A full run also rewrites the README's figures table from this very run (bench/readme.mjs).
 if (!quick) (await import('./readme.mjs')).writeReadme(join(outDir, 'latest.json'))
