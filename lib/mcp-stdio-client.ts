@@ -91,8 +91,11 @@ function isJsonRpcMessage(value: unknown): value is JsonRpcMessage {
 function notConnectedError(sdkLine: 1 | 2): Error {
   if (sdkLine === 2) {
     try {
+      // Loaded from the host's own install at run time, never bundled into this entry (a name in a
+      // variable: the bundler leaves the require as it is).
+      const name = '@modelcontextprotocol/client'
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const sdk = require('@modelcontextprotocol/client') as { SdkError?: new (code: string, message: string) => Error; SdkErrorCode?: { NotConnected?: string } }
+      const sdk = require(name) as { SdkError?: new (code: string, message: string) => Error; SdkErrorCode?: { NotConnected?: string } }
       if (sdk.SdkError && sdk.SdkErrorCode?.NotConnected) return new sdk.SdkError(sdk.SdkErrorCode.NotConnected, 'Not connected')
     } catch {
       // the 2.x client is not loadable from here: the same code on a plain Error
@@ -184,6 +187,7 @@ export class StdioClientTransport implements McpTransport {
     return spawn(this.#params.command, this.#params.args ?? [], {
       env: this.#params.env ? { ...getDefaultEnvironment(), ...this.#params.env } : getDefaultEnvironment(),
       stdio: ['pipe', 'pipe', stderrOption as 'pipe'],
+      windowsHide: process.platform === 'win32', // as both SDK lines: no console window flashes up
       ...(this.#params.cwd ? { cwd: this.#params.cwd } : {}),
     })
   }

@@ -6,7 +6,9 @@ import { Client as ClientV2, SdkError } from '@modelcontextprotocol/client'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { describe, expect, it } from 'vitest'
 import { StdioClientTransport } from '../lib/mcp'
-import { FIXTURES, isGone, trackGroup, waitFor } from './helpers'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { FIXTURES, isGone, ROOT, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 const peer = (mode: string) => ({ command: process.execPath, args: [`${FIXTURES}/stdio-peer.cjs`, mode], stderr: 'pipe' as const })
@@ -136,6 +138,12 @@ describe.runIf(linux)('StdioClientTransport: a drop-in for the SDK\'s', () => {
     expect(isGone(helper)).toBe(false) // outside the group: not ours to stop here
     expect(t.pid).toBe(null)
     process.kill(helper, 'SIGKILL')
+  })
+
+  it('the built reapkit/mcp entry loads the host\'s own SDK at run time, never a bundled copy', () => {
+    const built = readFileSync(join(ROOT, 'dist', 'cjs', 'mcp.js'), 'utf8')
+    expect(built).not.toContain('mcp.SdkError') // the 2.x SdkError's brand: a bundled client would carry it
+    expect(built.length).toBeLessThan(200_000) // 1.49 MB when the 2.x client was bundled in
   })
 
   it('1.x Client.connect() on the same transport after close() starts and later stops a second server', async () => {
