@@ -44,9 +44,9 @@ describe.runIf(linux)('reapkit -- command: signal conventions', () => {
     expect(Date.now() - t0).toBeLessThan(15_000)
   })
 
-  it('what the caller ignored and blocked reaches the command (nohup, a `cmd &` of sh); SIGHUP then stops nothing', async () => {
-    // perl stands in for nohup plus a blocked mask: SIGHUP and SIGINT ignored, SIGUSR1 blocked.
-    const perl = 'use POSIX; $SIG{HUP} = "IGNORE"; $SIG{INT} = "IGNORE"; sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGUSR1)); exec @ARGV or die'
+  it('what the caller ignored and blocked reaches the command (nohup, a `cmd &` of sh), the stop signals excepted; SIGHUP then stops nothing', async () => {
+    // perl stands in for nohup plus a blocked mask: SIGHUP and SIGINT ignored, SIGUSR1 and SIGTERM blocked.
+    const perl = 'use POSIX; $SIG{HUP} = "IGNORE"; $SIG{INT} = "IGNORE"; sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGUSR1, SIGTERM)); exec @ARGV or die'
     const wrapper = spawnGroup('perl', ['-e', perl, BIN, '--', 'sleep', '1000'])
     const cmd = await commandOf(wrapper.pid!)
     await waitFor(() => readFileSync(`/proc/${cmd}/comm`, 'utf8').trim() === 'sleep', 10_000, 'the command to exec')
@@ -55,6 +55,8 @@ describe.runIf(linux)('reapkit -- command: signal conventions', () => {
     expect(ignored & bit(2), 'SIGINT ignored').toBe(bit(2))
     expect(ignored & bit(15), 'SIGTERM not ignored').toBe(0n)
     expect(maskOf(cmd, 'SigBlk') & bit(10), 'SIGUSR1 blocked').toBe(bit(10))
+    // A blocked SIGTERM would turn every graceful stop into a SIGKILL: the stop signals are unblocked.
+    expect(maskOf(cmd, 'SigBlk') & bit(15), 'SIGTERM not blocked').toBe(0n)
     // The wrapper keeps the caller's ignore too: a SIGHUP ends neither it nor the command.
     process.kill(wrapper.pid!, 'SIGHUP')
     await new Promise((r) => setTimeout(r, 300))
@@ -67,6 +69,7 @@ describe.runIf(linux)('reapkit -- command: signal conventions', () => {
   it('SIGCONT to the wrapper continues the command\'s group', async () => {
     const wrapper = spawnGroup(BIN, ['--', 'sleep', '1000'])
     const cmd = await commandOf(wrapper.pid!)
+    await waitFor(() => readFileSync(`/proc/${cmd}/comm`, 'utf8').trim() === 'sleep', 10_000, 'the command to exec')
     process.kill(cmd, 'SIGSTOP')
     await waitFor(() => state(cmd) === 'T', 10_000, 'the command to stop')
     process.kill(wrapper.pid!, 'SIGCONT')
@@ -90,7 +93,7 @@ describe.runIf(linux)('reapkit -- command: signal conventions', () => {
   })
 
   it('during a stop, a repeated fault-type request (SIGABRT) is passed on as the stop signal, as a repeated SIGTERM is', async () => {
-    const log = join(ROOT, '.cache', `cli-signals-${process.pid}-${Date.now()}`)
+    const log = join(tmpdir(), `reapkit-cli-signals-${process.pid}-${Date.now()}`)
     const script = `trap "echo TERM >> ${log}" TERM; while :; do sleep 0.05; done`
     const wrapper = spawnGroup(BIN, ['--grace', '1500', '--', 'sh', '-c', script])
     const cmd = await commandOf(wrapper.pid!)

@@ -118,6 +118,7 @@ describe('watchParent without the native addon', () => {
       symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
       const { intermediate, out } = await startChain('intermediate', 'none', {
         REAPKIT_DIST: join(dir, 'dist', 'cjs', 'index.js'),
+        REAPKIT_ADDON: '', // the sanitizer run's explicit addon would load one: this copy must have none
         POLL_MS: '50',
       })
       const ready = await out.next((m) => m.event === 'ready', 15_000, 'the watcher to start')

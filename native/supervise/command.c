@@ -2,6 +2,31 @@
 
 #include "supervise.h"
 
+/* Waits for the command's exec: EOF on its close-on-exec pipe (0 returned), or its errno (the size
+ * of an int returned). A command stopped before its exec (SIGSTOP, or a Ctrl+Z landing as its mask
+ * is restored) never gets there until it is continued: waiting on, we would answer no signal and no
+ * host death meanwhile. So the wait polls, and once the command is seen stopped it returns at once
+ * (0) and leaves the pipe open: the loop then forwards the SIGCONT that continues it, and an exec
+ * that fails after that still ends the command with 126/127 (its write to the pipe succeeds). */
+static ssize_t await_exec(pid_t pid, int fd, int *child_errno) {
+  for (;;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int ready = poll(&p, 1, 50);
+    if (ready > 0) {
+      ssize_t n;
+      do n = read(fd, child_errno, sizeof *child_errno);
+      while (n < 0 && errno == EINTR);
+      close(fd);
+      return n;
+    }
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (ready == 0 && waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid &&
+        si.si_code == CLD_STOPPED)
+      return 0; /* the fd stays open for as long as we live: see above */
+  }
+}
+
 /* fork + exec the command as a group leader; exits the supervisor if it cannot be executed. */
 pid_t start_command(char **argv) {
   int err_pipe[2];
@@ -37,7 +62,12 @@ pid_t start_command(char **argv) {
 #else
     (void)self;
 #endif
-    sigprocmask(SIG_SETMASK, &inherited_mask, NULL); /* the caller's blocked mask, as tini does */
+    /* The caller's blocked mask, as tini does, except the signals a stop sends: a command that
+     * could not receive its stop signal could only ever be SIGKILLed. */
+    sigset_t mask = inherited_mask;
+    int stop_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCONT, opt.stop_signal};
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) sigdelset(&mask, stop_signals[i]);
+    sigprocmask(SIG_SETMASK, &mask, NULL);
     execvp(argv[0], argv);
     int e = errno;
     ssize_t w = write(err_pipe[1], &e, sizeof e);
@@ -60,10 +90,7 @@ pid_t start_command(char **argv) {
     exit(EXIT_OWN_ERROR);
   }
   int child_errno = 0;
-  ssize_t n;
-  do n = read(err_pipe[0], &child_errno, sizeof child_errno);
-  while (n < 0 && errno == EINTR);
-  close(err_pipe[0]);
+  ssize_t n = await_exec(pid, err_pipe[0], &child_errno);
   if (n == (ssize_t)sizeof child_errno) {
     fprintf(stderr, "reapkit: cannot execute %s: %s\n", argv[0], strerror(child_errno));
     waitpid(pid, NULL, 0);
