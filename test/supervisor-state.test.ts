@@ -175,6 +175,8 @@ describe.runIf(linux && canUnshare)('Supervisor stateFile trust (in a private PI
     expect(cases['a torn file']).toMatchObject({ code: null, found: 0, corrupt: true })
     expect(Object.keys(cases)).toHaveLength(10)
     for (const c of Object.values(cases) as Array<{ name: string; canaryAlive: boolean }>) expect(c.canaryAlive, c.name).toBe(true)
+    // A symlinked folder retargeted after the start: the file stays in the real folder that was checked.
+    expect(out.seen.find((m) => m.event === 'ancestor')).toEqual({ event: 'ancestor', inReal: true, inTheirs: [] })
     // The control: a process that carries the record's token is found and stopped.
     const control = out.seen.find((m) => m.event === 'control')
     expect(control).toEqual({ event: 'control', found: 1, stopped: 1, provenAlive: false, canaryAlive: true })

@@ -15,7 +15,7 @@
  * Anything else is refused with ERR_REAPKIT_STATE_FILE_UNSAFE before anything is read or signalled.
  */
 import { closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readSync, realpathSync, type Stats } from 'node:fs'
-import { dirname, parse } from 'node:path'
+import { basename, dirname, join, parse } from 'node:path'
 import { ReapkitError } from '../ground/errors'
 
 const GROUP_OR_OTHER_WRITE = 0o022
@@ -53,9 +53,13 @@ function realFolders(dir: string): string[] {
  * Throws ERR_REAPKIT_STATE_FILE_UNSAFE unless the folder that holds (or will hold) `file`, and every
  * folder above it, is safe by the rules above. A folder that does not exist yet is refused too: the
  * supervisor does not create folders.
+ *
+ * Returns the file's path through its real folder. Every later open, temporary file and rename must
+ * use that path: the given one may pass through a symlink that someone else owns and could retarget
+ * after this check.
  */
-export function checkStateFolder(file: string): void {
-  if (process.platform === 'win32') return // no state file on Windows (the Supervisor says so first)
+export function checkStateFolder(file: string): string {
+  if (process.platform === 'win32') return file // no state file on Windows (the Supervisor says so first)
   let folders: string[]
   try {
     folders = realFolders(dirname(file))
@@ -72,6 +76,7 @@ export function checkStateFolder(file: string): void {
       throw unsafe(file, `the folder ${folder} can be written by others (mode ${(st.mode & 0o7777).toString(8)})`)
     }
   })
+  return join(folders[0]!, basename(file))
 }
 
 function checkOpened(file: string, st: Stats): void {
@@ -83,11 +88,11 @@ function checkOpened(file: string, st: Stats): void {
 
 /**
  * Reads the state file through a descriptor opened without following a symlink and checked with
- * fstat. null when there is no file yet (ENOENT). Throws ERR_REAPKIT_STATE_FILE_UNSAFE when the
- * file may not be trusted; other read errors are thrown as they are.
+ * fstat. `file` is the path checkStateFolder returned. null when there is no file yet (ENOENT).
+ * Throws ERR_REAPKIT_STATE_FILE_UNSAFE when the file may not be trusted; other read errors are
+ * thrown as they are.
  */
 export function readTrustedStateFile(file: string): string | null {
-  checkStateFolder(file)
   let fd: number
   try {
     // O_NONBLOCK: a FIFO planted at the name must not block the open (fstat then refuses it).

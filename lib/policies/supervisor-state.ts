@@ -25,7 +25,7 @@ import { openProcess, type ProcessHandle } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent } from '../ground/logger'
 import { processRow } from '../mechanisms/proctable'
-import { readTrustedStateFile } from './state-file-trust'
+import { checkStateFolder, readTrustedStateFile } from './state-file-trust'
 import type { ProcessRecord } from './supervisor'
 
 /** One line of the state file. */
@@ -149,7 +149,8 @@ export class SupervisorState {
   readonly token = randomBytes(16).toString('hex')
 
   constructor(file: string, onLeftovers: 'stop' | 'adopt', hooks: StateHooks) {
-    this.#file = resolve(file)
+    // Through its real folder from here on (never a symlinked one someone could retarget).
+    this.#file = checkStateFolder(resolve(file))
     this.#hooks = hooks
     const { records, owner, corrupt } = readRecords(this.#file)
     // A file whose writer still runs is not a crash's leftovers: its processes are that supervisor's,
