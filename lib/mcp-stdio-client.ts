@@ -112,11 +112,11 @@ function notConnectedError(sdkLine: 1 | 2): Error {
 export class StdioClientTransport implements McpTransport {
   readonly #params: StdioServerParameters
   readonly #options: StdioClientTransportOptions
+  /** The server of the current start; null before start() and from the moment close() begins. */
   #child: ChildProcess | null = null
   #stderr: PassThrough | null = null
-  #buffer: Buffer | null = null
-  /** One close per started server: a restarted transport's close stops the new one. */
-  readonly #closing = new WeakMap<ChildProcess, Promise<void>>()
+  /** The close in flight, for a close() that comes while it runs (the same promise). */
+  #closing: Promise<void> | null = null
   readonly #closed = new WeakSet<ChildProcess>()
   #sdkLine: 1 | 2 = 1
   onmessage?: (message: JsonRpcMessage, extra?: unknown) => void
@@ -169,16 +169,18 @@ export class StdioClientTransport implements McpTransport {
     return new Promise((resolve, reject) => {
       const child = this.#spawn()
       this.#child = child
-      child.once('error', (err) => {
-        reject(err)
+      child.on('error', (err) => {
+        reject(err) // the first one only: a promise settles once
         this.onerror?.(err)
       })
       child.once('spawn', () => resolve())
       child.once('close', () => this.#ended(child))
       child.stdin!.on('error', (err) => this.onerror?.(err))
-      child.stdout!.on('data', (chunk: Buffer) => this.#read(chunk))
+      const lines = { buffer: null as Buffer | null } // each start reads its own server's lines
+      child.stdout!.on('data', (chunk: Buffer) => this.#read(lines, chunk))
       child.stdout!.on('error', (err) => this.onerror?.(err))
-      if (this.#stderr) child.stderr!.pipe(this.#stderr)
+      // Not ended with this server: a transport started again pipes its next server's stderr into it.
+      if (this.#stderr) child.stderr!.pipe(this.#stderr, { end: false })
     })
   }
 
@@ -194,29 +196,26 @@ export class StdioClientTransport implements McpTransport {
 
   /** The server of one start is over (its 'close', or our close): onclose once for it. */
   #ended(child: ChildProcess): void {
-    if (this.#child === child) {
-      this.#child = null
-      this.#buffer = null
-    }
+    if (this.#child === child) this.#child = null
     if (this.#closed.has(child)) return
     this.#closed.add(child)
     this.onclose?.()
   }
 
-  #read(chunk: Buffer): void {
+  #read(lines: { buffer: Buffer | null }, chunk: Buffer): void {
     const max = this.#params.maxBufferSize ?? STDIO_DEFAULT_MAX_BUFFER_SIZE
-    if ((this.#buffer?.length ?? 0) + chunk.length > max) {
+    if ((lines.buffer?.length ?? 0) + chunk.length > max) {
       // As the SDK: report, drop what was buffered, close (the bounded two-phase close here).
-      this.#buffer = null
+      lines.buffer = null
       this.onerror?.(new Error(`ReadBuffer exceeded maximum size of ${max} bytes`))
       void this.close().catch((err: Error) => this.onerror?.(err))
       return
     }
-    this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk
+    lines.buffer = lines.buffer ? Buffer.concat([lines.buffer, chunk]) : chunk
     let nl: number
-    while (this.#buffer && (nl = this.#buffer.indexOf(0x0a)) >= 0) {
-      const line = this.#buffer.toString('utf8', 0, nl).replace(/\r$/, '')
-      this.#buffer = nl + 1 < this.#buffer.length ? this.#buffer.subarray(nl + 1) : null
+    while (lines.buffer && (nl = lines.buffer.indexOf(0x0a)) >= 0) {
+      const line = lines.buffer.toString('utf8', 0, nl).replace(/\r$/, '')
+      lines.buffer = nl + 1 < lines.buffer.length ? lines.buffer.subarray(nl + 1) : null
       if (line) this.#deliver(line)
     }
   }
@@ -246,18 +245,27 @@ export class StdioClientTransport implements McpTransport {
     })
   }
 
-  /** The bounded two-phase close: stdin end, then the whole group is stopped. Never waits on pipes. */
+  /**
+   * The bounded two-phase close: stdin end, then the whole group is stopped. Never waits on pipes.
+   * The transport lets go of the server at once, as the SDK's does: send() rejects from here on and
+   * start() may run a new server while this one is being stopped; a close() meanwhile gets this
+   * close's promise.
+   */
   close(): Promise<void> {
     const child = this.#child
-    if (!child) return Promise.resolve()
-    let closing = this.#closing.get(child)
-    if (!closing) {
-      closing = closeClient(child, {
-        closeTimeoutMs: this.#options.closeTimeoutMs ?? STDIO_CLOSE_TIMEOUT_MS_DEFAULT,
-        graceMs: this.#options.graceMs ?? STDIO_GRACE_MS_DEFAULT,
-      }).then(() => this.#ended(child))
-      this.#closing.set(child, closing)
-    }
+    if (!child) return this.#closing ?? Promise.resolve()
+    this.#child = null
+    const closing = closeClient(child, {
+      closeTimeoutMs: this.#options.closeTimeoutMs ?? STDIO_CLOSE_TIMEOUT_MS_DEFAULT,
+      graceMs: this.#options.graceMs ?? STDIO_GRACE_MS_DEFAULT,
+    }).then(() => this.#ended(child))
+    this.#closing = closing
+    void closing.then(
+      () => {
+        if (this.#closing === closing) this.#closing = null
+      },
+      () => {},
+    )
     return closing
   }
 
@@ -269,7 +277,6 @@ export class StdioClientTransport implements McpTransport {
   async _dispose(): Promise<void> {
     const child = this.#child
     this.#child = null
-    this.#buffer = null
     if (!child) return
     try {
       child.stdin?.end()

@@ -15,9 +15,11 @@
 
 namespace reapkit {
 
-// Calls `fn(new Float64Array(values))`. Returns false (delivery dropped) when the environment no
-// longer allows calls into JavaScript. A JS exception thrown by `fn` stays pending for Node, which
-// reports it as an uncaught exception (the call itself was made: returns true).
+// Calls `fn(new Float64Array(values))`. Returns true when the call was made and returned normally;
+// false when it could not be made (the environment no longer allows calls into JavaScript) or `fn`
+// threw. A throw is left pending for the thread-safe function's machinery to handle as Node does
+// (with NAPI_VERSION 8 on Node 20 it is reported as warning DEP0168, not as an uncaught exception);
+// lib/mechanisms/handle.ts's dispatcher never throws.
 inline bool DeliverFloat64Batch(napi_env env, napi_value fn, const double* values, size_t count) {
   if (env == nullptr || fn == nullptr || count == 0) return false;
   void* bytes = nullptr;
@@ -29,8 +31,7 @@ inline bool DeliverFloat64Batch(napi_env env, napi_value fn, const double* value
   if (napi_create_typedarray(env, napi_float64_array, count, buffer, 0, &array) != napi_ok) return false;
   napi_value recv = nullptr;
   if (napi_get_undefined(env, &recv) != napi_ok) return false;
-  napi_status status = napi_call_function(env, recv, fn, 1, &array, nullptr);
-  return status == napi_ok || status == napi_pending_exception;
+  return napi_call_function(env, recv, fn, 1, &array, nullptr) == napi_ok;
 }
 
 }  // namespace reapkit

@@ -140,6 +140,28 @@ describe.runIf(linux)('StdioClientTransport: a drop-in for the SDK\'s', () => {
     process.kill(helper, 'SIGKILL')
   })
 
+  it('close() lets go of the server at once, as the SDK\'s: send() meanwhile rejects, start() runs a new server', async () => {
+    const t = new StdioClientTransport({ ...peer('hang'), stderr: 'pipe' }, { closeTimeoutMs: 300, graceMs: 300 })
+    const lines: string[] = []
+    ;(t.stderr as unknown as NodeJS.ReadableStream).on('data', (b: Buffer) => lines.push(b.toString()))
+    const first = await started(t)
+    await t.send(initialize)
+    const closing = t.close() // not awaited
+    await expect(t.send(initialize)).rejects.toThrow('Not connected')
+    expect(t.close()).toBe(closing) // a close() meanwhile: the same one
+    const second = await started(t) // resolves while the first server is still being stopped
+    expect(second).not.toBe(first)
+    await closing
+    expect(isGone(first)).toBe(true)
+    expect(isGone(second)).toBe(false)
+    // The second server's stderr still reaches the transport's stream (the first one's end did not end it).
+    await t.send(initialize)
+    await waitFor(() => lines.join('').includes(`peer ${second} initialized`), 10_000, "the second server's stderr")
+    expect(lines.join('')).toContain(`peer ${first} initialized`)
+    await t.close()
+    expect(isGone(second)).toBe(true)
+  })
+
   it('the built reapkit/mcp entry loads the host\'s own SDK at run time, never a bundled copy', () => {
     const built = readFileSync(join(ROOT, 'dist', 'cjs', 'mcp.js'), 'utf8')
     expect(built).not.toContain('mcp.SdkError') // the 2.x SdkError's brand: a bundled client would carry it
