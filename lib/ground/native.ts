@@ -271,12 +271,26 @@ export function launcherPath(): string | null {
 }
 
 /**
- * The native supervisor behind the `reapkit` command (native/supervise/), for hosts that start
- * servers themselves: `spawn(supervisorPath(), ['--', 'uvx', 'some-server'])`. null where missing.
+ * The library's own lookup of the native supervisor (spawn recognises it by path): null where this
+ * build has none. Users get supervisorCommand() under the name `supervisorPath` (index.ts).
  */
 export function supervisorPath(): string | null {
   // Windows: reapkit-job.exe is that supervisor (a kill-on-close job; `--host PID|ancestors`).
   return process.platform === 'win32' ? jobLauncherPath() : shippedExecutable('reapkit-supervise')
+}
+
+/**
+ * The native supervisor behind the `reapkit` command (native/supervise/), for hosts that start
+ * servers themselves: `spawn(supervisorPath(), ['--', 'uvx', 'some-server'])`. Exported as
+ * `supervisorPath`. Throws ENOTSUP where this build has none; `capabilities().supervisor` says
+ * whether it has one, without a throw.
+ */
+export function supervisorCommand(): string {
+  const file = supervisorPath()
+  if (file !== null) return file
+  const name = process.platform === 'win32' ? 'reapkit-job.exe' : 'reapkit-supervise'
+  const why = loadError ? `the addon did not load (${loadError.message})` : `${name} is missing beside the addon in ${addonDir}`
+  throw systemError('ENOTSUP', 'supervisorPath', `this build of reapkit has no native supervisor: ${why}`)
 }
 
 let caps: Capabilities | undefined
