@@ -194,9 +194,11 @@ try {
   // npm 11 skips dependencies' install scripts unless approved, so on a platform without a
   // prebuild nothing built the addon: say how to get one.
   loadError = new Error(
-    `${cause.message}. reapkit ships prebuilds for linux-x64, linux-arm64, darwin-x64, darwin-arm64 and win32-x64; ` +
-      'elsewhere it builds at install time: allow that with `npm install-scripts approve reapkit` ' +
-      '(npm 11 skips install scripts of dependencies unless approved) and reinstall, with a C++ toolchain present.',
+    `${cause.message}. reapkit's package carries prebuilds for linux-x64 (glibc) and win32-x64 only; ` +
+      `on ${process.platform}-${process.arch} the addon is built at install time by node-gyp (node-gyp-build's fallback), ` +
+      'which needs Python 3, make and a C++17 compiler (on macOS: xcode-select --install). Install those, ' +
+      'allow the install script (npm 11 skips dependencies\' scripts unless approved: npm install-scripts approve reapkit) ' +
+      'and reinstall (or run `npm rebuild reapkit`).',
     { cause },
   )
 }
