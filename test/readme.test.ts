@@ -79,15 +79,27 @@ async function run(command: string, args: string[], stdinEndsAtOnce: boolean): P
   const exited = exitOf(child, EVALUATE_MS + STDIN_END_MS + SIGTERM_MS + 10_000)
   exited.catch(() => {})
   const evaluated = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), EVALUATE_MS)
+    let timer = setTimeout(() => resolve(false), EVALUATE_MS)
     const done = (value: boolean) => {
       clearTimeout(timer)
       resolve(value)
     }
-    ;(child.stdio[3] as NodeJS.ReadableStream).on('data', (d) => String(d).includes('evaluated') && done(true))
-    child.once('exit', () => setImmediate(() => done(false)))
+    const channel = child.stdio[3] as NodeJS.ReadableStream
+    channel.on('data', (d) => String(d).includes('evaluated') && done(true))
+    channel.on('end', () => done(false))
+    // The channel's last bytes may come after the exit event; a process the block started may hold
+    // the channel open past it: wait for its end, a little.
+    child.once('exit', () => {
+      clearTimeout(timer)
+      timer = setTimeout(() => resolve(false), 2000)
+    })
   })
-  const within = (ms: number) => Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(r, ms, false))])
+  const within = async (ms: number): Promise<boolean> => {
+    let timer: NodeJS.Timeout | undefined
+    const out = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(r, ms, false)))])
+    clearTimeout(timer)
+    return out
+  }
   child.stdin!.end()
   let leftOn: Run['leftOn'] = 'stdin end'
   if (!(await within(STDIN_END_MS))) {
