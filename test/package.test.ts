@@ -114,7 +114,7 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(spawnSync(bin, ['doctor', '--bogus'], { env, encoding: 'utf8', timeout: 60_000 }).status).toBe(2)
   })
 
-  it('installs reapkit-process-server: --help from npx; a clear error without the MCP SDK; with it (copied from this checkout, no registry), an MCP initialize over stdio, also through the README's host configuration', () => {
+  it('installs reapkit-process-server: --help from npx; a clear error without the MCP SDK; with it (copied from this checkout, no registry), an MCP initialize over stdio, also through the host configuration in the README', () => {
     const env = { PATH: nodeOnlyPath, HOME: process.env.HOME }
     // npx runs its command through sh: the system's PATH after node's.
     const npx = join(dirname(npmCli()), 'npx-cli.js')
