@@ -193,9 +193,11 @@ try {
   const cause = err instanceof Error ? err : new Error(String(err))
   // npm 11 skips dependencies' install scripts unless approved, so on a platform without a
   // prebuild nothing built the addon: say how to get one.
+  const here = `${process.platform}-${process.arch}`
+  const where = ['linux-x64', 'win32-x64'].includes(here) ? `the ${here} one is missing or did not load here (musl, for one, needs a build of its own), so` : `on ${here}`
   loadError = new Error(
-    `${cause.message}. reapkit's package carries prebuilds for linux-x64 (glibc) and win32-x64 only; ` +
-      `on ${process.platform}-${process.arch} the addon is built at install time by node-gyp (node-gyp-build's fallback), ` +
+    `${cause.message.trimEnd()}. reapkit's package carries prebuilds for linux-x64 (glibc) and win32-x64 only; ` +
+      `${where} the addon is built at install time by node-gyp (node-gyp-build's fallback), ` +
       'which needs Python 3, make and a C++17 compiler (on macOS: xcode-select --install). Install those, ' +
       'allow the install script (npm 11 skips dependencies\' scripts unless approved: npm install-scripts approve reapkit) ' +
       'and reinstall (or run `npm rebuild reapkit`).',
