@@ -121,9 +121,13 @@ function userEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(npm_|VITEST|INIT_CWD$|NODE_OPTIONS$)/.test(k)))
 }
 
-/** The real processes the blocks point at; the suite's group cleanup ends them after each test. */
+/**
+ * The real processes the blocks point at; the suite's group cleanup ends them after each test. The
+ * pid lives 4 s: long enough for a loaded machine to start a block that opens it, short enough for
+ * `watchExit(1234, { timeoutMs: 5000 })` to see it exit.
+ */
 function startTargets(): Targets {
-  return { pid: spawnGroup('sleep', ['2']).pid!, pgid: spawnGroup('sleep', ['30']).pid! }
+  return { pid: spawnGroup('sleep', ['4']).pid!, pgid: spawnGroup('sleep', ['30']).pid! }
 }
 
 const title = (b: Block): string => `README.md:${b.line} (${b.lang}, ${b.heading})`

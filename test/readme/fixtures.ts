@@ -5,7 +5,7 @@
 
 /** What the test started for the blocks to point at: real processes, not children of the block. */
 export interface Targets {
-  /** A `sleep` that runs about 1 s: stands in for a pid written as `1234` and for `pid`. */
+  /** A `sleep` that runs 4 s: stands in for a pid written as `1234` and for `pid`. */
   pid: number
   /** A `sleep` that leads its own process group: stands in for `pgid`. */
   pgid: number
