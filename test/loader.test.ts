@@ -26,7 +26,9 @@ describe('the addon loader, with no addon to load', () => {
       let thrown = null
       try { r.supervisorPath() } catch (err) { thrown = { code: err.code, message: err.message } }
       console.log(JSON.stringify({ caps: r.capabilities(), thrown }))`
-    const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, PREBUILDS_ONLY: '' } })
+    // Without the loader's overrides (an explicit addon file, a prebuild tag): the plain search.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(REAPKIT_ADDON|REAPKIT_PREBUILD|PREBUILDS_ONLY)$/.test(k)))
+    const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000, env })
     expect(out.status, out.stderr).toBe(0)
     const { caps, thrown } = JSON.parse(out.stdout)
     expect(caps).toMatchObject({ native: false, supervisor: false })
