@@ -48,6 +48,12 @@ export interface Closable {
   close(): unknown
 }
 
+/**
+ * The `mcp` option's shapes: one closable, or a collection as servers keep them (a Map of session
+ * transports, as the SDK's Express examples keep them; an array; a record by session id).
+ */
+export type McpClosables = Closable | ReadonlyMap<unknown, Closable> | Iterable<Closable> | Readonly<Record<string, Closable>>
+
 export interface HttpKeepaliveOptions extends KeepaliveOptions {
   /**
    * The keepalive to drive (for a server that also runs other work under it). Default: a new one,
@@ -63,7 +69,7 @@ export interface HttpKeepaliveOptions extends KeepaliveOptions {
    * graceful result), 1.x's session transports (a Map or record of them, read at that moment; its
    * size when the drain begins is the report's `sessions`), or a function that returns them.
    */
-  mcp?: Closable | Iterable<Closable> | Record<string, Closable> | (() => Closable | Iterable<Closable> | Record<string, Closable>)
+  mcp?: McpClosables | (() => McpClosables)
   /** A path answered 200 while running and 503 from the first moment of the drain (Kubernetes readinessProbe). */
   readinessPath?: string
   /** A path answered 200 until the process exits (livenessProbe). */

@@ -227,5 +227,6 @@ export {
   HTTP_DRAIN_GRACE_MS_DEFAULT,
   type HttpKeepalive,
   type HttpKeepaliveOptions,
+  type McpClosables,
   withHttpKeepalive,
 } from './mcp-http'

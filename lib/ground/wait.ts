@@ -3,6 +3,7 @@
  * nor its listener outlives it.
  */
 import type { ChildProcess } from 'node:child_process'
+import { type EventEmitter, on } from 'node:events'
 
 /** Waits at most `ms` for `promise` to settle (either way); true if it did. The timer is cleared. */
 export function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
@@ -51,4 +52,24 @@ export function childExit(child: ChildProcess): { promise: Promise<void>; dispos
     child.once('exit', listener)
   })
   return { promise, dispose: () => child.off('exit', listener) }
+}
+
+/**
+ * The first argument of each `event` of `emitter`, as an async iterator that ends as soon as any
+ * of `ends` aborts (events already queued are delivered first). No listener outlives it.
+ */
+export async function* eventsUntil<T>(emitter: EventEmitter, event: string, ends: ReadonlyArray<AbortSignal | undefined>): AsyncGenerator<T> {
+  const signals = ends.filter((s): s is AbortSignal => s !== undefined)
+  if (signals.some((s) => s.aborted)) return
+  // One signal for all of them (AbortSignal.any is newer than Node 20.0).
+  const stop = new AbortController()
+  const abort = (): void => stop.abort()
+  for (const s of signals) s.addEventListener('abort', abort, { once: true })
+  try {
+    for await (const [value] of on(emitter, event, { signal: stop.signal })) yield value as T
+  } catch (err) {
+    if ((err as { name?: string }).name !== 'AbortError') throw err
+  } finally {
+    for (const s of signals) s.removeEventListener('abort', abort)
+  }
 }

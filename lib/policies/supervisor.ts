@@ -16,7 +16,7 @@
  * matters, or run under the `reapkit -- command` wrapper.
  */
 import type { ChildProcess } from 'node:child_process'
-import { EventEmitter, on } from 'node:events'
+import { EventEmitter } from 'node:events'
 import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../ground/config'
 import { type CloseReport, closeClient } from './close'
 import { ReapkitError, rangeError, systemError, typeError } from '../ground/errors'
@@ -29,6 +29,7 @@ import { binding } from '../ground/native'
 import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedGroupMembersSync, spawnedInfo, trackChild } from '../mechanisms/spawn'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
 import { describe, validateMs, validateOptions } from '../ground/validate'
+import { eventsUntil } from '../ground/wait'
 
 /** 'adopted': running, found by a stateFile after the previous supervisor on that file crashed. */
 export type ProcessStatus = 'running' | 'adopted' | 'exited' | 'terminated' | 'killed'
@@ -126,6 +127,8 @@ export class Supervisor extends EventEmitter {
   /** Entries whose status is final, in the order they settled (what #prune drops from). */
   readonly #finished = new Set<Entry>()
   #nextId = 1
+  /** Aborted by dispose(): ends every changes() iterator. */
+  readonly #disposed = new AbortController()
   readonly #state: SupervisorState | null = null
   /** With stateFile: what the previous supervisor on that file left running, and what was done. */
   readonly leftovers: Promise<LeftoverReport | null> = Promise.resolve(null)
@@ -327,18 +330,13 @@ export class Supervisor extends EventEmitter {
   }
 
   /**
-   * Status changes as an async iterator of records (ends when `signal` aborts). The same records
-   * are emitted as 'status' events.
+   * Status changes as an async iterator of records, the same records as the 'status' events. It
+   * ends when `signal` aborts or when the supervisor is disposed (`dispose()`): the changes already
+   * queued are delivered first. Started after `dispose()`, it ends at once.
    */
   async *changes(options: { signal?: AbortSignal } = {}): AsyncGenerator<ProcessRecord> {
     options = validateOptions(options)
-    try {
-      for await (const [record] of on(this, 'status', options.signal ? { signal: options.signal } : {})) {
-        yield record as ProcessRecord
-      }
-    } catch (err) {
-      if ((err as { name?: string }).name !== 'AbortError') throw err
-    }
+    yield* eventsUntil<ProcessRecord>(this, 'status', [this.#disposed.signal, options.signal])
   }
 
   /**
@@ -351,9 +349,13 @@ export class Supervisor extends EventEmitter {
     this.#state?.killAllSync()
   }
 
-  /** Stops tracking (and backstopping) this supervisor's processes; they are not signalled. */
+  /**
+   * Stops tracking (and backstopping) this supervisor's processes; they are not signalled. Every
+   * `changes()` iterator ends.
+   */
   dispose(): void {
     supervisors.delete(this)
+    this.#disposed.abort()
     this.#state?.close()
   }
 

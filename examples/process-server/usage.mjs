@@ -1,0 +1,31 @@
+// `reapkit-process-server --help` (and `node server.mjs --help`): what server.mjs's header says at
+// length, in a screen.
+export const usage = `reapkit-process-server [options]: an MCP server whose tools run commands and never leave one behind
+
+Tools: run_command (under reapkit's native supervisor, tied to the request; cancelling it stops
+the command), list_processes, terminate_process (only what it started for the caller).
+run_command runs programs as this server's user: it runs only what --allow names.
+
+Options:
+  --allow <cmd>          a command run_command may run (repeatable, or comma-separated). Default: none
+  --allow-any            run any command (only for a machine and a user you trust the client with)
+  --pass-env <NAME>      pass this variable to commands (repeatable); they get PATH, HOME, LANG only
+  --state-file <path>    record what it runs; started again after a crash, stop what was left first
+  --http <port>          serve Streamable HTTP on 127.0.0.1:<port>/mcp instead of stdio
+  --host <address>       the address to bind in HTTP mode. Default: 127.0.0.1
+  --token <token>        a bearer token for HTTP (repeatable; also PROCESS_SERVER_TOKEN). Default: one
+                         generated and printed once on stderr
+  --allow-origin <o>     a browser Origin allowed in HTTP mode (repeatable). Default: localhost
+  --max-body-bytes <n>   the largest HTTP request body. Default: 1048576
+  --session-idle-ms <n>  close an idle HTTP session after this long. Default: 600000
+  --help                 this text
+
+It drains on SIGTERM, SIGINT, SIGHUP (stdio: also stdin end and its host's death): calls in flight
+are answered, every process it started is stopped, one report line goes to stderr. GRACE_MS sets the
+grace (stdio 8000, HTTP 20000).
+
+It needs the MCP TypeScript SDK 1.x (@modelcontextprotocol/sdk), an optional peer dependency of
+reapkit. From a host's configuration:
+  { "command": "npx", "args": ["-y", "-p", "reapkit", "-p", "@modelcontextprotocol/sdk",
+                               "reapkit-process-server", "--allow", "uptime,df"] }
+`
