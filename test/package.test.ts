@@ -6,7 +6,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FIXTURES, ROOT } from './helpers'
+import { canUnshare, commandPid, FIXTURES, ROOT } from './helpers'
 import { ensureNodeVersions, NODE_VERSIONS, nodeBinary, npm } from './node-versions'
 
 const linuxX64 = process.platform === 'linux' && process.arch === 'x64'
@@ -86,6 +86,8 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(version.stdout).toBe(`reapkit ${require('../package.json').version}\n`)
     const r = spawnSync(bin, ['--', '/bin/sh', '-c', 'exit 5'], { env, encoding: 'utf8', timeout: 10_000 })
     expect(r.status, r.stderr).toBe(5)
+    // npm's symlink, resolved with shell builtins only: the launcher starts no process of its own.
+    if (canUnshare) expect(commandPid(bin, env)).toBe(2)
     // `reapkit doctor` runs the packed Node script: a listing (0 or 1, whatever this machine holds)
     // in JSON, and exit status 2 for a bad argument.
     const doctor = spawnSync(bin, ['doctor', '--json'], { env, encoding: 'utf8', timeout: 60_000 })
