@@ -106,9 +106,17 @@ static void* ThreadMain(void* arg) {
   return nullptr;
 }
 
+// JS thread. Node also runs this while an environment is torn down: with a null env after the
+// function's finalizer (which freed `watch`: the env test comes first), or with a live env that no
+// longer runs JS, where every Node-API call fails and node-addon-api would hand back empty values.
+// Raw calls, each status checked: the delivery is dropped at the first failure.
 static void CallOnHangup(Napi::Env env, Napi::Function fn, StdinWatch* watch, void*) {
-  if (env == nullptr || fn.IsEmpty() || watch == nullptr || watch->stopped.load()) return;  // teardown
-  fn.Call({Napi::Number::New(env, watch->unread.load())});
+  if (env == nullptr || fn.IsEmpty() || watch == nullptr || watch->stopped.load()) return;
+  napi_value unread = nullptr;
+  napi_value recv = nullptr;
+  if (napi_create_int32(env, watch->unread.load(), &unread) != napi_ok || unread == nullptr) return;
+  if (napi_get_undefined(env, &recv) != napi_ok || recv == nullptr) return;
+  napi_call_function(env, recv, fn, 1, &unread, nullptr);  // a JS exception stays pending for Node
 }
 
 static void FinalizeWatch(Napi::Env, void*, StdinWatch* watch) { delete watch; }

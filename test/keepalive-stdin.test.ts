@@ -95,6 +95,21 @@ describe.runIf(posix)('createKeepalive: stdin end without reading stdin', () => 
     expect(await exitOf(child, 10_000)).toEqual({ code: 0, signal: null })
   })
 
+  for (const mode of ['main', 'worker'] as const) {
+    it.runIf(linux)(`the hang-up reaches a ${mode === 'main' ? 'process' : 'worker_thread'} that is ending: dropped, no crash (12 rounds)`, async () => {
+      for (let i = 0; i < 12; i++) {
+        const how = i % 2 === 0 ? 'return' : 'exit'
+        const child = spawnGroup(process.execPath, [join(FIXTURES, 'stdin-watch-exit.cjs'), ROOT, mode, how], { stdio: ['pipe', 'pipe', 'pipe'] })
+        let out = ''
+        child.stdout!.on('data', (d) => (out += d))
+        await waitFor(() => out.includes('ready'), 10_000, 'the watch to start')
+        child.stdin!.end() // while its event loop is blocked
+        expect(await exitOf(child, 10_000), `${how}: ${out}`).toEqual({ code: 0, signal: null })
+        if (mode === 'worker') expect(out).toContain('worker-exit 0')
+      }
+    })
+  }
+
   it('workers that start the native watch and end, or are terminated, with its thread live: no crash', async () => {
     const child = spawnGroup(process.execPath, [join(FIXTURES, 'stdin-watch-workers.cjs'), ROOT], { stdio: ['pipe', 'pipe', 'pipe'] })
     const out = jsonLines(child.stdout!)
