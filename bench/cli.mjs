@@ -1,5 +1,6 @@
 // Figures for the `reapkit` command (issue 5), side by side. Called by run.mjs.
-//  - start-up latency: the command bare, under `reapkit --`, under the supervisor binary directly
+//  - start-up latency: the command bare, under `reapkit --` as installed from the packed tarball
+//    (npm's node_modules/.bin symlink) and from this checkout, under the supervisor binary directly
 //    (no launcher), and under a Node-resident wrapper;
 //  - resident memory of the supervising process while the command runs;
 //  - survivors after the host is SIGKILLed, with and without the wrapper, for a server behind
@@ -19,11 +20,16 @@ const BIN = join(root, 'bin', 'reapkit')
 const NODE_WRAPPER = join(here, 'fixtures', 'node-wrapper.cjs')
 const sleep = (t) => new Promise((r) => setTimeout(r, t))
 
-/** Wall time of `argv` from spawn to exit, n runs per variant, interleaved so drift hits all alike. */
-export function startupLatency(n) {
+/**
+ * Wall time of `argv` from spawn to exit, n runs per variant, interleaved so drift hits all alike.
+ * `installed` is what users run: npm's node_modules/.bin/reapkit symlink of the packed tarball,
+ * installed into a temporary project (installed.mjs); `reapkit` is this checkout's bin/reapkit.
+ */
+export function startupLatency(n, installedBin) {
   const supervisor = reapkit.supervisorPath()
   const variants = {
     bare: ['/bin/true'],
+    installed: [installedBin, '--', '/bin/true'],
     reapkit: [BIN, '--', '/bin/true'],
     supervisorDirect: [supervisor, '--', '/bin/true'],
     nodeWrapper: [process.execPath, NODE_WRAPPER, '/bin/true'],

@@ -88,9 +88,15 @@ export function rows(d) {
   if (d.cliStartup) {
     const bare = pct(d.cliStartup.bare, 50)
     const added = (xs) => stat(xs.map((x) => x - bare))
-    const r = added(d.cliStartup.reapkit)
     const nw = added(d.cliStartup.nodeWrapper)
-    add('`reapkit -- true` start-up, added over bare', r.text, `a Node-resident wrapper: ${nw.text}`, times(r.center, nw.center))
+    if (d.cliStartup.installed) {
+      const i = added(d.cliStartup.installed)
+      const c = added(d.cliStartup.reapkit)
+      add('`reapkit -- true` start-up, added over bare: installed from the packed tarball (`node_modules/.bin/reapkit`); in a clone (`bin/reapkit`)', `${i.text}; clone: ${c.text}`, `a Node-resident wrapper: ${nw.text}`, times(i.center, nw.center))
+    } else {
+      const r = added(d.cliStartup.reapkit)
+      add('`reapkit -- true` start-up, added over bare', r.text, `a Node-resident wrapper: ${nw.text}`, times(r.center, nw.center))
+    }
   }
   if (d.cliRss) {
     add('the wrapper\'s resident memory', `${(d.cliRss.reapkit / 1024).toFixed(2)} MiB (1 sample)`, `a Node-resident wrapper: ${(d.cliRss.nodeWrapper / 1024).toFixed(1)} MiB`, times(d.cliRss.reapkit, d.cliRss.nodeWrapper))
@@ -171,7 +177,7 @@ export function rows(d) {
 export function table(d) {
   const m = d.machine
   return [
-    `Measured by \`npm run bench\` on ${m.cpu}, ${m.os}, Node ${m.node.split(' ')[0]}, ${m.date.slice(0, 10)}: all rows from that one run.`,
+    `Measured by \`npm run bench\` on ${m.cpu}, ${m.os}, Node ${m.node.split(' ')[0]}, ${m.date.slice(0, 10)}${m.load ? ` (${m.load})` : ''}: all rows from that one run.`,
     'Absolute times depend on the machine (a machine half as fast doubles most of them); the ratios',
     'against the alternative measured in the same run are what carries over.',
     '',

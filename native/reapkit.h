@@ -29,6 +29,7 @@ void InitPdeathsig(Napi::Env env, Napi::Object exports);
 void InitProcessHandle(Napi::Env env, Napi::Object exports);
 void InitExitWatch(Napi::Env env, Napi::Object exports);
 void InitPipeProbe(Napi::Env env, Napi::Object exports);
+void InitStdinWatch(Napi::Env env, Napi::Object exports);
 
 bool HavePrctl();
 // Whether pidfd_open works here at run time (kernel >= 5.3 and not blocked by seccomp).
@@ -46,11 +47,13 @@ bool UnwrapProcessHandle(Napi::Value value, int* pid, int* fd);
 namespace reapkit {
 
 class ExitWatcher;
+struct StdinWatch;
 
 // Per-environment state (main thread and each worker have their own); owned by the env's
 // instance data, so no JS handle ever lives in a static.
 struct ModuleData {
   ExitWatcher* exit_watcher = nullptr;
+  StdinWatch* stdin_watch = nullptr;  // native/stdin_watch.cc; stopped by its own env cleanup hook
   bool pidfd = false;
 };
 

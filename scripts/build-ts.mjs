@@ -1,7 +1,8 @@
 // Builds dist/:
 // - dist/cjs/*.d.ts: tsc type-checks lib/ and emits the declarations;
 // - dist/cjs/index.js: esbuild bundles lib/ (and node-gyp-build, the addon loader) into one
-//   CommonJS file: one file to resolve and compile keeps `require('reapkit')` fast;
+//   CommonJS file: one file to resolve and compile keeps `require('reapkit')` fast. Not minified,
+//   with a source map (index.js.map) that maps every line back to lib/;
 // - dist/esm/index.mjs: a thin ESM wrapper over that same CommonJS module. One implementation means
 //   one copy of the process-global state (the exit watcher, the armed death signal) even when an
 //   application loads reapkit through both `import` and `require` (Node's "dual package hazard").
@@ -27,10 +28,13 @@ const common = {
   platform: 'node',
   format: 'cjs',
   target: 'node20',
+  // Readable bundles: one statement a line, names kept, not minified, so that an error prints its
+  // own `throw` line (not a 27,000-character one) and a stack frame names a line worth opening. The
+  // maps carry lib/'s sources (sourcesContent), so `node --enable-source-maps` shows lib/ frames.
   sourcemap: true,
-  // Less to parse at require time; names are kept, so stack traces stay readable.
-  minifyWhitespace: true,
-  minifySyntax: true,
+  sourcesContent: true,
+  minify: false,
+  keepNames: false, // nothing is minified, so every name stays as written (keepNames adds wrappers)
   legalComments: 'eof',
   logLevel: 'warning',
 }

@@ -2,7 +2,7 @@
 // test owns), and setup.ts kills every such group after each test, pass or fail. Nothing is ever
 // killed by name; only pgids this file created.
 import { type ChildProcess, execFileSync, type SpawnOptions, spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
@@ -223,6 +223,19 @@ export function openFds(): number {
  */
 export const canUnshare: boolean =
   linux && spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'], { stdio: 'ignore', timeout: 10_000 }).status === 0
+
+/**
+ * The pid a command gets when `launcher -- sh -c 'echo $$'` runs as PID 1 of a new PID namespace
+ * (needs canUnshare): the launcher, exec'd into the supervisor, is 1, so the command is 2 unless
+ * something else was started first (each readlink, uname or `$(...)` subshell takes a pid).
+ */
+export function commandPid(launcher: string, env: NodeJS.ProcessEnv = process.env): number {
+  // By its path: `env` may hold a PATH without it (a test's node-only PATH).
+  const unshare = ['/usr/bin/unshare', '/bin/unshare'].find((f) => existsSync(f)) ?? 'unshare'
+  const r = spawnSync(unshare, ['--pid', '--fork', launcher, '--', '/bin/sh', '-c', 'echo $$'], { encoding: 'utf8', timeout: 20_000, env })
+  if (r.status !== 0) throw new Error(`unshare ${launcher} exited ${r.status}: ${r.stderr}`)
+  return Number(r.stdout.trim())
+}
 
 /** `/proc/PID/stat` fields after the command name: [state, ppid, pgrp, session, ...], or null when gone. */
 export function procStat(pid: number): string[] | null {

@@ -6,7 +6,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FIXTURES, ROOT } from './helpers'
+import { canUnshare, commandPid, FIXTURES, ROOT } from './helpers'
 import { readmeBlocks } from './readme/blocks'
 import { ensureNodeVersions, NODE_VERSIONS, nodeBinary, npm, npmCli } from './node-versions'
 
@@ -99,6 +99,23 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(tarballFiles).toContain('package/bin/reapkit-process-server.mjs')
   })
 
+  it('ships readable bundles with source maps that lead to the packed lib/', () => {
+    const dir = join(project, 'node_modules', 'reapkit')
+    for (const entry of ['index', 'mcp', 'testing', 'doctor-cli']) {
+      const map = JSON.parse(readFileSync(join(dir, 'dist', 'cjs', `${entry}.js.map`), 'utf8'))
+      expect(map.sourcesContent?.length, entry).toBe(map.sources.length)
+      expect(map.sources.some((s: string) => s.startsWith('../../lib/')), entry).toBe(true)
+      expect(readFileSync(join(dir, 'dist', 'cjs', `${entry}.js`), 'utf8')).toContain(`//# sourceMappingURL=${entry}.js.map`)
+    }
+    const r = spawnSync(process.execPath, ['--enable-source-maps', '-e', "require('reapkit').killProcessGracefully('x')"], {
+      cwd: project,
+      encoding: 'utf8',
+      timeout: 30_000,
+    })
+    expect(r.status).toBe(1)
+    expect(r.stderr).toContain(`at validatePid (${join(dir, 'lib', 'ground', 'validate.ts')}:`)
+  })
+
   it('installs the reapkit command, which runs the prebuilt supervisor through npm\'s .bin symlink', () => {
     const bin = join(project, 'node_modules', '.bin', 'reapkit')
     const env = { PATH: nodeOnlyPath, HOME: process.env.HOME }
@@ -106,6 +123,8 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(version.stdout).toBe(`reapkit ${require('../package.json').version}\n`)
     const r = spawnSync(bin, ['--', '/bin/sh', '-c', 'exit 5'], { env, encoding: 'utf8', timeout: 10_000 })
     expect(r.status, r.stderr).toBe(5)
+    // npm's symlink, resolved with shell builtins only: the launcher starts no process of its own.
+    if (canUnshare) expect(commandPid(bin, env)).toBe(2)
     // `reapkit doctor` runs the packed Node script: a listing (0 or 1, whatever this machine holds)
     // in JSON, and exit status 2 for a bad argument.
     const doctor = spawnSync(bin, ['doctor', '--json'], { env, encoding: 'utf8', timeout: 60_000 })

@@ -55,6 +55,9 @@ export function systemError(code: string, syscall: string, detail?: string, caus
 /** TypeError with Node's `code` property (`ERR_INVALID_ARG_TYPE`, `ERR_UNKNOWN_SIGNAL`, ...). */
 export function typeError(code: string, message: string): TypeError & { code: string } {
   const err = new TypeError(message) as TypeError & { code: string }
+  // The stack starts at the caller, as Node's own argument errors do: an uncaught one then prints
+  // the caller's `throw` line and names the check that failed as its top frame.
+  Error.captureStackTrace(err, typeError)
   err.code = code
   return err
 }
@@ -62,6 +65,7 @@ export function typeError(code: string, message: string): TypeError & { code: st
 /** RangeError with Node's `code` property (`ERR_OUT_OF_RANGE`, or reapkit's refusals). */
 export function rangeError(code: string, message: string): RangeError & { code: string } {
   const err = new RangeError(message) as RangeError & { code: string }
+  Error.captureStackTrace(err, rangeError)
   err.code = code
   return err
 }

@@ -67,6 +67,14 @@ export interface Binding {
   isChildSubreaper(): boolean
   reapZombie(pid: number): boolean
   pipePeerAlive(pid: number, fd: number, readSide: boolean): boolean | null
+  /**
+   * POSIX (native/stdin_watch.cc): watches a dup of fd 0 for its writer's hang-up, on a thread, and
+   * calls `onHangup` once with the bytes then left unread (-1: unknown). Returns what fd 0 is; only
+   * 'pipe' and 'socket' are watched. EBUSY if a watch runs already.
+   */
+  stdinWatchStart?: (onHangup: (unread: number) => void) => 'pipe' | 'socket' | 'tty' | 'file' | 'other' | 'closed' | 'socket-unsupported'
+  /** Stops the watch (joins its thread); a no-op when none runs. */
+  stdinWatchStop?: () => void
   /** macOS only (native/proc_darwin.cc; absent elsewhere): every process, through libproc. */
   darwinProcesses?: () => DarwinProcRow[]
   /** macOS only: one process with its session and resident memory; null when there is none. */

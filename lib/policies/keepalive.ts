@@ -3,7 +3,9 @@
  * supervisor may stop at any moment). Termination becomes a graceful, observable event:
  *
  * 1. The first trigger (SIGTERM, SIGINT, SIGHUP, stdin end, the parent's death, or shutdown()) stops
- *    new work: run() rejects at once with ShuttingDownError.
+ *    new work: run() rejects at once with ShuttingDownError. Stdin end is the stream's 'end' for a
+ *    server that reads process.stdin, and for one that does not, the writer's hang-up of a stdin
+ *    pipe or socket with nothing left unread (mechanisms/stdin-hangup.ts).
  * 2. Work in flight is waited for, up to `graceMs` (default 8000: below the host's 9 s kill grace,
  *    so the server leaves on its own terms). What is still running then is abandoned (its
  *    AbortSignal aborts).
@@ -24,6 +26,7 @@ import { ReapkitError, typeError } from '../ground/errors'
 import { type Logger, logEvent } from '../ground/logger'
 import { binding } from '../ground/native'
 import { type ParentWatcher, watchParent } from '../mechanisms/parent'
+import { applicationReadsStdin, watchStdinHangup } from '../mechanisms/stdin-hangup'
 import { describe, signalNumber, validateMs, validateOptions } from '../ground/validate'
 import { settlesWithin } from '../ground/wait'
 
@@ -76,7 +79,12 @@ export interface KeepaliveOptions {
   graceMs?: number
   /** The signals that start the drain. Default ['SIGTERM', 'SIGINT', 'SIGHUP']; false for none. */
   signals?: NodeJS.Signals[] | false
-  /** Start the drain when stdin ends or closes (as a stdio server's host closing it). Default true. */
+  /**
+   * Start the drain when stdin ends (as a stdio server's host closing it). Default true. A server
+   * that reads process.stdin drains at its 'end'; one that never reads it, when the writer side of
+   * a stdin pipe or socket is gone and no byte is left unread (main thread, POSIX; never for a
+   * terminal or a file). See the README.
+   */
   stdin?: boolean
   /** Start the drain when the parent process dies (watchParent, by kernel event). Default true. */
   parentDeath?: boolean
@@ -306,9 +314,17 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
     }
     process.stdin.on('end', onEnd)
     process.stdin.on('close', onEnd)
+    // A server that never reads stdin never gets its 'end': the writer's hang-up, seen natively
+    // without reading, stands in for it once nothing is left to read. One that reads drains at
+    // 'end', after its last byte; bytes left unread are the application's, for it to read first.
+    const hangup = watchStdinHangup((unread) => {
+      if (unread <= 0 && !applicationReadsStdin()) onEnd()
+    })
+    logEvent(logger, 'debug', 'keepalive.stdin-watch', { kind: hangup.kind })
     listeners.push(() => {
       process.stdin.off('end', onEnd)
       process.stdin.off('close', onEnd)
+      hangup.close()
     })
   }
   if (options.parentDeath !== false) {

@@ -87,9 +87,17 @@ long env_ms(const char *name, long fallback, long min, long max) {
 
 static void usage(FILE *to) {
   fputs("usage: reapkit [options] -- command [args...]\n"
+        "       reapkit doctor [--json] [--stop [--yes]] ...   (see reapkit doctor --help)\n"
         "\n"
-        "Runs the command in its own process group so that nothing it starts outlives it or its host.\n"
+        "Commands, each documented in the README (it ships in the package) under the section named:\n"
+        "  reapkit -- command      run a stdio server so that nothing it starts outlives it or its\n"
+        "                          host; README: \"Make any stdio server orphan-proof\"\n"
+        "  reapkit doctor          list the process trees whose host is gone; --stop ends them;\n"
+        "                          README: \"Find the servers your hosts already leaked\"\n"
+        "  reapkit-win -- command  Windows: the same, through a kill-on-close Job object;\n"
+        "                          README: \"In your host's configuration\"\n"
         "\n"
+        "Options of reapkit -- command:\n"
         "  --grace <ms>          stop signal -> SIGKILL grace (default 9000; env REAPKIT_KILL_GRACE_MS)\n"
         "  --signal <name>       signal for a stop the host did not send itself (default SIGTERM)\n"
         "  --close-timeout <ms>  after the host dies, time for the command to exit on its own, stdin at\n"
