@@ -14,6 +14,7 @@ export default defineConfig({
       'test/supervision.test.ts',
       'test/cli.test.ts', // the reapkit command on the sanitized supervisor (REAPKIT_SUPERVISOR)
       'test/cli-signals.test.ts',
+      'test/keepalive-stdin.test.ts', // native/stdin_watch.cc: its thread, hang-ups at teardown
     ],
     setupFiles: ['test/setup.ts'],
     // The sanitized build runs several times slower: bounds are wider still than the main suite's.
