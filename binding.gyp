@@ -12,6 +12,7 @@
         "native/exit_watch_pidfd.cc",
         "native/exit_watch_kqueue.cc",
         "native/pipe_probe.cc",
+        "native/exec_report.cc",
         "native/proc_darwin.cc"
       ],
       "include_dirs": [
@@ -60,6 +61,7 @@
               "native/exit_watch_pidfd.cc",
               "native/exit_watch_kqueue.cc",
               "native/pipe_probe.cc",
+              "native/exec_report.cc",
               "native/proc_darwin.cc"
             ],
             "sources": [

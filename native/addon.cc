@@ -27,6 +27,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitProcessHandle(env, exports);
   InitExitWatch(env, exports);
   InitPipeProbe(env, exports);
+  InitExecReport(env, exports);
   InitProcDarwin(env, exports);
 
   Napi::Object caps = Napi::Object::New(env);
