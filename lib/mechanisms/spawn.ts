@@ -26,8 +26,9 @@ import { typeError } from '../ground/errors'
 import { groupMembersSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
 import { spawnInJob } from './spawn-win32'
+import { spawnThroughHelper } from './exec-report'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
-import { describe, type SignalLike, signalName, signalNumber, validateOptions } from '../ground/validate'
+import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
   /** Make the child the leader of a new process group. Default true. */
@@ -53,6 +54,15 @@ export interface SpawnedInfo {
    * own (spawn-win32.ts), which killProcessGracefully ends as a whole. Absent elsewhere.
    */
   job?: boolean
+  /**
+   * How what this states was confirmed (POSIX): 'exec' when spawn() returned after the exec helper
+   * reported that the group exists, the death signal is armed and the target was exec'd (the usual
+   * case); 'timeout' when the helper did not report within REAPKIT_SPAWN_REPORT_MS (default 5 s):
+   * `pgid` and `parentDeathSignal` then say only what it had confirmed by then (null: not yet), and
+   * are set when it confirms later; 'none' without the helper (Node's spawn; a group from setsid,
+   * which is in place when Node's spawn returns). Windows: 'none'.
+   */
+  startup: 'exec' | 'timeout' | 'none'
   /**
    * True once the group was seen empty after the child exited. Its id may then belong to someone
    * else's group, so reapkit never lists or signals it again.
@@ -203,7 +213,7 @@ export function trackChild(child: ChildProcess): SpawnedInfo | undefined {
       return undefined
     }
   }
-  return register(child, { pgid, parentDeathSignal: null }, handle)
+  return register(child, { pgid, parentDeathSignal: null, startup: 'none' }, handle)
 }
 
 function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>, handle: ProcessHandle | null): SpawnedInfo {
@@ -285,7 +295,7 @@ export function spawn(
   // Windows: no groups and no death signal, a kill-on-close Job object instead (spawn-win32.ts).
   if (process.platform === 'win32') {
     const inJob = group ? spawnInJob(childProcess, command, args, nodeOptions, wanted > 0) : null
-    return pinAndRegister(inJob ?? childProcess.spawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null })
+    return pinAndRegister(inJob ?? childProcess.spawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null, startup: 'none' })
   }
 
   // A shell command is run by the shell, as Node does it (the helper then execs the shell).
@@ -302,23 +312,27 @@ export function spawn(
   // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
   const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
   if (helper && (group || sig > 0) && !asOtherUser && resolvable(file, nodeOptions)) {
+    // Returns once the helper has formed the group, armed the signal and exec'd the target (or
+    // failed, reported as Node's 'error'), within a bound: exec-report.ts.
     const argv0 = nodeOptions.argv0 ?? file
-    child = childProcess.spawn(helper, [group ? '1' : '0', String(sig), String(process.pid), file, argv0, ...argv], {
-      ...nodeOptions,
-      shell: false,
-      argv0: undefined,
+    const started = spawnThroughHelper(childProcess, { helper, group, sig, file, argv0, argv, nodeOptions })
+    child = started.child
+    applied = { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup }
+    if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
+    const registered = pinAndRegister(child, applied)
+    const info = spawned.get(child)!
+    started.onLate?.((late) => {
+      if (info.groupGone) return
+      info.pgid = late.pgid
+      info.parentDeathSignal = late.parentDeathSignal
     })
-    // What the caller asked for, not the helper (the helper is gone after its exec anyway).
-    ;(child as { spawnfile: string }).spawnfile = file
-    ;(child as { spawnargs: string[] }).spawnargs = [argv0, ...argv]
-    applied = { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: sig > 0 ? signalName(sig) : null }
-  } else {
-    // No helper, nothing to arm, or a command execvp would not find: Node's own spawn, so its own
-    // errors ('error' with ENOENT...) reach the caller unchanged. A group then comes from setsid.
-    child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
-    applied = { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null }
+    return registered
   }
-
+  // No helper, nothing to arm, or a command execvp would not find: Node's own spawn, so its own
+  // errors ('error' with ENOENT...) reach the caller unchanged. A group then comes from setsid,
+  // which libuv applies before its exec, and its spawn returns after that exec: exact too.
+  child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
+  applied = { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none' }
   return pinAndRegister(child, applied)
 }
 
