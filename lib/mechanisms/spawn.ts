@@ -23,7 +23,7 @@ import { accessSync, constants as fsConstants, realpathSync, statSync } from 'no
 import { delimiter, isAbsolute, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { typeError } from '../ground/errors'
-import { groupMembersSoon } from './group'
+import { type GroupListing, groupListingSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
 import { spawnInJob } from './spawn-win32'
 import { spawnThroughHelper } from './exec-report'
@@ -78,11 +78,17 @@ export function spawnedInfo(child: ChildProcess): SpawnedInfo | undefined {
 }
 
 // ---- Group trust ----
-// A process group id is safe to list and signal only while the group is provably the child's:
+// A process group id is safe to list and signal only while the group is provably the child's.
+// spawn() returns only once the child leads its group (exec-report.ts), so from then on:
 // - while the child (its leader) is unreaped, its pid holds the id: listings are trusted, and
 //   every member they find is pinned (a pidfd) as a witness;
-// - the listing right after the leader is reaped (one loop turn later) is trusted too, and pins
-//   witnesses: a stranger would need a whole pid wrap-around within that turn;
+// - the first scan of the process table taken after the leader is reaped is trusted too, and pins
+//   witnesses: a stranger would need a whole pid wrap-around between the reap and that scan, which
+//   runs in the same loop turn (the 'exit' hook in register() asks for it). Which scan that is
+//   depends on when the scan was taken, not on who asked: a stop's listing that shares that scan is
+//   trusted as well (before, a stop that asked first was judged without witnesses, because the
+//   'exit' hook that pins them had not run yet, and the group was declared gone with its members
+//   still running);
 // - after that, a listing is trusted only if a witness is still alive and still in the group after
 //   the scan: the group then never emptied, so its id was never free for reuse.
 // Without a live witness the group is declared gone for good: we may leave a straggler behind, but
@@ -92,6 +98,8 @@ const witnesses = new WeakMap<SpawnedInfo, Map<number, ProcessHandle>>()
 // then it is neither trusted nor declared gone, and every listing fails with that error, so a stop
 // reports itself uncertain instead of "empty".
 const unknown = new WeakMap<SpawnedInfo, Error>()
+// The number of the first scan taken after the leader was reaped (-1: the exit backstop's table).
+const reapScan = new WeakMap<SpawnedInfo, number>()
 const isGoneError = (err: unknown): boolean => (err as { code?: unknown })?.code === 'ESRCH'
 
 function isReaped(child: ChildProcess): boolean {
@@ -149,24 +157,28 @@ function trustedNow(child: ChildProcess, info: SpawnedInfo, pgid: number, firstA
  * @internal Live members of a spawned (or adopted) child's group, listed only while the group is
  * provably the child's (see "Group trust"); [] once it is gone, and from then on without listing.
  */
-export async function spawnedGroupMembers(child: ChildProcess, firstAfterReap = false): Promise<number[]> {
+export async function spawnedGroupMembers(child: ChildProcess): Promise<number[]> {
   const info = spawned.get(child)
   if (!info || info.pgid === null || info.groupGone) return []
   const pgid = info.pgid
-  let members: number[]
+  let listing: GroupListing
   try {
-    members = await groupMembersSoon(pgid)
+    listing = await groupListingSoon(pgid)
   } catch (err) {
-    // The look right after the reap is the one that pins witnesses: without it, trust is unknown.
-    if (firstAfterReap) unknown.set(info, err as Error)
+    // The first look after the reap is the one that pins witnesses: without it, trust is unknown.
+    if (isReaped(child) && !reapScan.has(info)) unknown.set(info, err as Error)
     throw err
   }
   if (info.groupGone) return []
-  if (members.length === 0 && isReaped(child)) {
+  // Looked at in the callback that took the scan: the child's state is the one the scan saw.
+  const reaped = isReaped(child)
+  if (reaped && !reapScan.has(info)) reapScan.set(info, listing.scan)
+  const members = listing.members
+  if (members.length === 0 && reaped) {
     declareGone(info)
     return []
   }
-  if (!trustedNow(child, info, pgid, firstAfterReap)) {
+  if (!trustedNow(child, info, pgid, reaped && reapScan.get(info) === listing.scan)) {
     const err = unknown.get(info)
     if (err) throw err // no witness, for want of descriptors: unknown, not gone
     declareGone(info)
@@ -178,16 +190,20 @@ export async function spawnedGroupMembers(child: ChildProcess, firstAfterReap = 
 
 /**
  * @internal The same rule, synchronously, against one listing of the process table (`table`, as
- * the exit backstop takes it once for every child).
+ * the exit backstop takes it once for every child). A table taken after the reap, before any scan
+ * was (the 'exit' hook's is still pending in this loop turn), is that first scan after the reap.
  */
 export function spawnedGroupMembersSync(child: ChildProcess, table: Map<number, number[]>): number[] {
   const info = spawned.get(child)
   if (!info || info.pgid === null || info.groupGone) return []
-  if (!trustedNow(child, info, info.pgid, false)) {
+  const members = table.get(info.pgid) ?? []
+  const first = isReaped(child) && !reapScan.has(info) && !unknown.has(info)
+  if (first) reapScan.set(info, -1)
+  if (!trustedNow(child, info, info.pgid, first)) {
     if (!unknown.has(info)) declareGone(info) // unknown: not signalled, but not declared gone either
     return []
   }
-  return table.get(info.pgid) ?? []
+  return members // not pinned: the backstop signals them at once (each pinned and checked there)
 }
 
 /**
@@ -223,7 +239,7 @@ function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'gr
     child.once('exit', () => {
       handle?.close()
       // Look once, right after libuv reaped it: pin what is left, or the group is gone for good.
-      if (info.pgid !== null) spawnedGroupMembers(child, true).catch(() => {}) // a failure is kept as "unknown" (above)
+      if (info.pgid !== null) spawnedGroupMembers(child).catch(() => {}) // a failure is kept as "unknown" (above)
     })
   }
   return info
