@@ -98,8 +98,10 @@ const witnesses = new WeakMap<SpawnedInfo, Map<number, ProcessHandle>>()
 // then it is neither trusted nor declared gone, and every listing fails with that error, so a stop
 // reports itself uncertain instead of "empty".
 const unknown = new WeakMap<SpawnedInfo, Error>()
-// The number of the first scan taken after the leader was reaped (-1: the exit backstop's table).
+// The number of the first scan taken after the leader was reaped (-1: the exit backstop's table;
+// FAILED_SCAN: that scan failed, so no listing is trusted without a witness).
 const reapScan = new WeakMap<SpawnedInfo, number>()
+const FAILED_SCAN = -2
 const isGoneError = (err: unknown): boolean => (err as { code?: unknown })?.code === 'ESRCH'
 
 function isReaped(child: ChildProcess): boolean {
@@ -165,8 +167,12 @@ export async function spawnedGroupMembers(child: ChildProcess): Promise<number[]
   try {
     listing = await groupListingSoon(pgid)
   } catch (err) {
-    // The first look after the reap is the one that pins witnesses: without it, trust is unknown.
-    if (isReaped(child) && !reapScan.has(info)) unknown.set(info, err as Error)
+    // The first look after the reap is the one that pins witnesses: without it, trust is unknown,
+    // and a later scan is no first look (it may come any time later).
+    if (isReaped(child) && !reapScan.has(info)) {
+      unknown.set(info, err as Error)
+      reapScan.set(info, FAILED_SCAN)
+    }
     throw err
   }
   if (info.groupGone) return []
