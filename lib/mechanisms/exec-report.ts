@@ -83,36 +83,38 @@ function openPipe(): [number, number] | null {
   }
 }
 
-export function spawnThroughHelper(childProcess: typeof import('node:child_process'), req: Request): HelperSpawn {
+/**
+ * Spawns through the helper with the report pipe, or returns null without spawning when there can
+ * be no report (stdio Node would refuse, no descriptor for the pipe): the caller then uses Node's
+ * own spawn, whose group (setsid) is in place when it returns, rather than state an unconfirmed one.
+ */
+export function spawnThroughHelper(childProcess: typeof import('node:child_process'), req: Request): HelperSpawn | null {
   const stdio = stdioArray(req.nodeOptions.stdio)
   const pipe = stdio ? openPipe() : null
+  if (!stdio || !pipe) return null
   // Past the caller's entries; Node fills the gap up to 3 with its defaults ('pipe'), as it would.
-  const index = stdio ? Math.max(3, stdio.length) : -1
+  const index = Math.max(3, stdio.length)
+  while (stdio.length < index) stdio.push(undefined)
   let child: ChildProcess
   try {
-    const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined }
-    if (pipe && stdio) {
-      while (stdio.length < index) stdio.push(undefined)
-      options.stdio = [...stdio, pipe[1]] as StdioOptions
-    }
-    const args = [req.group ? '1' : '0', String(req.sig), String(process.pid), pipe ? String(index) : '-1', req.file, req.argv0, ...req.argv]
+    const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
+    const args = [req.group ? '1' : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
     child = childProcess.spawn(req.helper, args, options)
   } catch (err) {
-    if (pipe) closeSync(pipe[0])
+    closeSync(pipe[0])
     throw err
   } finally {
-    if (pipe) closeSync(pipe[1]) // only the child holds the write end now: its exec or exit is our EOF
+    closeSync(pipe[1]) // only the child holds the write end now: its exec or exit is our EOF
   }
   // What the caller asked for, not the helper (the helper is gone after its exec anyway).
   ;(child as { spawnfile: string }).spawnfile = req.file
   ;(child as { spawnargs: string[] }).spawnargs = [req.argv0, ...req.argv]
   // The report entry is ours: the caller sees the stdio it asked for (Node puts null there anyway).
-  if (pipe && child.stdio.length > index) (child.stdio as unknown[]).length = index
+  if (child.stdio.length > index) (child.stdio as unknown[]).length = index
   const applied = (ready: boolean) => ({
     pgid: ready && req.group && child.pid !== undefined ? child.pid : null,
     parentDeathSignal: ready && req.sig > 0 ? signalName(req.sig) : null,
   })
-  if (!pipe) return { child, ...applied(child.pid !== undefined), startup: 'none' }
   if (child.pid === undefined) {
     closeSync(pipe[0]) // Node's own spawn failed (EAGAIN, EMFILE...): its 'error' event says so
     return { child, pgid: null, parentDeathSignal: null, startup: 'none' }

@@ -26,7 +26,7 @@ import { typeError } from '../ground/errors'
 import { type GroupListing, groupListingSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
 import { spawnInJob } from './spawn-win32'
-import { spawnThroughHelper } from './exec-report'
+import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -329,8 +329,6 @@ export function spawn(
   }
 
   const helper = execHelperPath()
-  let child: ChildProcess
-  let applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>
   // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
   const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
   if (helper && (group || sig > 0) && !asOtherUser && resolvable(file, nodeOptions)) {
@@ -338,24 +336,27 @@ export function spawn(
     // failed, reported as Node's 'error'), within a bound: exec-report.ts.
     const argv0 = nodeOptions.argv0 ?? file
     const started = spawnThroughHelper(childProcess, { helper, group, sig, file, argv0, argv, nodeOptions })
-    child = started.child
-    applied = { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup }
-    if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
-    const registered = pinAndRegister(child, applied)
-    const info = spawned.get(child)!
-    started.onLate?.((late) => {
-      if (info.groupGone) return
-      info.pgid = late.pgid
-      info.parentDeathSignal = late.parentDeathSignal
-    })
-    return registered
+    if (started) return registerHelperSpawn(started)
   }
-  // No helper, nothing to arm, or a command execvp would not find: Node's own spawn, so its own
-  // errors ('error' with ENOENT...) reach the caller unchanged. A group then comes from setsid,
-  // which libuv applies before its exec, and its spawn returns after that exec: exact too.
-  child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
-  applied = { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none' }
-  return pinAndRegister(child, applied)
+  // No helper, nothing to arm, a command execvp would not find, or no report possible: Node's own
+  // spawn, so its own errors ('error' with ENOENT...) reach the caller unchanged. A group then comes
+  // from setsid, which libuv applies before its exec, and its spawn returns after that exec: exact too.
+  const child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
+  return pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none' })
+}
+
+/** Pins and registers a child the helper started; a late confirmation (startup 'timeout') updates its info. */
+function registerHelperSpawn(started: HelperSpawn): ChildProcess {
+  const child = started.child
+  if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
+  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup })
+  const info = spawned.get(child)!
+  started.onLate?.((late) => {
+    if (info.groupGone) return
+    info.pgid = late.pgid
+    info.parentDeathSignal = late.parentDeathSignal
+  })
+  return child
 }
 
 /** Pins the new child (a handle opened before libuv can reap it) and records what was applied. */
