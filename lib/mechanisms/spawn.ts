@@ -15,6 +15,11 @@
  * - A handle pinned to the child (a pidfd), opened synchronously before libuv can reap it, so later
  *   signals can never hit a recycled pid: see spawnedHandle().
  *
+ * What spawnedInfo() states is true when spawn() returns: through the helper, spawn() returns only
+ * once the helper has reported (a close-on-exec pipe: 'R', then EOF at the exec) that the group
+ * exists, the signal is armed and the target runs; a stop may begin at any moment after that and
+ * still ends every member. exec-report.ts has the design, its bound and its fallbacks.
+ *
  * Where the helper is missing (no addon) the group comes from `detached` (setsid) and no death
  * signal is armed; spawnedInfo() says what was applied.
  */
