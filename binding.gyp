@@ -13,6 +13,7 @@
         "native/exit_watch_kqueue.cc",
         "native/pipe_probe.cc",
         "native/stdin_watch.cc",
+        "native/exec_report.cc",
         "native/proc_darwin.cc"
       ],
       "include_dirs": [
@@ -62,6 +63,7 @@
               "native/exit_watch_kqueue.cc",
               "native/pipe_probe.cc",
               "native/stdin_watch.cc",
+              "native/exec_report.cc",
               "native/proc_darwin.cc"
             ],
             "sources": [

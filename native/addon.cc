@@ -28,6 +28,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitExitWatch(env, exports);
   InitPipeProbe(env, exports);
   InitStdinWatch(env, exports);
+  InitExecReport(env, exports);
   InitProcDarwin(env, exports);
 
   Napi::Object caps = Napi::Object::New(env);

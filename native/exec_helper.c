@@ -1,18 +1,29 @@
 /* reapkit-exec: the pre-exec step that libuv's spawn lacks. Node spawns this helper; it prepares
  * the process and then execs the target in its place, so no extra process stays behind.
  *
- *   reapkit-exec GROUP SIGNAL PARENT FILE ARGV0 [ARGS...]
+ *   reapkit-exec GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]
  *
  * GROUP   1: become the leader of a new process group (setpgid(0, 0)); 0: stay in the parent's.
  * SIGNAL  Linux: the parent-death signal to arm (PR_SET_PDEATHSIG); 0: none. Ignored elsewhere.
  * PARENT  the pid the parent had when it spawned us. Checked after arming: if the parent is
  *         already gone, the kernel would never send the signal, so we deliver it ourselves.
+ * REPORT  the fd of the write end of the parent's report pipe (native/exec_report.cc), or -1.
  * FILE    the program to exec (PATH-searched as execvp does); ARGV0 its argv[0].
  *
- * On exec failure it prints one line to stderr and exits 127 (126: not executable), like a shell.
+ * The report: once the group is formed and the death signal armed, one byte 'R'. Then the exec:
+ * the report fd is close-on-exec, so a successful exec closes it and the parent reads EOF. On a
+ * failure we write one record (see REPORT_RECORD below: 'F', the step, the errno) and exit. The
+ * parent waits for that EOF before spawn() returns, which is what makes spawnedInfo() true when it
+ * is stated: the group exists and the target runs (libuv's own spawn gives the same "exec'd" promise
+ * for the helper).
+ *
+ * Without a report fd, a failure prints one line to stderr; either way it exits 127 (126: not
+ * executable, or a failed preparation step), like a shell.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +32,14 @@
 #include <sys/prctl.h>
 #endif
 
+/* Steps, as the report names them (native/exec_report.cc maps them to syscall names). */
+#define STEP_SETPGID 'g'
+#define STEP_PDEATHSIG 'p'
+#define STEP_EXEC 'e'
+#define STEP_REPORT 'r'
+/* A failure record: 'F', the step, two bytes of padding, the errno as a native int32. */
+#define REPORT_RECORD 8
+
 static long number(const char *s) {
   char *end = NULL;
   if (s[0] == '\0') return -1;
@@ -28,37 +47,68 @@ static long number(const char *s) {
   return (end && *end == '\0') ? v : -1;
 }
 
+/* Writes all of buf, retrying on EINTR; the pipe's buffer always has room for a few bytes. */
+static void write_all(int fd, const char *buf, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, buf, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    buf += n;
+    len -= (size_t)n;
+  }
+}
+
+/* Reports a failed step (to the pipe if there is one, else to stderr) and returns the exit code. */
+static int fail(int report, char step, int err, const char *what) {
+  if (report >= 0) {
+    char record[REPORT_RECORD] = {'F', step, 0, 0};
+    int32_t e = (int32_t)err;
+    memcpy(record + 4, &e, sizeof e);
+    write_all(report, record, sizeof record);
+  } else {
+    fprintf(stderr, "reapkit-exec: %s: %s\n", what, strerror(err));
+  }
+  if (step == STEP_EXEC) return err == ENOENT ? 127 : 126;
+  return 126;
+}
+
+/* The death signal, with the re-check of the parent. Returns 0, or an errno (prctl failed). */
+static int arm_death_signal(long sig, long parent) {
+#if defined(__linux__)
+  if (sig <= 0) return 0;
+  if (prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0, 0, 0) != 0) return errno;
+  /* Compare with the recorded parent, not with 1: under a subreaper the new parent is not 1. */
+  if (parent > 0 && getppid() != (pid_t)parent) {
+    kill(getpid(), (int)sig);
+    _exit(128 + (int)sig); /* the signal was caught or ignored: still do not run the target */
+  }
+#else
+  (void)sig;
+  (void)parent;
+#endif
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 6) {
-    fprintf(stderr, "reapkit-exec: usage: reapkit-exec GROUP SIGNAL PARENT FILE ARGV0 [ARGS...]\n");
+  if (argc < 7) {
+    fprintf(stderr, "reapkit-exec: usage: reapkit-exec GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]\n");
     return 2;
   }
   long group = number(argv[1]), sig = number(argv[2]), parent = number(argv[3]);
-  if (group < 0 || sig < 0 || sig > 64 || parent < 0) {
+  long report = strcmp(argv[4], "-1") == 0 ? -1 : number(argv[4]);
+  if (group < 0 || sig < 0 || sig > 64 || parent < 0 || (report < 0 && report != -1) || report > 65535) {
     fprintf(stderr, "reapkit-exec: bad arguments\n");
     return 2;
   }
+  int fd = (int)report;
+  /* First, so that whatever happens next, the target never inherits the report pipe. */
+  if (fd >= 0 && fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return fail(-1, STEP_REPORT, errno, "report fd");
   /* EPERM: already a session leader (spawned detached), hence already a group leader. */
-  if (group == 1 && setpgid(0, 0) != 0 && errno != EPERM) {
-    fprintf(stderr, "reapkit-exec: setpgid: %s\n", strerror(errno));
-    return 126;
-  }
-#if defined(__linux__)
-  if (sig > 0) {
-    if (prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0, 0, 0) != 0) {
-      fprintf(stderr, "reapkit-exec: prctl(PR_SET_PDEATHSIG): %s\n", strerror(errno));
-      return 126;
-    }
-    /* Compare with the recorded parent, not with 1: under a subreaper the new parent is not 1. */
-    if (parent > 0 && getppid() != (pid_t)parent) {
-      kill(getpid(), (int)sig);
-      return 128 + (int)sig; /* the signal was caught or ignored: still do not run the target */
-    }
-  }
-#endif
-  char *file = argv[4];
-  execvp(file, argv + 5); /* argv[5] is argv0 exactly as the caller gave it, even "" */
-  int err = errno;
-  fprintf(stderr, "reapkit-exec: cannot execute %s: %s\n", file, strerror(err));
-  return err == ENOENT ? 127 : 126;
+  if (group == 1 && setpgid(0, 0) != 0 && errno != EPERM) return fail(fd, STEP_SETPGID, errno, "setpgid");
+  int err = arm_death_signal(sig, parent);
+  if (err != 0) return fail(fd, STEP_PDEATHSIG, err, "prctl(PR_SET_PDEATHSIG)");
+  if (fd >= 0) write_all(fd, "R", 1); /* the group exists and the signal is armed */
+  char *file = argv[5];
+  execvp(file, argv + 6); /* argv[6] is argv0 exactly as the caller gave it, even "" */
+  return fail(fd, STEP_EXEC, errno, file);
 }

@@ -83,3 +83,15 @@ export const DRAIN_GRACE_MS_DEFAULT = 8000
 export function drainGraceMs(): number {
   return envMs('REAPKIT_DRAIN_GRACE_MS', DRAIN_GRACE_MS_DEFAULT, 100, 300_000)
 }
+
+/**
+ * How long spawn() waits for its exec helper to report (group formed, death signal armed, target
+ * exec'd) before it returns without that confirmation and says so (spawnedInfo().startup). The
+ * wait normally lasts one exec (well under a millisecond to a few ms); the bound is for a stalled
+ * machine or a stopped child. REAPKIT_SPAWN_REPORT_MS, 0..60000 ms.
+ */
+export const SPAWN_REPORT_MS_DEFAULT = 5000
+
+export function spawnReportMs(): number {
+  return envMs('REAPKIT_SPAWN_REPORT_MS', SPAWN_REPORT_MS_DEFAULT, 0, 60_000)
+}

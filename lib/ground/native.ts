@@ -75,6 +75,13 @@ export interface Binding {
   stdinWatchStart?: (onHangup: (unread: number) => void) => 'pipe' | 'socket' | 'tty' | 'file' | 'other' | 'closed' | 'socket-unsupported'
   /** Stops the watch (joins its thread); a no-op when none runs. */
   stdinWatchStop?: () => void
+  /** The report pipe of spawn()'s exec helper (native/exec_report.cc): [readFd, writeFd], both close-on-exec. */
+  execReportPipe(): [number, number]
+  /**
+   * Reads the helper's report until EOF or `timeoutMs`: `ready` (group formed, death signal armed),
+   * `done` (EOF: exec'd or exited; the fd is then closed), the failed `step` and its `errno`.
+   */
+  execReportWait(fd: number, timeoutMs: number): ExecReport
   /** macOS only (native/proc_darwin.cc; absent elsewhere): every process, through libproc. */
   darwinProcesses?: () => DarwinProcRow[]
   /** macOS only: one process with its session and resident memory; null when there is none. */
@@ -95,6 +102,15 @@ export interface Binding {
   /** Windows only (native/win): Job objects and the parent opened with its creation time checked. */
   Job?: new () => NativeJob
   openParent?: () => NativeProcessHandle
+}
+
+/** What native/exec_report.cc read from spawn()'s exec helper. */
+export interface ExecReport {
+  ready: boolean
+  done: boolean
+  step: 'setpgid' | 'prctl' | 'exec' | null
+  /** The helper's errno for `step` (positive), else 0. */
+  errno: number
 }
 
 /** What this platform and build support. */

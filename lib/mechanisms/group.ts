@@ -41,8 +41,16 @@ export function groupMembers(pgid: number): number[] {
   return scanGroups().get(g) ?? []
 }
 
-let waiting: Array<{ pgid: number; resolve(members: number[]): void; reject(err: unknown): void }> = []
+/** One listing of a group, and which scan of the process table it came from. */
+export interface GroupListing {
+  members: number[]
+  /** Increases with every scan: listings with the same number were read from the same scan. */
+  scan: number
+}
+
+let waiting: Array<{ pgid: number; resolve(listing: GroupListing): void; reject(err: unknown): void }> = []
 let scheduled = false
+let scans = 0
 
 /**
  * The same answer as groupMembers(), from a scan taken after the call: all the calls made before
@@ -50,6 +58,15 @@ let scheduled = false
  * process table per round instead of one per group.
  */
 export function groupMembersSoon(pgid: number): Promise<number[]> {
+  return groupListingSoon(pgid).then((listing) => listing.members)
+}
+
+/**
+ * groupMembersSoon() with the scan's number. The scan and the resolution of every listing it
+ * answers happen in one check-phase callback, so a caller that looks at a child's state in its
+ * continuation sees the state the scan was taken in (libuv reaps in the poll phase, never between).
+ */
+export function groupListingSoon(pgid: number): Promise<GroupListing> {
   const g = validatePid(pgid, 'pgid')
   return new Promise((resolve, reject) => {
     waiting.push({ pgid: g, resolve, reject })
@@ -60,13 +77,14 @@ export function groupMembersSoon(pgid: number): Promise<number[]> {
       waiting = []
       scheduled = false
       let table: Map<number, number[]>
+      const scan = ++scans
       try {
         table = scanGroups()
       } catch (err) {
         for (const w of batch) w.reject(err) // e.g. EMFILE: unknown, not empty
         return
       }
-      for (const w of batch) w.resolve(table.get(w.pgid) ?? [])
+      for (const w of batch) w.resolve({ members: table.get(w.pgid) ?? [], scan })
     })
   })
 }

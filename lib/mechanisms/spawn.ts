@@ -15,6 +15,11 @@
  * - A handle pinned to the child (a pidfd), opened synchronously before libuv can reap it, so later
  *   signals can never hit a recycled pid: see spawnedHandle().
  *
+ * What spawnedInfo() states is true when spawn() returns: through the helper, spawn() returns only
+ * once the helper has reported (a close-on-exec pipe: 'R', then EOF at the exec) that the group
+ * exists, the signal is armed and the target runs; a stop may begin at any moment after that and
+ * still ends every member. exec-report.ts has the design, its bound and its fallbacks.
+ *
  * Where the helper is missing (no addon) the group comes from `detached` (setsid) and no death
  * signal is armed; spawnedInfo() says what was applied.
  */
@@ -23,11 +28,12 @@ import { accessSync, constants as fsConstants, realpathSync, statSync } from 'no
 import { delimiter, isAbsolute, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { typeError } from '../ground/errors'
-import { groupMembersSoon } from './group'
+import { type GroupListing, groupListingSoon } from './group'
 import { type ProcessHandle, openProcess } from './handle'
 import { spawnInJob } from './spawn-win32'
+import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
-import { describe, type SignalLike, signalName, signalNumber, validateOptions } from '../ground/validate'
+import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
   /** Make the child the leader of a new process group. Default true. */
@@ -54,6 +60,15 @@ export interface SpawnedInfo {
    */
   job?: boolean
   /**
+   * How what this states was confirmed (POSIX): 'exec' when spawn() returned after the exec helper
+   * reported that the group exists, the death signal is armed and the target was exec'd (the usual
+   * case); 'timeout' when the helper did not report within REAPKIT_SPAWN_REPORT_MS (default 5 s):
+   * `pgid` and `parentDeathSignal` then say only what it had confirmed by then (null: not yet), and
+   * are set when it confirms later; 'none' without the helper (Node's spawn; a group from setsid,
+   * which is in place when Node's spawn returns). Windows: 'none'.
+   */
+  startup: 'exec' | 'timeout' | 'none'
+  /**
    * True once the group was seen empty after the child exited. Its id may then belong to someone
    * else's group, so reapkit never lists or signals it again.
    */
@@ -68,11 +83,17 @@ export function spawnedInfo(child: ChildProcess): SpawnedInfo | undefined {
 }
 
 // ---- Group trust ----
-// A process group id is safe to list and signal only while the group is provably the child's:
+// A process group id is safe to list and signal only while the group is provably the child's.
+// spawn() returns only once the child leads its group (exec-report.ts), so from then on:
 // - while the child (its leader) is unreaped, its pid holds the id: listings are trusted, and
 //   every member they find is pinned (a pidfd) as a witness;
-// - the listing right after the leader is reaped (one loop turn later) is trusted too, and pins
-//   witnesses: a stranger would need a whole pid wrap-around within that turn;
+// - the first scan of the process table taken after the leader is reaped is trusted too, and pins
+//   witnesses: a stranger would need a whole pid wrap-around between the reap and that scan, which
+//   runs in the same loop turn (the 'exit' hook in register() asks for it). Which scan that is
+//   depends on when the scan was taken, not on who asked: a stop's listing that shares that scan is
+//   trusted as well (before, a stop that asked first was judged without witnesses, because the
+//   'exit' hook that pins them had not run yet, and the group was declared gone with its members
+//   still running);
 // - after that, a listing is trusted only if a witness is still alive and still in the group after
 //   the scan: the group then never emptied, so its id was never free for reuse.
 // Without a live witness the group is declared gone for good: we may leave a straggler behind, but
@@ -82,6 +103,10 @@ const witnesses = new WeakMap<SpawnedInfo, Map<number, ProcessHandle>>()
 // then it is neither trusted nor declared gone, and every listing fails with that error, so a stop
 // reports itself uncertain instead of "empty".
 const unknown = new WeakMap<SpawnedInfo, Error>()
+// The number of the first scan taken after the leader was reaped (-1: the exit backstop's table;
+// FAILED_SCAN: that scan failed, so no listing is trusted without a witness).
+const reapScan = new WeakMap<SpawnedInfo, number>()
+const FAILED_SCAN = -2
 const isGoneError = (err: unknown): boolean => (err as { code?: unknown })?.code === 'ESRCH'
 
 function isReaped(child: ChildProcess): boolean {
@@ -139,24 +164,32 @@ function trustedNow(child: ChildProcess, info: SpawnedInfo, pgid: number, firstA
  * @internal Live members of a spawned (or adopted) child's group, listed only while the group is
  * provably the child's (see "Group trust"); [] once it is gone, and from then on without listing.
  */
-export async function spawnedGroupMembers(child: ChildProcess, firstAfterReap = false): Promise<number[]> {
+export async function spawnedGroupMembers(child: ChildProcess): Promise<number[]> {
   const info = spawned.get(child)
   if (!info || info.pgid === null || info.groupGone) return []
   const pgid = info.pgid
-  let members: number[]
+  let listing: GroupListing
   try {
-    members = await groupMembersSoon(pgid)
+    listing = await groupListingSoon(pgid)
   } catch (err) {
-    // The look right after the reap is the one that pins witnesses: without it, trust is unknown.
-    if (firstAfterReap) unknown.set(info, err as Error)
+    // The first look after the reap is the one that pins witnesses: without it, trust is unknown,
+    // and a later scan is no first look (it may come any time later).
+    if (isReaped(child) && !reapScan.has(info)) {
+      unknown.set(info, err as Error)
+      reapScan.set(info, FAILED_SCAN)
+    }
     throw err
   }
   if (info.groupGone) return []
-  if (members.length === 0 && isReaped(child)) {
+  // Looked at in the callback that took the scan: the child's state is the one the scan saw.
+  const reaped = isReaped(child)
+  if (reaped && !reapScan.has(info)) reapScan.set(info, listing.scan)
+  const members = listing.members
+  if (members.length === 0 && reaped) {
     declareGone(info)
     return []
   }
-  if (!trustedNow(child, info, pgid, firstAfterReap)) {
+  if (!trustedNow(child, info, pgid, reaped && reapScan.get(info) === listing.scan)) {
     const err = unknown.get(info)
     if (err) throw err // no witness, for want of descriptors: unknown, not gone
     declareGone(info)
@@ -168,16 +201,20 @@ export async function spawnedGroupMembers(child: ChildProcess, firstAfterReap = 
 
 /**
  * @internal The same rule, synchronously, against one listing of the process table (`table`, as
- * the exit backstop takes it once for every child).
+ * the exit backstop takes it once for every child). A table taken after the reap, before any scan
+ * was (the 'exit' hook's is still pending in this loop turn), is that first scan after the reap.
  */
 export function spawnedGroupMembersSync(child: ChildProcess, table: Map<number, number[]>): number[] {
   const info = spawned.get(child)
   if (!info || info.pgid === null || info.groupGone) return []
-  if (!trustedNow(child, info, info.pgid, false)) {
+  const members = table.get(info.pgid) ?? []
+  const first = isReaped(child) && !reapScan.has(info) && !unknown.has(info)
+  if (first) reapScan.set(info, -1)
+  if (!trustedNow(child, info, info.pgid, first)) {
     if (!unknown.has(info)) declareGone(info) // unknown: not signalled, but not declared gone either
     return []
   }
-  return table.get(info.pgid) ?? []
+  return members // not pinned: the backstop signals them at once (each pinned and checked there)
 }
 
 /**
@@ -203,7 +240,7 @@ export function trackChild(child: ChildProcess): SpawnedInfo | undefined {
       return undefined
     }
   }
-  return register(child, { pgid, parentDeathSignal: null }, handle)
+  return register(child, { pgid, parentDeathSignal: null, startup: 'none' }, handle)
 }
 
 function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>, handle: ProcessHandle | null): SpawnedInfo {
@@ -213,7 +250,7 @@ function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'gr
     child.once('exit', () => {
       handle?.close()
       // Look once, right after libuv reaped it: pin what is left, or the group is gone for good.
-      if (info.pgid !== null) spawnedGroupMembers(child, true).catch(() => {}) // a failure is kept as "unknown" (above)
+      if (info.pgid !== null) spawnedGroupMembers(child).catch(() => {}) // a failure is kept as "unknown" (above)
     })
   }
   return info
@@ -288,7 +325,7 @@ export function spawn(
   // Windows: no groups and no death signal, a kill-on-close Job object instead (spawn-win32.ts).
   if (process.platform === 'win32') {
     const inJob = group ? spawnInJob(childProcess, command, args, nodeOptions, wanted > 0) : null
-    return pinAndRegister(inJob ?? childProcess.spawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null })
+    return pinAndRegister(inJob ?? childProcess.spawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null, startup: 'none' })
   }
 
   // A shell command is run by the shell, as Node does it (the helper then execs the shell).
@@ -300,29 +337,34 @@ export function spawn(
   }
 
   const helper = execHelperPath()
-  let child: ChildProcess
-  let applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>
   // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
   const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
   if (helper && (group || sig > 0) && !asOtherUser && resolvable(file, nodeOptions)) {
+    // Returns once the helper has formed the group, armed the signal and exec'd the target (or
+    // failed, reported as Node's 'error'), within a bound: exec-report.ts.
     const argv0 = nodeOptions.argv0 ?? file
-    child = childProcess.spawn(helper, [group ? '1' : '0', String(sig), String(process.pid), file, argv0, ...argv], {
-      ...nodeOptions,
-      shell: false,
-      argv0: undefined,
-    })
-    // What the caller asked for, not the helper (the helper is gone after its exec anyway).
-    ;(child as { spawnfile: string }).spawnfile = file
-    ;(child as { spawnargs: string[] }).spawnargs = [argv0, ...argv]
-    applied = { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: sig > 0 ? signalName(sig) : null }
-  } else {
-    // No helper, nothing to arm, or a command execvp would not find: Node's own spawn, so its own
-    // errors ('error' with ENOENT...) reach the caller unchanged. A group then comes from setsid.
-    child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
-    applied = { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null }
+    const started = spawnThroughHelper(childProcess, { helper, group, sig, file, argv0, argv, nodeOptions })
+    if (started) return registerHelperSpawn(started)
   }
+  // No helper, nothing to arm, a command execvp would not find, or no report possible: Node's own
+  // spawn, so its own errors ('error' with ENOENT...) reach the caller unchanged. A group then comes
+  // from setsid, which libuv applies before its exec, and its spawn returns after that exec: exact too.
+  const child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
+  return pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none' })
+}
 
-  return pinAndRegister(child, applied)
+/** Pins and registers a child the helper started; a late confirmation (startup 'timeout') updates its info. */
+function registerHelperSpawn(started: HelperSpawn): ChildProcess {
+  const child = started.child
+  if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
+  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup })
+  const info = spawned.get(child)!
+  started.onLate?.((late) => {
+    if (info.groupGone) return
+    info.pgid = late.pgid
+    info.parentDeathSignal = late.parentDeathSignal
+  })
+  return child
 }
 
 /** Pins the new child (a handle opened before libuv can reap it) and records what was applied. */

@@ -153,6 +153,77 @@ describe.runIf(process.platform === 'linux')(`torture scenarios (seed ${SEED}, r
   }
 })
 
+// Stops in the first milliseconds (issue 23): spawn() used to return before the child led its
+// group, and a stop in that window listed nobody but the leader, so the tree it forked next ran on.
+// Library mode, a tree of up to 9 nodes (no setsid escapees: the library alone promises its group;
+// no node exits at stdin end: a cascade of such exits during shutdownAll's close phase can outrun
+// the group-trust witnesses, a limit of that rule (spawn.ts) that is not about the first ms),
+// stopped 0..7 ms after spawn: by the host itself (0 = synchronously after spawn() returns), with
+// killProcessGracefully or shutdownAll, or by SIGTERM to the host (ms after it said it started the
+// tree), whose handler runs shutdownAll.
+const EARLY = sized(24) // each 24: every delay 0..7 by each of the three stops
+// TORTURE_LAUNCHER=1: in every other scenario the leader is a launcher that exits once it has
+// started its children (tree-node.sh's X). A known limit, kept out of the default run: when the
+// leader is gone and every member pinned as a witness exits after forking (a chain of launchers),
+// the group can no longer be proven ours (spawn.ts, "Group trust") and is declared gone with its
+// newest members running. Measured: 5 of 480 such scenarios (seed 30001125, scale 20, loaded).
+const LAUNCHER = process.env.TORTURE_LAUNCHER === '1'
+describe.runIf(process.platform === 'linux')(`torture: stops 0-7 ms after spawn (seed ${SEED}, replay with TORTURE_SEED=${SEED})`, () => {
+  for (let k = 0; k < EARLY; k++) {
+    const rnd = prng((SEED ^ 0x5eed) + k)
+    const delayMs = k % 8
+    const by = (['kill', 'shutdownAll', 'SIGTERM'] as const)[Math.floor(k / 8) % 3]!
+    const nodes: Scenario['nodes'] = []
+    const grow = (parent: number, depth: number): void => {
+      const i = nodes.length
+      let flags = ''
+      if (rnd() < 0.3) flags += 'T'
+      if (parent >= 0 && rnd() < 0.3) flags += 'S'
+      if (parent < 0 && LAUNCHER && k % 2 === 0) flags += 'X' // the leader exits once it has started its children
+      nodes.push([i, parent, flags || '-'])
+      if (depth >= 3) return
+      const width = 1 + Math.floor(rnd() * (depth === 0 ? 3 : 2))
+      for (let j = 0; j < width && nodes.length < 9; j++) grow(i, depth + 1)
+    }
+    grow(-1, 0)
+    const tree = nodes.map((n) => `${n[0]}<${n[1]}:${n[2]}`).join(' ')
+    it(`early #${k}: library, ${by === 'kill' ? 'killProcessGracefully' : by} ${delayMs} ms after spawn; tree ${tree}`, async () => {
+      const plan = join(dir, `early-${k}`)
+      writeFileSync(plan, nodes.map((n) => n.join(' ')).join('\n') + '\n')
+      const capture = captureProcesses()
+      try {
+        const args = by === 'SIGTERM' ? [HOST, 'library', plan] : [HOST, 'library', plan, String(delayMs), by]
+        const host = spawnGroup(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'], env: { TORTURE_GRACE_MS: String(GRACE) } })
+        if (by === 'SIGTERM') {
+          await new Promise((resolve, reject) => {
+            host.stdout!.once('data', resolve)
+            host.once('exit', () => reject(new Error('the host exited before starting the tree')))
+          })
+          if (delayMs > 0) await sleep(delayMs)
+          host.kill('SIGTERM')
+        }
+        await exitOf(host, 10_000)
+        expect(host.exitCode, 'the host ran its shutdownAll to the end').toBe(0)
+        const deadline = Date.now() + 8000
+        let survivors = capture.survivors()
+        while (survivors.length > 0 && Date.now() < deadline) {
+          await sleep(20)
+          survivors = capture.survivors()
+        }
+        totals.scenarios++
+        totals.survivors += survivors.length
+        const zombies = adoptedZombies()
+        totals.zombies += zombies.length
+        expect(survivors, `survivors (replay: TORTURE_SEED=${SEED}, early scenario #${k})`).toEqual([])
+        expect(zombies, `adopted zombies left unreaped (replay: TORTURE_SEED=${SEED}, early scenario #${k})`).toEqual([])
+      } finally {
+        await capture.killSurvivors()
+        capture.stop()
+      }
+    })
+  }
+})
+
 /** Zombies whose parent is this test process and that no ChildProcess of ours is waiting for. */
 function adoptedZombies(): number[] {
   return zombieChildren().filter((pid) => !isLibuvChild(pid))

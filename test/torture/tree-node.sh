@@ -2,7 +2,8 @@
 # tree-node.sh PLAN INDEX: one node of a torture tree (test/torture/scenarios.torture.ts). PLAN has
 # one line per node, "index parent flags", flags from: T ignores SIGTERM; E exits at the end of its
 # stdin (the host's pipe); D is started with a double fork and setsid (it leaves its group and its
-# session); S is started through `sh -c 'exec ...'`; - none. Appends "index pid" to PLAN.pids.
+# session); S is started through `sh -c 'exec ...'`; X exits once it has started its children (a
+# launcher: the group outlives its leader from the start); - none. Appends "index pid" to PLAN.pids.
 plan=$1
 me=$2
 flags=-
@@ -23,6 +24,7 @@ while read -r i p f; do
 done < "$plan"
 # Then become the idler in place (exec: one process per node, nothing that ends by itself).
 case $flags in
+  *X*) exit 0 ;;
   *E*) exec cat <&3 > /dev/null ;;
   *) exec sleep 3600 ;;
 esac

@@ -1,0 +1,196 @@
+/**
+ * spawn() through the exec helper, and the wait that makes what spawnedInfo() states true when it
+ * is stated (POSIX; spawn.ts decides when to come here).
+ *
+ * libuv's spawn returns once it has exec'd the helper (native/exec_helper.c), and the helper forms
+ * the group (setpgid), arms the death signal and execs the target only after that. Returning then
+ * left a window (most spawns on a busy machine) where the child was still in our group:
+ * `process.kill(-pid)` failed with ESRCH, a signal to our own group reached it, and a stop that
+ * listed the group found nobody but the leader, so whatever the leader forked next escaped the stop.
+ *
+ * So the helper reports through a pipe of its own (native/exec_report.cc):
+ * - the pipe is made close-on-exec at both ends, so a child spawned at the same moment elsewhere in
+ *   this process (a worker) never keeps it past its exec;
+ * - its write end goes to the child as one extra stdio entry, at index max(3, stdio.length), and the
+ *   helper is told that index; libuv dup2s it into place, and the helper sets close-on-exec on it
+ *   again first thing, so the target never inherits it;
+ * - the helper writes 'R' once the group exists and the death signal is armed, then execs the
+ *   target: success is EOF (the exec closed the pipe); a failure is one record (the step and its
+ *   errno), then the helper exits 127/126;
+ * - the parent closes its copy of the write end right after Node's spawn returns, and reads until
+ *   EOF in one bounded native wait (REAPKIT_SPAWN_REPORT_MS, default 5 s).
+ * spawn() therefore returns once the group is formed and the target exec'd, the same promise
+ * libuv's own spawn makes for its exec. On the bound (a stalled machine, a stopped child), spawn()
+ * returns anyway, says so (startup: 'timeout'), states only what the helper confirmed, and keeps
+ * reading in the background to state the rest when it comes.
+ *
+ * Why not libuv's `detached` (setsid): exact, but a new session loses the controlling terminal, and
+ * the child must stay in our session (an interactive child's group is to be made the terminal's
+ * foreground group). Why not setpgid from here: once the child has exec'd the helper (which libuv
+ * has done when spawn returns), setpgid on it fails with EACCES.
+ *
+ * A failed exec (ENOENT, EACCES...) is reported as Node reports it: an 'error' event with code,
+ * errno, syscall 'spawn <file>', path and spawnargs, no 'spawn' and no 'exit' event, and no pid.
+ */
+import type { ChildProcess, SpawnOptions as NodeSpawnOptions, StdioOptions } from 'node:child_process'
+import { closeSync } from 'node:fs'
+import { spawnReportMs } from '../ground/config'
+import { binding, type ExecReport } from '../ground/native'
+import { signalName } from '../ground/validate'
+
+/** How the child's start was confirmed: see SpawnedInfo.startup. */
+export type Startup = 'exec' | 'timeout' | 'none'
+
+export interface HelperSpawn {
+  child: ChildProcess
+  /** The group exists (the helper said so), or null. */
+  pgid: number | null
+  parentDeathSignal: NodeJS.Signals | null
+  startup: Startup
+  /** With startup 'timeout': call with a setter, which is told what the helper confirms later. */
+  onLate?: (confirm: (late: { pgid: number | null; parentDeathSignal: NodeJS.Signals | null }) => void) => void
+}
+
+interface Request {
+  helper: string
+  group: boolean
+  sig: number
+  file: string
+  argv0: string
+  argv: string[]
+  nodeOptions: NodeSpawnOptions
+}
+
+const STDIO_NAMES = new Set(['pipe', 'ignore', 'inherit', 'overlapped'])
+
+/**
+ * The caller's stdio as an array, or null when it is not one we can extend (an invalid value: Node
+ * then throws its own error, without the report).
+ */
+function stdioArray(stdio: StdioOptions | undefined): Array<unknown> | null {
+  if (stdio === undefined || stdio === null) return []
+  if (typeof stdio === 'string') return STDIO_NAMES.has(stdio) ? [stdio, stdio, stdio] : null
+  return Array.isArray(stdio) ? [...stdio] : null
+}
+
+/** Opens the report pipe; null when it cannot be (EMFILE...): the spawn then goes on without it. */
+function openPipe(): [number, number] | null {
+  if (!binding || typeof binding.execReportPipe !== 'function') return null
+  try {
+    return binding.execReportPipe()
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Spawns through the helper with the report pipe, or returns null without spawning when there can
+ * be no report (stdio Node would refuse, no descriptor for the pipe): the caller then uses Node's
+ * own spawn, whose group (setsid) is in place when it returns, rather than state an unconfirmed one.
+ */
+export function spawnThroughHelper(childProcess: typeof import('node:child_process'), req: Request): HelperSpawn | null {
+  const stdio = stdioArray(req.nodeOptions.stdio)
+  const pipe = stdio ? openPipe() : null
+  if (!stdio || !pipe) return null
+  // Past the caller's entries; Node fills the gap up to 3 with its defaults ('pipe'), as it would.
+  const index = Math.max(3, stdio.length)
+  while (stdio.length < index) stdio.push(undefined)
+  let child: ChildProcess
+  try {
+    const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
+    const args = [req.group ? '1' : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
+    child = childProcess.spawn(req.helper, args, options)
+  } catch (err) {
+    closeSync(pipe[0])
+    throw err
+  } finally {
+    closeSync(pipe[1]) // only the child holds the write end now: its exec or exit is our EOF
+  }
+  // What the caller asked for, not the helper (the helper is gone after its exec anyway).
+  ;(child as { spawnfile: string }).spawnfile = req.file
+  ;(child as { spawnargs: string[] }).spawnargs = [req.argv0, ...req.argv]
+  // The report entry is ours: the caller sees the stdio it asked for (Node puts null there anyway).
+  if (child.stdio.length > index) (child.stdio as unknown[]).length = index
+  const applied = (ready: boolean) => ({
+    pgid: ready && req.group && child.pid !== undefined ? child.pid : null,
+    parentDeathSignal: ready && req.sig > 0 ? signalName(req.sig) : null,
+  })
+  if (child.pid === undefined) {
+    closeSync(pipe[0]) // Node's own spawn failed (EAGAIN, EMFILE...): its 'error' event says so
+    return { child, pgid: null, parentDeathSignal: null, startup: 'none' }
+  }
+  const report = waitForReport(pipe[0])
+  if (report.step !== null) {
+    failLikeNode(child, report)
+    return { child, pgid: null, parentDeathSignal: null, startup: 'exec' }
+  }
+  if (report.done) return { child, ...applied(report.ready), startup: 'exec' }
+  return {
+    child,
+    ...applied(report.ready),
+    startup: 'timeout',
+    onLate: (confirm) => readLate(pipe[0], child, report.ready, (ready) => confirm(applied(ready))),
+  }
+}
+
+/** The bounded wait; a failed poll counts as a timeout (the fd stays ours, read on in the background). */
+function waitForReport(fd: number): ExecReport {
+  try {
+    return binding!.execReportWait(fd, spawnReportMs())
+  } catch {
+    return { ready: false, done: false, step: null, errno: 0 }
+  }
+}
+
+/**
+ * After a timeout: reads the rest of the report without blocking (a pipe socket, unref'd), and
+ * confirms the group once the helper says 'R'. A failure after the timeout stays what it is then:
+ * 'spawn' was emitted, and the exit (127/126) follows.
+ */
+function readLate(fd: number, child: ChildProcess, alreadyReady: boolean, confirm: (ready: boolean) => void): void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const net = require('node:net') as typeof import('node:net')
+  let socket: import('node:net').Socket
+  try {
+    socket = new net.Socket({ fd, readable: true, writable: false })
+  } catch {
+    closeSync(fd)
+    return
+  }
+  socket.unref()
+  let ready = alreadyReady
+  socket.on('data', (chunk: Buffer) => {
+    if (!ready && chunk[0] === 0x52 /* 'R' */) {
+      ready = true
+      confirm(true)
+    }
+  })
+  const done = (): void => {
+    socket.destroy()
+  }
+  socket.once('end', done)
+  socket.once('error', done)
+  child.once('exit', done)
+}
+
+/**
+ * Reports a failed helper step as Node reports a failed spawn: Node's own exit handler, given the
+ * negative errno, emits 'error' with code, errno, syscall 'spawn <file>', path and spawnargs, and no
+ * 'exit'; the 'spawn' event Node queued is dropped; pid is undefined, as after Node's ENOENT. All
+ * of it happens when libuv reaps the helper (a few ms later), not on the next tick as in Node.
+ * Where Node's internals differ from this shape (`_handle.onexit`), the child is left as it is: a
+ * 'spawn' event and an exit with 127 (126), which is what the helper exits with anyway.
+ */
+function failLikeNode(child: ChildProcess, report: ExecReport): void {
+  const handle = (child as unknown as { _handle?: { onexit?: unknown } })._handle
+  const onexit = handle?.onexit
+  if (!handle || typeof onexit !== 'function' || !(report.errno > 0)) return
+  handle.onexit = (_code: number, _signal: string | null) => (onexit as (c: number, s: null) => void)(-report.errno, null)
+  const own = child.emit as (this: ChildProcess, event: string | symbol, ...args: unknown[]) => boolean
+  child.emit = function emit(this: ChildProcess, event: string | symbol, ...args: unknown[]): boolean {
+    if (event === 'spawn') return false
+    if (event === 'error') delete (child as { emit?: unknown }).emit // the prototype's again
+    return own.call(this, event, ...args)
+  } as ChildProcess['emit']
+  ;(child as { pid: number | undefined }).pid = undefined
+}

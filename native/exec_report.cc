@@ -1,0 +1,142 @@
+// The report pipe between spawn() and its exec helper (native/exec_helper.c), so that spawn()
+// returns only once the child leads its group, has its death signal armed and has exec'd the target.
+//
+//   execReportPipe()              -> [readFd, writeFd], both close-on-exec
+//   execReportWait(readFd, ms)    -> { ready, done, step, errno }
+//
+// The write end goes to the child through one extra stdio entry (lib/mechanisms/spawn.ts); the
+// parent closes its copy right after Node's spawn returns. Close-on-exec on both ends means a child
+// that anything else in this process (a worker_thread, say) spawns at the same moment loses them at
+// its exec: only our helper holds the write end past its exec (libuv dup2s it into place, which
+// clears the flag; the helper sets it again before its own exec of the target).
+//
+// execReportWait reads until EOF or until `ms` has passed, in one bounded poll loop:
+//   ready  the helper wrote 'R': the group exists and the death signal is armed
+//   done   EOF: the helper is gone (exec'd, or exited); the read end is then closed here
+//   step   null, or which step failed: 'setpgid' | 'prctl' | 'exec' (the errno is the helper's)
+// When `done` is false (the deadline passed first), the read end stays open and is the caller's.
+#include <napi.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+
+#include "errors.h"
+#include "reapkit.h"
+
+namespace reapkit {
+
+// Both ends close-on-exec. pipe2 does it atomically (Linux, the BSDs); macOS has no pipe2, so there
+// the flags are set right after, and a fork in another thread in between could inherit the ends
+// until its own exec (a child that keeps the write end would only delay spawn() to its deadline).
+static int CloexecPipe(int fds[2]) {
+#if defined(__APPLE__)
+  if (pipe(fds) != 0) return errno;
+  for (int i = 0; i < 2; i++) fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+  return 0;
+#else
+  return pipe2(fds, O_CLOEXEC) == 0 ? 0 : errno;
+#endif
+}
+
+static Napi::Value ExecReportPipe(const Napi::CallbackInfo& info) {
+  int fds[2];
+  int err = CloexecPipe(fds);
+  if (err != 0) return ThrowSystemError(info.Env(), err, "pipe");
+  Napi::Array out = Napi::Array::New(info.Env(), 2);
+  out.Set(0u, fds[0]);
+  out.Set(1u, fds[1]);
+  return out;
+}
+
+struct Report {
+  bool ready = false;
+  bool done = false;
+  char step = 0;
+  int32_t err = 0;
+  unsigned char buf[16];  // 'R' then at most one failure record of 8 bytes
+  size_t len = 0;
+};
+
+// Reads what is there; false on a read error other than EINTR/EAGAIN (errno kept).
+static bool ReadSome(int fd, Report* r) {
+  unsigned char chunk[16];
+  ssize_t n = read(fd, chunk, sizeof chunk);
+  if (n < 0) return errno == EINTR || errno == EAGAIN;
+  if (n == 0) {
+    r->done = true;
+    return true;
+  }
+  for (ssize_t i = 0; i < n && r->len < sizeof r->buf; i++) r->buf[r->len++] = chunk[i];
+  return true;
+}
+
+// Decodes 'R' and the failure record ('F', step, 2 bytes, int32 errno) from what was read.
+static void Decode(Report* r) {
+  size_t at = 0;
+  if (at < r->len && r->buf[at] == 'R') {
+    r->ready = true;
+    at++;
+  }
+  if (at + 8 <= r->len && r->buf[at] == 'F') {
+    r->step = static_cast<char>(r->buf[at + 1]);
+    std::memcpy(&r->err, r->buf + at + 4, sizeof r->err);
+  }
+}
+
+// Polls and reads until EOF or the deadline. Returns 0, or the errno of a failed poll/read.
+static int WaitForReport(int fd, int32_t ms, Report* r) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(ms);
+  while (!r->done) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left < 0) left = 0;
+    struct pollfd p = {fd, POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) break;  // the deadline passed
+    if (!ReadSome(fd, r)) return errno;
+  }
+  Decode(r);
+  return 0;
+}
+
+static const char* StepName(char step) {
+  switch (step) {
+    case 'g': return "setpgid";
+    case 'p': return "prctl";
+    case 'e': return "exec";
+    default: return nullptr;
+  }
+}
+
+static Napi::Value ExecReportWait(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int32_t fd, ms;
+  if (!ArgInt(info, 0, "fd", &fd) || !ArgInt(info, 1, "timeoutMs", &ms)) return env.Undefined();
+  if (fd < 0 || ms < 0) return ThrowSystemError(env, EINVAL, "poll");
+  Report r;
+  int err = WaitForReport(fd, ms, &r);
+  if (err != 0) return ThrowSystemError(env, err, "poll");
+  if (r.done) close(fd);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("ready", Napi::Boolean::New(env, r.ready));
+  out.Set("done", Napi::Boolean::New(env, r.done));
+  const char* step = StepName(r.step);
+  out.Set("step", step ? Napi::Value(Napi::String::New(env, step)) : env.Null());
+  out.Set("errno", Napi::Number::New(env, step ? r.err : 0));
+  return out;
+}
+
+void InitExecReport(Napi::Env env, Napi::Object exports) {
+  exports.Set("execReportPipe", Napi::Function::New(env, ExecReportPipe, "execReportPipe"));
+  exports.Set("execReportWait", Napi::Function::New(env, ExecReportWait, "execReportWait"));
+}
+
+}  // namespace reapkit
