@@ -15,6 +15,8 @@ export default defineConfig({
       'test/cli.test.ts', // the reapkit command on the sanitized supervisor (REAPKIT_SUPERVISOR)
       'test/cli-signals.test.ts',
       'test/keepalive-stdin.test.ts', // native/stdin_watch.cc: its thread, hang-ups at teardown
+      'test/spawn-startup.test.ts', // native/exec_report.cc and the exec helper's report
+      'test/prototype-pollution.test.ts',
     ],
     setupFiles: ['test/setup.ts'],
     // The sanitized build runs several times slower: bounds are wider still than the main suite's.
