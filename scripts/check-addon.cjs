@@ -42,7 +42,7 @@ pending.set(id, (code, signal) => {
     // The exec helper must sit beside the addon (helper/ for a build, the same folder for a prebuild).
     const helper = [join(dirname(file), 'helper', 'reapkit-exec'), join(dirname(file), 'reapkit-exec')].find(existsSync)
     assert.ok(helper, 'no reapkit-exec beside the addon')
-    const h = spawnSync(helper, ['1', '0', String(process.pid), 'sh', 'sh', '-c', 'ps -o pgid= -p $$'], { encoding: 'utf8' })
+    const h = spawnSync(helper, ['1', '0', String(process.pid), '-1', 'sh', 'sh', '-c', 'ps -o pgid= -p $$'], { encoding: 'utf8' }) // GROUP SIGNAL PARENT REPORT FILE ARGV0 ARGS (no report fd)
     assert.equal(h.status, 0, h.stderr)
     assert.notEqual(Number(h.stdout.trim()), b.getpgid(0), 'the helper did not start a new process group')
     // So must the native supervisor of the `reapkit` command: it runs, forwards the exit status.
