@@ -269,6 +269,38 @@ function isSupervisor(command: string): boolean {
   }
 }
 
+/** Node's wording of a wrong value in ERR_INVALID_ARG_TYPE messages ("Received type number (1)"). */
+function receivedLikeNode(value: unknown): string {
+  if (value === null || value === undefined) return `Received ${value}`
+  if (typeof value === 'function') return `Received function ${value.name || '<anonymous>'}`
+  if (typeof value === 'object') return `Received an instance of ${value.constructor?.name ?? 'Object'}`
+  const shown = typeof value === 'string' ? `'${value.length > 25 ? `${value.slice(0, 25)}...` : value}'` : typeof value === 'bigint' ? `${value}n` : String(value)
+  return `Received type ${typeof value} (${shown})`
+}
+
+/** The command, checked as Node's spawn checks its `file`: same codes and messages. */
+function validateFileLikeNode(command: unknown): asserts command is string {
+  if (typeof command !== 'string') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "file" argument must be of type string. ${receivedLikeNode(command)}`)
+  }
+  if (command.length === 0) throw typeError('ERR_INVALID_ARG_VALUE', "The argument 'file' cannot be empty. Received ''")
+}
+
+/**
+ * The options reapkit consumes itself before Node's spawn sees them (argv0 goes to the helper, shell
+ * builds the helper's command line): checked here with Node's codes and messages, or a wrong value
+ * would slip past Node's own checks ({ argv0: 123 } spawned with spawnargs [123], { shell: 1 } ran sh).
+ */
+function validateConsumedOptionsLikeNode(options: { argv0?: unknown; shell?: unknown }): void {
+  if (options.argv0 != null && typeof options.argv0 !== 'string') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "options.argv0" property must be of type string. ${receivedLikeNode(options.argv0)}`)
+  }
+  const shell = options.shell
+  if (shell != null && typeof shell !== 'boolean' && typeof shell !== 'string') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "options.shell" property must be one of type boolean or string. ${receivedLikeNode(shell)}`)
+  }
+}
+
 /** Whether execvp would find and run `command` (PATH from the child's env, as glibc searches it). */
 function resolvable(command: string, options: NodeSpawnOptions): boolean {
   const cwd = typeof options.cwd === 'string' ? options.cwd : options.cwd ? fileURLToPath(options.cwd) : process.cwd()
@@ -292,9 +324,7 @@ export function spawn(
   argsOrOptions?: readonly string[] | SpawnOptions,
   maybeOptions?: SpawnOptions,
 ): ChildProcess {
-  if (typeof command !== 'string' || command.length === 0) {
-    throw typeError('ERR_INVALID_ARG_TYPE', 'The "command" argument must be a non-empty string')
-  }
+  validateFileLikeNode(command)
   const args = Array.isArray(argsOrOptions) ? [...(argsOrOptions as readonly string[])] : []
   // Like Node: spawn(cmd, options), spawn(cmd, args, options) and spawn(cmd, null | undefined, options).
   // Like Node: args that are neither an array nor null/undefined are refused, and so are options
@@ -313,6 +343,7 @@ export function spawn(
   // The rest is a plain object again: own properties only, as validateOptions made them, so that an
   // option set on Object.prototype (shell, uid, argv0...) is never read below.
   Object.setPrototypeOf(nodeOptions, null)
+  validateConsumedOptionsLikeNode(nodeOptions)
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
