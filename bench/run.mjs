@@ -190,6 +190,7 @@ const reaping = await import('./reaping.mjs')
 const keepaliveBench = await import('./keepalive.mjs')
 const httpDrainBench = await import('./http-drain.mjs')
 const httpCostBench = await import('./http-cost.mjs')
+const spawnCostBench = await import('./spawn-cost.mjs')
 const cliBench = await import('./cli.mjs')
 const wrapperStopBench = await import('./wrapper-stop.mjs')
 const exitScale = await import('./exitscale.mjs')
@@ -201,6 +202,7 @@ const exit = await exitLatency()
 const parent = await parentLatency()
 const idle = await idleCost()
 const req = await requireTime()
+const spawnCost = process.platform === 'linux' ? await spawnCostBench.spawnCostFigures(quick ? 50 : 300) : null // (pgrp from /proc)
 const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
 const close = await reaping.closeServer(quick ? 1 : 3)
 const exitscale = await exitScale.run(reapkit, { quick })
@@ -477,6 +479,8 @@ An idle server leaving (a Node process with createKeepalive; exit seen here by p
 | parent SIGKILLed, keepalive (kernel death signal + pidfd) | ${orphaned.reapkit.length} | ${fmt(pct(orphaned.reapkit, 50))} | ${fmt(pct(orphaned.reapkit, 99))} | 1x |
 | parent SIGKILLed, server polling getppid every 2 s | ${orphaned.poll2000.length} | ${fmt(pct(orphaned.poll2000, 50))} | ${fmt(pct(orphaned.poll2000, 99))} | ${ratio(pct(orphaned.reapkit, 50), pct(orphaned.poll2000, 50))} |
 
+${spawnCost ? spawnCostBench.spawnCostMarkdown(spawnCost).trimEnd() : ''}
+
 ${httpDrainBench.httpDrainMarkdown(httpDrain).trimEnd()}
 
 ${httpCost ? httpCostBench.httpCostMarkdown(httpCost).trimEnd() : ''}
@@ -537,7 +541,7 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, spawnCost, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows }, null, 1))
 console.log(md)
 // A full run also rewrites the README's figures table from this very run (bench/readme.mjs).
 if (!quick) (await import('./readme.mjs')).writeReadme(join(outDir, 'latest.json'))

@@ -2,6 +2,7 @@
 // child_process.spawn, interleaved in the same run. Also: how often, right after spawn() returns,
 // the child already leads its own group (/proc/PID/stat's pgrp == pid), and whether
 // process.kill(-pid, 0) finds the group.
+// Called by run.mjs (spawnCostFigures, spawnCostMarkdown); also runs alone:
 //   node bench/spawn-cost.mjs [N]      (after npm run build:ts)
 import { spawn as nodeSpawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -11,7 +12,6 @@ import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const reapkit = createRequire(import.meta.url)(join(here, '..', 'dist', 'cjs', 'index.js'))
-const N = Number(process.argv[2] ?? 200)
 
 const pgrpOf = (pid) => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -29,31 +29,51 @@ async function once(spawnFn) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const p95 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]
-const rows = { node: { returned: [], exited: [] }, reapkit: { returned: [], exited: [] } }
-for (let i = 0; i < 10; i++) { await once(nodeSpawn); await once(reapkit.spawn) } // warm-up
-for (let i = 0; i < N; i++) {
-  for (const [name, fn] of [['node', nodeSpawn], ['reapkit', reapkit.spawn]]) {
-    const r = await once(fn)
-    rows[name].returned.push(r.returned)
-    rows[name].exited.push(r.exited)
+export async function spawnCostFigures(N = 200) {
+  const rows = { node: { returned: [], exited: [] }, reapkit: { returned: [], exited: [] } }
+  for (let i = 0; i < 10; i++) { await once(nodeSpawn); await once(reapkit.spawn) } // warm-up
+  for (let i = 0; i < N; i++) {
+    for (const [name, fn] of [['node', nodeSpawn], ['reapkit', reapkit.spawn]]) {
+      const r = await once(fn)
+      rows[name].returned.push(r.returned)
+      rows[name].exited.push(r.exited)
+    }
   }
+  let formed = 0
+  let killable = 0
+  for (let i = 0; i < N; i++) {
+    const child = reapkit.spawn('sleep', ['5'], { stdio: 'ignore' })
+    if (pgrpOf(child.pid) === child.pid) formed++
+    try {
+      process.kill(-child.pid, 0)
+      killable++
+    } catch {}
+    child.kill('SIGKILL')
+    await exitOf(child)
+  }
+  return { n: N, rows, formed, killable }
 }
-let formed = 0
-let killable = 0
-for (let i = 0; i < N; i++) {
-  const child = reapkit.spawn('sleep', ['5'], { stdio: 'ignore' })
-  if (pgrpOf(child.pid) === child.pid) formed++
-  try {
-    process.kill(-child.pid, 0)
-    killable++
-  } catch {}
-  child.kill('SIGKILL')
-  await exitOf(child)
-}
+
 const fmt = (x) => x.toFixed(2)
-console.log(`spawn('true') x${N}, interleaved (ms)      median return  median exit  p95 exit`)
-for (const [name, r] of Object.entries(rows)) {
-  console.log(`  ${name.padEnd(36)} ${fmt(median(r.returned)).padStart(13)} ${fmt(median(r.exited)).padStart(12)} ${fmt(p95(r.exited)).padStart(9)}`)
+
+export function spawnCostMarkdown(d) {
+  const m = (side, key) => median(d.rows[side][key])
+  return `## \`spawn\`: what reapkit's costs beside Node's
+
+\`spawn('true')\` to its exit, ${d.n} runs each, reapkit's and \`child_process.spawn\` interleaved in this run. reapkit's
+returns once the exec helper has formed the group, armed the death signal and exec'd the target.
+
+| spawn | median ms to return | median ms to exit | p95 ms to exit |
+|---|---:|---:|---:|
+| \`child_process.spawn\` | ${fmt(m('node', 'returned'))} | ${fmt(m('node', 'exited'))} | ${fmt(p95(d.rows.node.exited))} |
+| reapkit \`spawn\` | ${fmt(m('reapkit', 'returned'))} | ${fmt(m('reapkit', 'exited'))} | ${fmt(p95(d.rows.reapkit.exited))} |
+| reapkit / Node (median to exit) | | ${(m('reapkit', 'exited') / m('node', 'exited')).toFixed(2)}x | |
+
+Right after \`spawn('sleep')\` returned, the child led its own group in ${d.formed} of ${d.n} spawns; \`kill(-pid, 0)\` found it in ${d.killable} of ${d.n}.
+`
 }
-console.log(`  reapkit - node (median exit)         ${fmt(median(rows.reapkit.exited) - median(rows.node.exited)).padStart(26)}`)
-console.log(`group formed when spawn('sleep') returned: ${formed}/${N}; kill(-pid, 0) found it: ${killable}/${N}`)
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const d = await spawnCostFigures(Number(process.argv[2] ?? 200))
+  console.log(spawnCostMarkdown(d))
+}
