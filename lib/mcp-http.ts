@@ -131,8 +131,10 @@ function closablesOf(mcp: HttpKeepaliveOptions['mcp']): Closable[] {
   if (value === undefined || value === null) return []
   if (typeof (value as Closable).close === 'function') return [value as Closable]
   if (typeof (value as Iterable<Closable>)[Symbol.iterator] === 'function') {
-    // A Map's entries are [key, value] pairs: take the values.
-    const items = value instanceof Map ? [...value.values()] : [...(value as Iterable<Closable>)]
+    // A Map's entries (or any map-like store's: an LRU cache, a Map from another realm) are
+    // [key, value] pairs: take the values.
+    const mapLike = typeof (value as ReadonlyMap<unknown, Closable>).values === 'function' && typeof (value as ReadonlyMap<unknown, Closable>).get === 'function'
+    const items = mapLike ? [...(value as ReadonlyMap<unknown, Closable>).values()] : [...(value as Iterable<Closable>)]
     return items.filter((item): item is Closable => typeof item?.close === 'function')
   }
   return Object.values(value as Record<string, Closable>).filter((item) => typeof item?.close === 'function')

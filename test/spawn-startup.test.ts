@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { killProcessGracefully, spawn, spawnedInfo, Supervisor } from '../lib/index'
-import { exitOf, groupMembers, isGone, procStat, trackGroup, waitFor } from './helpers'
+import { exitOf, FIXTURES, groupMembers, isGone, jsonLines, procStat, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 const dir = mkdtempSync(join(tmpdir(), 'reapkit-startup-'))
@@ -182,3 +182,53 @@ describe.runIf(linux)('spawn: a failed exec is reported as Node reports it', () 
     }
   })
 })
+
+describe.runIf(process.platform === 'linux')('out of descriptors', () => {
+  it("spawn() reports EMFILE as Node's 'error' (no throw, nothing leaked); createKeepalive() starts without its stdin watch", async () => {
+    const child = spawnGroup('sh', ['-c', 'ulimit -n 256; exec "$0" "$1"', process.execPath, `${FIXTURES}/fd-exhaustion.cjs`], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    })
+    const out = jsonLines(child.stdout!)
+    await out.next((m) => m.event === 'done' || m.event === 'uncaught', 60_000, 'the cases')
+    const status = await exitOf(child, 15_000)
+    child.stdin!.end()
+    const cases = out.seen.filter((m) => m.event === 'spawn')
+    expect(out.seen.find((m) => m.event === 'uncaught')).toBeUndefined()
+    expect(cases).toHaveLength(4)
+    for (const c of cases) {
+      expect(c.threw, JSON.stringify(c)).toBe(null)
+      expect(c.fdsLeaked, JSON.stringify(c)).toBeLessThanOrEqual(0)
+    }
+    expect(cases.find((c) => c.leave === 0).result).toEqual({ error: 'EMFILE' })
+    expect(out.seen.find((m) => m.event === 'keepalive')).toEqual({ event: 'keepalive', threw: null, started: true })
+    expect(status.signal).toBe(null) // the keepalive's own SIGTERM handler ran (no ReferenceError)
+  })
+})
+
+describe.runIf(process.platform === 'linux')('spawn() in a worker_thread', () => {
+  it('prints no warning per spawn (the report descriptors are closed natively, not by fs in a worker)', async () => {
+    const code = `
+      const { Worker } = require('node:worker_threads')
+      const w = new Worker(\`
+        const r = require(\${JSON.stringify(process.env.REAPKIT_DIST)})
+        let n = 0
+        for (let i = 0; i < 5; i++) r.spawn('true', [], { stdio: 'ignore' }).on('exit', () => { if (++n === 5) process.exit(0) })
+      \`, { eval: true })
+      w.on('exit', () => console.log('done'))
+    `
+    const child = spawnGroup(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stderr = ''
+    child.stderr!.on('data', (b: Buffer) => (stderr += b))
+    await jsonLinesOrText(child)
+    expect(await exitOf(child, 30_000)).toEqual({ code: 0, signal: null })
+    expect(stderr).not.toMatch(/closed but not opened/)
+  })
+})
+
+/** Waits for the child's stdout to end (bounded by the exit wait after it). */
+function jsonLinesOrText(child: import('node:child_process').ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    child.stdout!.resume()
+    child.stdout!.once('end', resolve)
+  })
+}

@@ -82,6 +82,8 @@ export interface Binding {
    * `done` (EOF: exec'd or exited; the fd is then closed), the failed `step` and its `errno`.
    */
   execReportWait(fd: number, timeoutMs: number): ExecReport
+  /** Closes a report descriptor (natively: a worker's fs.closeSync warns for descriptors it did not open). */
+  execReportClose(fd: number): void
   /** macOS only (native/proc_darwin.cc; absent elsewhere): every process, through libproc. */
   darwinProcesses?: () => DarwinProcRow[]
   /** macOS only: one process with its session and resident memory; null when there is none. */

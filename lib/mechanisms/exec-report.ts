@@ -33,7 +33,6 @@
  * errno, syscall 'spawn <file>', path and spawnargs, no 'spawn' and no 'exit' event, and no pid.
  */
 import type { ChildProcess, SpawnOptions as NodeSpawnOptions, StdioOptions } from 'node:child_process'
-import { closeSync } from 'node:fs'
 import { spawnReportMs } from '../ground/config'
 import { binding, type ExecReport } from '../ground/native'
 import { signalName } from '../ground/validate'
@@ -74,6 +73,15 @@ function stdioArray(stdio: StdioOptions | undefined): Array<unknown> | null {
 }
 
 /** Opens the report pipe; null when it cannot be (EMFILE...): the spawn then goes on without it. */
+/** Closes one of the pipe's descriptors (the addon's, closed natively: see execReportClose). */
+function closeFd(fd: number): void {
+  try {
+    binding!.execReportClose(fd)
+  } catch {
+    // EBADF: already closed
+  }
+}
+
 function openPipe(): [number, number] | null {
   if (!binding || typeof binding.execReportPipe !== 'function') return null
   try {
@@ -101,26 +109,28 @@ export function spawnThroughHelper(childProcess: typeof import('node:child_proce
     const args = [req.group ? '1' : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
     child = childProcess.spawn(req.helper, args, options)
   } catch (err) {
-    closeSync(pipe[0])
+    closeFd(pipe[0])
     throw err
   } finally {
-    closeSync(pipe[1]) // only the child holds the write end now: its exec or exit is our EOF
+    closeFd(pipe[1]) // only the child holds the write end now: its exec or exit is our EOF
   }
   // What the caller asked for, not the helper (the helper is gone after its exec anyway).
   ;(child as { spawnfile: string }).spawnfile = req.file
   ;(child as { spawnargs: string[] }).spawnargs = [req.argv0, ...req.argv]
+  if (child.pid === undefined) {
+    // Node's own spawn failed (EAGAIN, EMFILE...) before it made child.stdio: its 'error' event says so.
+    closeFd(pipe[0])
+    return { child, pgid: null, parentDeathSignal: null, startup: 'none' }
+  }
   // The report entry is ours: the caller sees the stdio it asked for (Node puts null there anyway).
   if (child.stdio.length > index) (child.stdio as unknown[]).length = index
   const applied = (ready: boolean) => ({
-    pgid: ready && req.group && child.pid !== undefined ? child.pid : null,
+    pgid: ready && req.group ? child.pid! : null,
     parentDeathSignal: ready && req.sig > 0 ? signalName(req.sig) : null,
   })
-  if (child.pid === undefined) {
-    closeSync(pipe[0]) // Node's own spawn failed (EAGAIN, EMFILE...): its 'error' event says so
-    return { child, pgid: null, parentDeathSignal: null, startup: 'none' }
-  }
   const report = waitForReport(pipe[0])
   if (report.step !== null) {
+    if (!report.done) closeFd(pipe[0]) // the record is whole; its EOF only missed the bound
     failLikeNode(child, report)
     return { child, pgid: null, parentDeathSignal: null, startup: 'exec' }
   }
@@ -154,7 +164,7 @@ function readLate(fd: number, child: ChildProcess, alreadyReady: boolean, confir
   try {
     socket = new net.Socket({ fd, readable: true, writable: false })
   } catch {
-    closeSync(fd)
+    closeFd(fd)
     return
   }
   socket.unref()

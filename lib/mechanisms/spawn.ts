@@ -60,9 +60,10 @@ export interface SpawnedInfo {
    */
   job?: boolean
   /**
-   * How what this states was confirmed (POSIX): 'exec' when spawn() returned after the exec helper
-   * reported that the group exists, the death signal is armed and the target was exec'd (the usual
-   * case); 'timeout' when the helper did not report within REAPKIT_SPAWN_REPORT_MS (default 5 s):
+   * How what this states was confirmed (POSIX): 'exec' when spawn() returned after the exec helper's
+   * report ended: the usual case, the group exists, the death signal is armed and the target was
+   * exec'd; or the helper failed (Node's 'error' follows) or died before reporting (then `pgid` and
+   * `parentDeathSignal` are null: nothing was confirmed); 'timeout' when the helper did not report within REAPKIT_SPAWN_REPORT_MS (default 5 s):
    * `pgid` and `parentDeathSignal` then say only what it had confirmed by then (null: not yet), and
    * are set when it confirms later; 'none' without the helper (Node's spawn; a group from setsid,
    * which is in place when Node's spawn returns). Windows: 'none'.

@@ -47,7 +47,14 @@ function onNativeHangup(unread: number): void {
 function startNative(): StdinKind {
   if (!isMainThread) return 'worker'
   if (!binding?.stdinWatchStart) return 'none'
-  return binding.stdinWatchStart(onNativeHangup)
+  try {
+    return binding.stdinWatchStart(onNativeHangup)
+  } catch {
+    // Best effort: out of descriptors for the dup or the wake pipe (EMFILE), no thread (EAGAIN).
+    // The end then comes only as 'end' to a reader of stdin, as before this watch existed; a
+    // keepalive must not fail to start over it (its signal handlers are already in place).
+    return 'none'
+  }
 }
 
 function stopNative(): void {
