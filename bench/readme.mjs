@@ -85,6 +85,27 @@ export function rows(d) {
     const p = stat(d.orphaned.poll2000)
     add('idle server: parent SIGKILLed → server exited', r.text, `a server polling \`getppid\` every 2 s: ${p.text}`, times(r.center, p.center))
   }
+  if (d.spawnCost) {
+    const r = stat(d.spawnCost.rows.reapkit.exited)
+    const n = stat(d.spawnCost.rows.node.exited)
+    add(
+      '`spawn(\'true\')` → exit (own group, death signal; returns once the target exec\'d)',
+      `${r.text}; group formed at return in ${d.spawnCost.formed} of ${d.spawnCost.n}`,
+      `\`child_process.spawn\`: ${n.text}`,
+      `${fmt(r.center / n.center)}x Node's`,
+    )
+  }
+  if (d.httpCost) {
+    const cpu = (side) => stat(d.httpCost.rows[side].map((x) => x.cpuUsPerRequest).filter((v) => v !== null), 'µs')
+    const rps = (side) => stat(d.httpCost.rows[side].map((x) => x.rps), 'req/s')
+    const [dc, pc, dr, pr] = [cpu('drain'), cpu('plain'), rps('drain'), rps('plain')]
+    add(
+      'a trivial tool call on an HTTP MCP server (2.x, stateless, 10 connections): server CPU per request; requests/s',
+      `under \`withHttpKeepalive\`: ${dc.text}; ${dr.text}`,
+      `the SDK alone: ${pc.text}; ${pr.text}`,
+      `${fmt(pc.center / dc.center)}x (CPU), ${fmt(dr.center / pr.center)}x (req/s): 1 = free`,
+    )
+  }
   if (d.cliStartup) {
     const bare = pct(d.cliStartup.bare, 50)
     const added = (xs) => stat(xs.map((x) => x - bare))
