@@ -93,6 +93,17 @@ const describeText = (s: Scenario): string =>
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/** The scenario's processes still alive once they have had `ms` to go (checked every 20 ms). */
+async function survivorsAfter(capture: { survivors(): number[] }, ms: number): Promise<number[]> {
+  const deadline = Date.now() + ms
+  let survivors = capture.survivors()
+  while (survivors.length > 0 && Date.now() < deadline) {
+    await sleep(20)
+    survivors = capture.survivors()
+  }
+  return survivors
+}
+
 describe.runIf(process.platform === 'linux')(`torture scenarios (seed ${SEED}, replay with TORTURE_SEED=${SEED})`, () => {
   for (let k = 0; k < N; k++) {
     const s = scenario(SEED + k)
@@ -132,12 +143,7 @@ describe.runIf(process.platform === 'linux')(`torture scenarios (seed ${SEED}, r
         }
         await exitOf(host, 10_000)
         // Bounded: close timeout + grace + SIGKILL + slack, with the pids written as they started.
-        const deadline = Date.now() + 8000
-        let survivors = capture.survivors()
-        while (survivors.length > 0 && Date.now() < deadline) {
-          await sleep(20)
-          survivors = capture.survivors()
-        }
+        const survivors = await survivorsAfter(capture, 8000)
         totals.scenarios++
         totals.processes += upCount()
         totals.survivors += survivors.length
@@ -204,12 +210,7 @@ describe.runIf(process.platform === 'linux')(`torture: stops 0-7 ms after spawn 
         }
         await exitOf(host, 10_000)
         expect(host.exitCode, 'the host ran its shutdownAll to the end').toBe(0)
-        const deadline = Date.now() + 8000
-        let survivors = capture.survivors()
-        while (survivors.length > 0 && Date.now() < deadline) {
-          await sleep(20)
-          survivors = capture.survivors()
-        }
+        const survivors = await survivorsAfter(capture, 8000)
         totals.scenarios++
         totals.survivors += survivors.length
         const zombies = adoptedZombies()
