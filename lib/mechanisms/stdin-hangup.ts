@@ -18,7 +18,6 @@
  * A hang-up is the end of file only once no byte is left unread: `onHangup` gets that count.
  * One native watch serves every subscriber; it does not keep the event loop alive.
  */
-import { isMainThread } from 'node:worker_threads'
 import { binding } from '../ground/native'
 
 export type StdinKind = 'pipe' | 'socket' | 'tty' | 'file' | 'other' | 'closed' | 'socket-unsupported' | 'worker' | 'none'
@@ -45,7 +44,9 @@ function onNativeHangup(unread: number): void {
 }
 
 function startNative(): StdinKind {
-  if (!isMainThread) return 'worker'
+  // Loaded here, not at require('reapkit'): node:worker_threads alone costs about 2 ms to load.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if (!(require('node:worker_threads') as typeof import('node:worker_threads')).isMainThread) return 'worker'
   if (!binding?.stdinWatchStart) return 'none'
   try {
     return binding.stdinWatchStart(onNativeHangup)

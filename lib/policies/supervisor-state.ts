@@ -17,7 +17,6 @@
  *   as 'unproven' by the next incarnation, never signalled.
  * A torn or unreadable file is reported, not thrown.
  */
-import { randomBytes } from 'node:crypto'
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { ReapkitError } from '../ground/errors'
@@ -146,7 +145,9 @@ export class SupervisorState {
 
   readonly #owner: Owner | null
   /** This incarnation's proof: put in the environment of every child the supervisor spawns. */
-  readonly token = randomBytes(16).toString('hex')
+  // node:crypto is loaded here, only by a supervisor with a state file: not at require('reapkit').
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  readonly token = (require('node:crypto') as typeof import('node:crypto')).randomBytes(16).toString('hex')
 
   constructor(file: string, onLeftovers: 'stop' | 'adopt', hooks: StateHooks) {
     // Through its real folder from here on (never a symlinked one someone could retarget).
