@@ -23,6 +23,7 @@
 #include "errors.h"
 #include "exit_watch.h"
 #include "js_deliver.h"
+#include "threads.h"
 #include "reapkit.h"
 
 namespace reapkit {
@@ -97,11 +98,7 @@ class ExitWatcher {
   }
 
   static void* ThreadMain(void* arg) {
-#if defined(__APPLE__)
-    pthread_setname_np("reapkit-exit");
-#elif defined(__linux__)
-    pthread_setname_np(pthread_self(), "reapkit-exit");
-#endif
+    NameThisThread("reapkit-exit");
     static_cast<ExitWatcher*>(arg)->RunThread();
     return nullptr;
   }
@@ -276,13 +273,7 @@ static Napi::Value WatcherStart(const Napi::CallbackInfo& info) {
   }
   watcher->tsfn.Unref(env);
 
-  // The thread must not take signals meant for Node (SIGCHLD, SIGTERM handlers run on the loop);
-  // it inherits the mask it is created with.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&watcher->thread, nullptr, ExitWatcher::ThreadMain, watcher);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  int rc = CreateQuietThread(&watcher->thread, ExitWatcher::ThreadMain, watcher);
   if (rc != 0) {
     watcher->Stop();  // frees the watcher through the function's finalizer
     return ThrowSystemError(env, rc, "pthread_create");

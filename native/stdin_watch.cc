@@ -27,6 +27,7 @@
 
 #include "errors.h"
 #include "reapkit.h"
+#include "threads.h"
 
 #ifndef _WIN32
 #include <fcntl.h>
@@ -84,11 +85,7 @@ static const char* ClassifyStdin(bool* watchable, short* events) {
 }
 
 static void* ThreadMain(void* arg) {
-#if defined(__APPLE__)
-  pthread_setname_np("reapkit-stdin");
-#elif defined(__linux__)
-  pthread_setname_np(pthread_self(), "reapkit-stdin");
-#endif
+  NameThisThread("reapkit-stdin");
   auto* watch = static_cast<StdinWatch*>(arg);
   struct pollfd fds[2] = {{watch->fd, watch->events, 0}, {watch->wake[0], POLLIN, 0}};
   for (;;) {
@@ -200,12 +197,7 @@ static Napi::Value StdinWatchStart(const Napi::CallbackInfo& info) {
     delete watch;
     return err > 0 ? ThrowSystemError(env, err, syscall) : env.Undefined();
   }
-  // The thread must not take the signals meant for Node's own handlers.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&watch->thread, nullptr, ThreadMain, watch);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  int rc = CreateQuietThread(&watch->thread, ThreadMain, watch);
   if (rc != 0) {
     StopWatch(watch);
     return ThrowSystemError(env, rc, "pthread_create");

@@ -72,7 +72,6 @@ function stdioArray(stdio: StdioOptions | undefined): Array<unknown> | null {
   return Array.isArray(stdio) ? [...stdio] : null
 }
 
-/** Opens the report pipe; null when it cannot be (EMFILE...): the spawn then goes on without it. */
 /** Closes one of the pipe's descriptors (the addon's, closed natively: see execReportClose). */
 function closeFd(fd: number): void {
   try {
@@ -82,6 +81,7 @@ function closeFd(fd: number): void {
   }
 }
 
+/** Opens the report pipe; null when it cannot be (EMFILE...): the spawn then goes on without it. */
 function openPipe(): [number, number] | null {
   if (!binding || typeof binding.execReportPipe !== 'function') return null
   try {
