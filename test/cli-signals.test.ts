@@ -22,6 +22,18 @@ async function commandOf(wrapper: number): Promise<number> {
 
 const state = (pid: number) => procStat(pid)?.[0] ?? 'gone'
 
+/**
+ * The command is `sh` and has set its trap on SIGTERM. Its name first: before its exec the child
+ * is still a copy of the wrapper, whose own handlers also show SIGTERM as caught.
+ */
+function trapsTerm(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'sh' && (maskOf(pid, 'SigCgt') & bit(15)) !== 0n
+  } catch {
+    return false
+  }
+}
+
 /** A field of /proc/PID/status as a bit mask (SigIgn, SigBlk, ...). */
 function maskOf(pid: number, field: string): bigint {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`))
@@ -34,6 +46,9 @@ describe.runIf(linux)('reapkit -- command: signal conventions', () => {
     const script = 'trap "exit 0" TERM; while :; do sleep 0.05; done'
     const wrapper = spawnGroup(BIN, ['--grace', '20000', '--', 'sh', '-c', script])
     const cmd = await commandOf(wrapper.pid!)
+    // Its trap is set (SIGTERM caught): before that, a SIGTERM ends it by the default action (143),
+    // which says nothing about the SIGCONT (a loaded machine, or the sanitizer run, shows it).
+    await waitFor(() => trapsTerm(cmd), 10_000, 'the command to trap SIGTERM')
     process.kill(cmd, 'SIGTSTP')
     await waitFor(() => state(cmd) === 'T', 10_000, 'the command to stop')
     const t0 = Date.now()
@@ -97,8 +112,7 @@ describe.runIf(linux)('reapkit -- command: signal conventions', () => {
     const script = `trap "echo TERM >> ${log}" TERM; while :; do sleep 0.05; done`
     const wrapper = spawnGroup(BIN, ['--grace', '1500', '--', 'sh', '-c', script])
     const cmd = await commandOf(wrapper.pid!)
-    await waitFor(() => state(cmd) !== 'gone' && readFileSync(`/proc/${cmd}/comm`, 'utf8').trim() === 'sh', 10_000, 'the command')
-    await new Promise((r) => setTimeout(r, 100)) // the trap is set
+    await waitFor(() => trapsTerm(cmd), 10_000, 'the command to trap SIGTERM')
     const terms = () => {
       try {
         return readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).length
