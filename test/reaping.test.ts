@@ -138,7 +138,9 @@ describe('killProcessGracefully', () => {
     await new Promise((r) => setTimeout(r, 10))
     const before = timers()
     await killProcessGracefully(child, { graceMs: 5000 })
-    expect(timers()).toBe(before)
+    // At most as many as before: a timer that is not ours (the runner's) may end meanwhile on a slow
+    // run (the sanitizer run saw 1 -> 0); one that the stop left behind would make it more.
+    expect(timers()).toBeLessThanOrEqual(before)
   })
 
   it('signals the target itself even where no group of that id exists (group: true on a plain child)', async () => {
