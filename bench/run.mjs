@@ -60,12 +60,20 @@ function within(promise, msTimeout, what) {
   return Promise.race([promise, sleep(msTimeout).then(() => { throw new Error(`bench: timed out waiting for ${what}`) })])
 }
 
-/** N sleeping processes that are not our children: a shell starts them and reaps them. */
+/**
+ * N sleeping processes that are not our children: a shell starts them and reaps them. `stop()` ends
+ * the shell's group (its sleepers with it) once a phase is done with them, so they do not sit
+ * through the rest of the run.
+ */
 async function nonChildren(n) {
   const keeper = spawnTracked('sh', ['-c', `i=0; while [ $i -lt ${n} ]; do sleep 1000 & echo $!; i=$((i+1)); done; wait`])
   const pids = []
   await within(new Promise((resolve) => lines(keeper.stdout, (l) => { pids.push(Number(l)); if (pids.length === n) resolve() })), 20_000, 'sleepers')
-  return pids
+  const stop = () => {
+    try { process.kill(-keeper.pid, 'SIGKILL') } catch {}
+    spawned.delete(keeper)
+  }
+  return { pids, stop }
 }
 
 function pollDetector(pid, every) {
@@ -82,22 +90,26 @@ function pollDetector(pid, every) {
 async function exitLatency() {
   // 1. reapkit alone (nothing else on the loop).
   const alone = []
-  for (const pid of await nonChildren(N_EXIT_ALONE)) {
+  const first = await nonChildren(N_EXIT_ALONE)
+  for (const pid of first.pids) {
     const done = reapkit.watchExit(pid).then(() => hr())
     await sleep(1)
     const t0 = hr()
     process.kill(pid, 'SIGKILL')
     alone.push(ms(t0, await within(done, 10_000, 'exit event')))
   }
+  first.stop()
   // 2. The same kill seen by all three detectors at once, each poll at a random phase.
   const rows = { reapkit: [], poll10: [], poll100: [] }
-  for (const pid of await nonChildren(N_EXIT)) {
+  const second = await nonChildren(N_EXIT)
+  for (const pid of second.pids) {
     const detectors = { reapkit: reapkit.watchExit(pid).then(() => hr()), poll10: pollDetector(pid, 10), poll100: pollDetector(pid, 100) }
     await sleep(Math.random() * 100)
     const t0 = hr()
     process.kill(pid, 'SIGKILL')
     for (const [k, p] of Object.entries(detectors)) rows[k].push(ms(t0, await within(p, 10_000, k)))
   }
+  second.stop()
   return { alone, ...rows }
 }
 
@@ -156,13 +168,15 @@ async function parentLatency() {
 }
 
 async function idleCost() {
-  const pids = await nonChildren(100)
+  const sleepers = await nonChildren(100)
+  const pids = sleepers.pids
   const run = (method) => {
     const c = spawnTracked(process.execPath, [join(here, 'fixtures', 'idle.cjs'), method, String(IDLE_S), ...pids.map(String)])
     return within(new Promise((resolve) => lines(c.stdout, (l) => resolve(JSON.parse(l)))), (IDLE_S + 20) * 1000, `idle ${method}`)
   }
   // All four at once: the same 10 s window for every method.
   const [baseline, ours, poll100, poll10] = await Promise.all([run('none'), run('reapkit'), run('poll100'), run('poll10')])
+  sleepers.stop() // the 100 sleepers sat through every later phase until the run's end
   return { baseline, reapkit: ours, poll100, poll10 }
 }
 
