@@ -34,7 +34,7 @@ namespace reapkit {
 // Both ends close-on-exec. pipe2 does it atomically (Linux, the BSDs); macOS has no pipe2, so there
 // the flags are set right after, and a fork in another thread in between could inherit the ends
 // until its own exec (a child that keeps the write end would only delay spawn() to its deadline).
-static int CloexecPipe(int fds[2]) {
+int CloexecPipe(int fds[2]) {
 #if defined(__APPLE__)
   if (pipe(fds) != 0) return errno;
   for (int i = 0; i < 2; i++) fcntl(fds[i], F_SETFD, FD_CLOEXEC);

@@ -38,6 +38,8 @@ bool ProbePidfd();
 
 // Linux syscalls that older libc headers may not wrap. All return -1 and set errno on failure.
 int PidfdOpen(int pid);
+// pipe() with both ends close-on-exec (atomic where pipe2 exists); 0 or an errno. exec_report.cc.
+int CloexecPipe(int fds[2]);
 int PidfdSendSignal(int pidfd, int sig);
 
 // The pidfd (or -1) and pid behind a ProcessHandle object; false if `value` is not one.

@@ -165,9 +165,7 @@ static int OpenWatch(Napi::Env env, StdinWatch* watch, Napi::Function onHangup, 
   watch->fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
   if (watch->fd < 0) return errno;
   *syscall = "pipe";
-  if (pipe(watch->wake) != 0) return errno;
-  fcntl(watch->wake[0], F_SETFD, FD_CLOEXEC);
-  fcntl(watch->wake[1], F_SETFD, FD_CLOEXEC);
+  if (CloexecPipe(watch->wake) != 0) return errno;
   watch->tsfn = HangupTsfn::New(env, onHangup, "reapkit.stdinWatch", 0, 1, watch, FinalizeWatch);
   if (env.IsExceptionPending()) return -1;
   watch->tsfn.Unref(env);
