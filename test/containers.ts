@@ -1,0 +1,92 @@
+// Container engines for the tests (issue 18): the private dockerd and the podman that
+// scripts/containers/setup.sh prepared (its env file says which are ready; none means skip, with
+// the reason). Every container a test makes carries the test's own label, and cleanup removes by
+// that label only: never by name, image or any pattern over all containers.
+import { randomUUID } from 'node:crypto'
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+export type EngineName = 'docker' | 'podman'
+
+export interface TestEngine {
+  name: EngineName
+  /** The client binary, as a host would name it. */
+  bin: EngineName
+  /** The environment the client needs (DOCKER_HOST for the private dockerd). */
+  env: NodeJS.ProcessEnv
+  /** The image setup.sh imported: busybox with sh, sleep, cat, echo, trap... */
+  image: string
+}
+
+const ENV_FILE = join(process.env.REAPKIT_ENGINES_DIR ?? '/tmp/reapkit-engines', 'engines.env')
+
+function readEnvFile(): Record<string, string> {
+  if (!existsSync(ENV_FILE)) return {}
+  const out: Record<string, string> = {}
+  for (const line of readFileSync(ENV_FILE, 'utf8').split('\n')) {
+    const eq = line.indexOf('=')
+    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1)
+  }
+  return out
+}
+
+/** The engines that can run a container here (empty when setup.sh was not run or none started). */
+export function testEngines(): TestEngine[] {
+  if (process.platform !== 'linux') return []
+  const vars = readEnvFile()
+  const image = vars.REAPKIT_TEST_IMAGE ?? 'reapkit-test/busybox'
+  const engines: TestEngine[] = []
+  if (vars.REAPKIT_TEST_DOCKER_HOST) {
+    engines.push({ name: 'docker', bin: 'docker', env: { ...process.env, DOCKER_HOST: vars.REAPKIT_TEST_DOCKER_HOST }, image })
+  }
+  if (vars.REAPKIT_TEST_PODMAN === '1') engines.push({ name: 'podman', bin: 'podman', env: { ...process.env }, image })
+  return engines
+}
+
+/** Why the container tests skip, or null when at least one engine is ready. */
+export function enginesSkipReason(): string | null {
+  if (process.platform !== 'linux') return 'container engines are tested on Linux'
+  if (!existsSync(ENV_FILE)) return `no ${ENV_FILE}: run scripts/containers/setup.sh`
+  return testEngines().length > 0 ? null : `neither engine started (see ${ENV_FILE}'s directory for the logs)`
+}
+
+/** Runs the engine's client to completion, bounded (30 s). */
+export function engineRun(engine: TestEngine, args: string[], timeoutMs = 30_000): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(engine.bin, args, { env: engine.env, encoding: 'utf8', timeout: timeoutMs })
+  return { code: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }
+}
+
+/** A fresh label for one test's containers: `reapkit.test=<uuid>`. Pass it as `--label` to every run. */
+export function testLabel(): string {
+  return `reapkit.test=${randomUUID()}`
+}
+
+/** Ids of the containers with this label; `all` includes stopped ones. */
+export function containersWith(engine: TestEngine, label: string, all = true): string[] {
+  const r = engineRun(engine, ['ps', ...(all ? ['-a'] : []), '-q', '--no-trunc', '--filter', `label=${label}`])
+  if (r.code !== 0) throw new Error(`${engine.name} ps failed: ${r.stderr.trim()}`)
+  return r.stdout.split('\n').filter(Boolean)
+}
+
+/** The container's state as the engine reports it: 'running', 'exited', 'created'..., or 'gone'. */
+export function containerState(engine: TestEngine, id: string): string {
+  const r = engineRun(engine, ['inspect', '--format', '{{.State.Status}}', id])
+  return r.code === 0 ? r.stdout.trim() : 'gone'
+}
+
+/** Removes (force) every container with this label; returns how many there were. Cleanup only. */
+export function removeLabelled(engine: TestEngine, label: string): number {
+  const ids = containersWith(engine, label)
+  if (ids.length > 0) engineRun(engine, ['rm', '-f', ...ids])
+  return ids.length
+}
+
+/** Waits (bounded) until `predicate` holds, polling the engine every 100 ms. */
+export async function waitForEngine(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
