@@ -1,10 +1,11 @@
 // The cost of withHttpKeepalive per request (issue 19 item 7): a trivial tool call on the 2.x
 // stateless server (test/fixtures/http-drain-server.mjs --line 2: createMcpHandler on node:http),
-// with and without the drain, in alternating rounds of the same run. 10 keep-alive connections on
-// 127.0.0.1 post `tools/call count {n: 0}` back to back for a fixed time; each round counts the
+// with and without the drain, both running for the whole measurement and loaded in turns (slices
+// of a fixed time, alternating order). 10 keep-alive connections on 127.0.0.1 post
+// `tools/call count {n: 0}` back to back; each slice counts the
 // 200 responses and the server process's own CPU time (utime + stime from /proc/PID/stat, so a busy
 // machine slows both sides alike and the CPU per request stays comparable). Figures: requests/s and
-// server CPU per request, medians over the rounds, and their ratios (drain / plain for requests/s,
+// server CPU per request, medians over the slices, and their ratios (drain / plain for requests/s,
 // plain / drain for CPU: both read as "the drain's throughput relative to none", 1 = free).
 // Called by run.mjs; also runs alone: `node bench/http-cost.mjs` (BENCH_QUICK=1 honoured).
 import { spawn } from 'node:child_process'
@@ -95,30 +96,33 @@ async function load(port, ms) {
   return { ok, failed }
 }
 
-async function round(drain, ms) {
-  const { child, port } = await startServer(drain)
-  try {
-    await load(port, Math.min(1000, ms)) // warm-up: JIT, sockets
-    const c0 = cpuMs(child.pid)
-    const { ok, failed } = await load(port, ms)
-    const cpu = cpuMs(child.pid) - c0
-    return { rps: ok / (ms / 1000), cpuUsPerRequest: ok ? (cpu * 1000) / ok : null, requests: ok, failed }
-  } finally {
-    stop(child)
-  }
+/** One slice of load on one server: its requests/s and its own CPU per request over the slice. */
+async function slice(server, ms) {
+  const c0 = cpuMs(server.child.pid)
+  const { ok, failed } = await load(server.port, ms)
+  const cpu = cpuMs(server.child.pid) - c0
+  return { rps: ok / (ms / 1000), cpuUsPerRequest: ok ? (cpu * 1000) / ok : null, requests: ok, failed }
 }
 
 export async function httpCostFigures(quick = process.env.BENCH_QUICK === '1') {
-  const rounds = quick ? 2 : 8
-  const ms = quick ? 2000 : 5000
+  const slices = quick ? 4 : 24
+  const ms = quick ? 1000 : 2000
   const rows = { drain: [], plain: [] }
-  for (let i = 0; i < rounds; i++) {
-    // Alternating order, so a drift of the machine's load falls on both sides alike.
-    for (const drain of i % 2 ? [true, false] : [false, true]) rows[drain ? 'drain' : 'plain'].push(await round(drain, ms))
+  // Both servers run for the whole measurement and take turns, slice by slice, in alternating order:
+  // a drift of the machine's load, or a start-up's JIT state, falls on both sides alike (separate
+  // start-ups per round made the ratio wander by several percent from one run to the next).
+  const servers = { plain: await startServer(false), drain: await startServer(true) }
+  try {
+    for (const side of ['plain', 'drain']) await load(servers[side].port, quick ? 500 : 2000) // warm-up: JIT, sockets
+    for (let i = 0; i < slices; i++) {
+      for (const side of i % 2 ? ['drain', 'plain'] : ['plain', 'drain']) rows[side].push(await slice(servers[side], ms))
+    }
+  } finally {
+    for (const server of Object.values(servers)) stop(server.child)
   }
   const m = (side, key) => median(rows[side].map((r) => r[key]).filter((v) => v !== null))
   return {
-    rounds,
+    rounds: slices,
     roundMs: ms,
     connections: CONNECTIONS,
     rows,
@@ -135,7 +139,8 @@ export function httpCostMarkdown(d) {
   return `## HTTP servers: what the drain costs per request
 
 A trivial tool call (\`count {n: 0}\`) on the 2.x stateless server, ${d.connections} keep-alive connections on
-127.0.0.1 posting back to back, ${d.rounds} rounds of ${d.roundMs / 1000} s per side, alternating; medians over the rounds.
+127.0.0.1 posting back to back; both servers up for the whole run, taking turns in ${d.rounds} slices of ${d.roundMs / 1000} s each
+(alternating order); medians over the slices.
 The server's CPU per request comes from its own /proc/PID/stat, so a busy machine slows both sides alike.
 
 | server | requests/s | server CPU µs per request |

@@ -65,12 +65,12 @@ export class BodyTee {
       else tee.#take(chunk, encoding, accepted)
       return accepted
     }
-    const gone = (): void => {
-      if (!this.#ended) this.#over = true
-      this.#end()
-    }
-    req.once('close', gone)
-    req.once('error', gone)
+  }
+
+  /** The request ended before its body did (aborted, failed): what it carried cannot be known. */
+  #gone = (): void => {
+    if (!this.#ended) this.#over = true
+    this.#end()
   }
 
   #take(chunk: unknown, encoding: BufferEncoding | undefined, accepted: boolean): void {
@@ -112,6 +112,15 @@ export class BodyTee {
   /** Resolves with what the body carries once it is all here (reading on past the stream's buffer). */
   whenKnown(): Promise<BodyKind> {
     this.#holding = true
+    if (this.#ended) return Promise.resolve(this.kind()!)
+    // Listened for only here, where someone waits: a request served as usual costs no listeners
+    // (kind() of a body that never ended is null, which its one reader, the abandon, takes as no id).
+    const req = this.#req
+    if (req.destroyed) this.#gone()
+    else {
+      req.once('close', this.#gone)
+      req.once('error', this.#gone)
+    }
     if (this.#ended) return Promise.resolve(this.kind()!)
     if (this.#size > 0) setImmediate(() => this.#readOn())
     return new Promise((resolve) => this.#waiters.push(() => resolve(this.kind()!)))

@@ -368,8 +368,9 @@ export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions 
   const emit = server.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean
   server.emit = function drainEmit(this: Server, event: string | symbol, ...args: unknown[]): boolean {
     if (event === 'request') {
-      const [req, res] = args as [IncomingMessage, ServerResponse]
-      onRequest(req, res, () => emit.call(this, event, ...args))
+      const req = args[0] as IncomingMessage
+      const res = args[1] as ServerResponse
+      onRequest(req, res, () => emit.call(this, 'request', req, res))
       return true
     }
     return emit.call(this, event, ...args)

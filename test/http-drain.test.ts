@@ -283,6 +283,31 @@ describe('withHttpKeepalive', () => {
     expect(JSON.parse(reportLines(server.stderr())[0]!)).toMatchObject({ abandoned: 0, streams: 1, streamsEnded: 0 })
   })
 
+  it('while draining, a request whose client leaves mid-body is let go (refused, not held); the next gets its 503 with its id', async () => {
+    const server = await startServer('2', ['--grace-ms', '15000'])
+    const busy = await rawSocket(server.port)
+    busy.socket.write(raw(server.port, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'count', arguments: { n: 8, everyMs: 150 } } }))
+    await waitFor(() => busy.received().includes('line 1'), 10_000, 'the call to be under way')
+    server.child.kill('SIGTERM')
+    await new Promise((r) => setTimeout(r, 200))
+    // Headers and a tenth of the body it announces, then gone: what it carried can never be known.
+    const half = await rawSocket(server.port)
+    const full = raw(server.port, { jsonrpc: '2.0', id: 'half', method: 'tools/call', params: { name: 'count', arguments: { n: 1, everyMs: 0 } } })
+    half.socket.write(full.slice(0, full.indexOf('\r\n\r\n') + 4 + 10))
+    await new Promise((r) => setTimeout(r, 200))
+    half.socket.destroy()
+    const late = await rawSocket(server.port)
+    late.socket.write(raw(server.port, { jsonrpc: '2.0', id: 'late', method: 'tools/call', params: { name: 'count', arguments: { n: 1, everyMs: 0 } } }))
+    await waitFor(() => late.ended(), 10_000, 'the late request to be answered and its connection closed')
+    const body = JSON.parse(late.received().slice(late.received().indexOf('\r\n\r\n') + 4))
+    expect(body).toMatchObject({ id: 'late', error: { code: -32099 } })
+    await waitFor(() => busy.ended(), 15_000, 'the call in flight to finish')
+    expect(busy.received()).toContain('counted 8')
+    expect(await exitOf(server.child, 20_000)).toEqual({ code: 0, signal: null })
+    // The one that left counts as refused, seen to go (with no listener for its end it would be neither).
+    expect(JSON.parse(reportLines(server.stderr())[0]!)).toMatchObject({ drained: 1, abandoned: 0, refused: 2 })
+  })
+
   it('rejects bad options before touching the server', async () => {
     const http = createServer()
     expect(() => withHttpKeepalive({} as never)).toThrow(TypeError)
