@@ -210,6 +210,7 @@ const wrapperStopBench = await import('./wrapper-stop.mjs')
 const exitScale = await import('./exitscale.mjs')
 const doctorBench = await import('./doctor.mjs')
 const windowsBench = await import('./win32.mjs')
+const peersBench = await import('./peers.mjs')
 const started = Date.now()
 const loadAtStart = os.loadavg()[0] // other work on the machine shifts every absolute time: stamped
 const exit = await exitLatency()
@@ -218,6 +219,7 @@ const idle = await idleCost()
 const req = await requireTime()
 const spawnCost = process.platform === 'linux' ? await spawnCostBench.spawnCostFigures(quick ? 50 : 300) : null // (pgrp from /proc)
 const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
+const execa10 = peersBench.execa10Stop(quick ? 3 : 30) // under Node 22, which execa 10 needs
 const close = await reaping.closeServer(quick ? 1 : 3)
 const exitscale = await exitScale.run(reapkit, { quick })
 const shutdownWedged = await exitScale.shutdownWedged(reapkit, quick ? [200] : [500, 1000, 2000])
@@ -280,6 +282,7 @@ const stopRows = [
   ['tree-kill (SIGTERM via \`ps\` walk; sends only)', stop.treeKill],
   ['SIGTERM to the group, then \`kill(-pgid, 0)\` every 100 ms', stop.poll100],
   [`execa ${machine.execa} \`subprocess.kill()\` + \`forceKillAfterDelay\`, stdio \`'ignore'\``, stop.execa],
+  ...(execa10.rows ? [[`execa ${execa10.execa} \`subprocess.kill()\` with \`killDescendants\` (under Node ${execa10.node}), stdio \`'ignore'\``, execa10.rows]] : []),
 ]
 const execaPipesSettled = stop.execaPipes.filter((r) => r.settled)
 const survivorsPer = (rows) => (rows.length ? rows.reduce((s, r) => s + r.survivors, 0) / rows.length : 0)
@@ -447,6 +450,13 @@ Its promise settles when the direct child is gone, leaving the inner \`sh\` and 
 (re-parented): its "lag" is undefined, the tree never goes. With execa's default stdio (pipes) the
 promise does not settle at all while the orphaned \`sleep\` holds the pipes (execa waits for them);
 those runs are cut after ${stop.execaPipes[0]?.capMs ?? 1000} ms and the tree is then SIGKILLed by the bench.
+
+${execa10.rows
+    ? `execa 10's \`killDescendants\` (its strongest configuration) sends SIGTERM to the whole group, so nothing is
+re-parented, but it confirms nothing: its promise settles when the direct child has exited, while the
+rest of the group is still on its way out; the survivors column counts the members alive at that
+moment (they die of the SIGTERM a little later). Run under npm's Node ${execa10.node} (bench/peers.mjs).`
+    : `execa 10 (\`killDescendants\`) not measured: ${execa10.skipped}.`}
 
 ${fig('tree-stop.svg', 'Tree stop latency, ECDF: reapkit against tree-kill, a kill(-pgid, 0) poll and execa')}
 
