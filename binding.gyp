@@ -14,6 +14,7 @@
         "native/pipe_probe.cc",
         "native/stdin_watch.cc",
         "native/exec_report.cc",
+        "native/terminal.cc",
         "native/proc_darwin.cc"
       ],
       "include_dirs": [
@@ -64,6 +65,7 @@
               "native/pipe_probe.cc",
               "native/stdin_watch.cc",
               "native/exec_report.cc",
+              "native/terminal.cc",
               "native/proc_darwin.cc"
             ],
             "sources": [

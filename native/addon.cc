@@ -29,6 +29,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitPipeProbe(env, exports);
   InitStdinWatch(env, exports);
   InitExecReport(env, exports);
+  InitTerminal(env, exports);
   InitProcDarwin(env, exports);
 
   Napi::Object caps = Napi::Object::New(env);

@@ -3,7 +3,9 @@
  *
  *   reapkit-exec GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]
  *
- * GROUP   1: become the leader of a new process group (setpgid(0, 0)); 0: stay in the parent's.
+ * GROUP   1: become the leader of a new process group (setpgid(0, 0)); 0: stay in the parent's;
+ *         2: as 1, and then take the foreground of the controlling terminal on fd 0 for the new
+ *         group, when the parent's group holds it (spawn()'s foreground hand-over, lib/mechanisms/terminal.ts).
  * SIGNAL  Linux: the parent-death signal to arm (PR_SET_PDEATHSIG); 0: none. Ignored elsewhere.
  * PARENT  the pid the parent had when it spawned us. Checked after arming: if the parent is
  *         already gone, the kernel would never send the signal, so we deliver it ourselves.
@@ -89,6 +91,21 @@ static int arm_death_signal(long sig, long parent) {
   return 0;
 }
 
+/* Gives the terminal on fd 0 to our new group, if the parent's group is its foreground
+ * (checked here again: the parent may have been moved to the background since it looked). We are
+ * not in the foreground yet, so tcsetpgrp would stop us with SIGTTOU unless it is blocked; the mask
+ * is restored before the exec. Best effort: the parent checks the terminal's group after spawn. */
+static void take_foreground(long parent) {
+  pid_t theirs = getpgid((pid_t)parent);
+  if (theirs < 0 || !isatty(0) || tcgetpgrp(0) != theirs) return;
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &ttou, &old);
+  tcsetpgrp(0, getpgrp());
+  sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc < 7) {
     fprintf(stderr, "reapkit-exec: usage: reapkit-exec GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]\n");
@@ -96,7 +113,7 @@ int main(int argc, char **argv) {
   }
   long group = number(argv[1]), sig = number(argv[2]), parent = number(argv[3]);
   long report = strcmp(argv[4], "-1") == 0 ? -1 : number(argv[4]);
-  if (group < 0 || sig < 0 || sig > 64 || parent < 0 || (report < 0 && report != -1) || report > 65535) {
+  if (group < 0 || group > 2 || sig < 0 || sig > 64 || parent < 0 || (report < 0 && report != -1) || report > 65535) {
     fprintf(stderr, "reapkit-exec: bad arguments\n");
     return 2;
   }
@@ -104,7 +121,8 @@ int main(int argc, char **argv) {
   /* First, so that whatever happens next, the target never inherits the report pipe. */
   if (fd >= 0 && fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return fail(-1, STEP_REPORT, errno, "report fd");
   /* EPERM: already a session leader (spawned detached), hence already a group leader. */
-  if (group == 1 && setpgid(0, 0) != 0 && errno != EPERM) return fail(fd, STEP_SETPGID, errno, "setpgid");
+  if (group >= 1 && setpgid(0, 0) != 0 && errno != EPERM) return fail(fd, STEP_SETPGID, errno, "setpgid");
+  if (group == 2) take_foreground(parent);
   int err = arm_death_signal(sig, parent);
   if (err != 0) return fail(fd, STEP_PDEATHSIG, err, "prctl(PR_SET_PDEATHSIG)");
   if (fd >= 0) write_all(fd, "R", 1); /* the group exists and the signal is armed */

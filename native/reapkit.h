@@ -31,6 +31,7 @@ void InitExitWatch(Napi::Env env, Napi::Object exports);
 void InitPipeProbe(Napi::Env env, Napi::Object exports);
 void InitStdinWatch(Napi::Env env, Napi::Object exports);
 void InitExecReport(Napi::Env env, Napi::Object exports);
+void InitTerminal(Napi::Env env, Napi::Object exports);
 
 bool HavePrctl();
 // Whether pidfd_open works here at run time (kernel >= 5.3 and not blocked by seccomp).

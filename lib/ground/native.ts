@@ -84,6 +84,12 @@ export interface Binding {
   execReportWait(fd: number, timeoutMs: number): ExecReport
   /** Closes a report descriptor (natively: a worker's fs.closeSync warns for descriptors it did not open). */
   execReportClose(fd: number): void
+  /** POSIX (native/terminal.cc): the foreground process group of the terminal on `fd` (ENOTTY if it is not our controlling terminal). */
+  tcgetpgrp?: (fd: number) => number
+  /** POSIX: makes `pgid` the terminal's foreground group, with SIGTTOU blocked for the call (so a background caller is not stopped). */
+  tcsetpgrp?: (fd: number, pgid: number) => void
+  /** POSIX: whether our own child `pid` is stopped (waitid WSTOPPED|WNOHANG|WNOWAIT: reaps nothing). */
+  childStopped?: (pid: number) => boolean
   /** macOS only (native/proc_darwin.cc; absent elsewhere): every process, through libproc. */
   darwinProcesses?: () => DarwinProcRow[]
   /** macOS only: one process with its session and resident memory; null when there is none. */

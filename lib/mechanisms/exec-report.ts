@@ -53,6 +53,8 @@ export interface HelperSpawn {
 interface Request {
   helper: string
   group: boolean
+  /** Also hand the controlling terminal's foreground to the new group (lib/mechanisms/terminal.ts). */
+  foreground?: boolean
   sig: number
   file: string
   argv0: string
@@ -106,7 +108,7 @@ export function spawnThroughHelper(childProcess: typeof import('node:child_proce
   let child: ChildProcess
   try {
     const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
-    const args = [req.group ? '1' : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
+    const args = [req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
     child = childProcess.spawn(req.helper, args, options)
   } catch (err) {
     closeFd(pipe[0])

@@ -29,6 +29,7 @@ import { delimiter, isAbsolute, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { typeError } from '../ground/errors'
 import { type GroupListing, groupListingSoon } from './group'
+import { foregroundTerminal, followForeground } from './terminal'
 import { type ProcessHandle, openProcess } from './handle'
 import { spawnInJob } from './spawn-win32'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
@@ -38,6 +39,13 @@ import { describe, type SignalLike, signalNumber, validateOptions } from '../gro
 export interface SpawnOptions extends NodeSpawnOptions {
   /** Make the child the leader of a new process group. Default true. */
   group?: boolean
+  /**
+   * When the child's stdin is this process's controlling terminal (inherited) and this process's
+   * group holds the terminal's foreground, hand the foreground to the child's
+   * group while it runs, as a shell does for a foreground job: it reads the terminal, and Ctrl-C and
+   * Ctrl-Z reach it (lib/mechanisms/terminal.ts). Default true; only with `group`.
+   */
+  foreground?: boolean
   /**
    * Linux: the signal the kernel sends the child when this process (strictly: the spawning thread)
    * dies. Default 'SIGKILL' (none for the `reapkit` supervisor itself, which watches its host and
@@ -340,12 +348,13 @@ export function spawn(
   // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
   // is therefore no death signal; an explicit option still wins.
   const defaultDeathSignal = isSupervisor(command) ? false : 'SIGKILL'
-  const { group = true, parentDeathSignal = defaultDeathSignal, ...nodeOptions } = options
+  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, ...nodeOptions } = options
   // The rest is a plain object again: own properties only, as validateOptions made them, so that an
   // option set on Object.prototype (shell, uid, argv0...) is never read below.
   Object.setPrototypeOf(nodeOptions, null)
   validateConsumedOptionsLikeNode(nodeOptions)
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
+  if (typeof handOver !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "foreground" option must be a boolean')
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
 
@@ -375,8 +384,13 @@ export function spawn(
     // Returns once the helper has formed the group, armed the signal and exec'd the target (or
     // failed, reported as Node's 'error'), within a bound: exec-report.ts.
     const argv0 = nodeOptions.argv0 ?? file
-    const started = spawnThroughHelper(childProcess, { helper, group, sig, file, argv0, argv, nodeOptions })
-    if (started) return registerHelperSpawn(started)
+    const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
+    const started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, file, argv0, argv, nodeOptions })
+    if (started) {
+      const child = registerHelperSpawn(started)
+      if (terminal !== null && started.startup !== 'none') followForeground(child, terminal)
+      return child
+    }
   }
   // No helper, nothing to arm, a command execvp would not find, or no report possible: Node's own
   // spawn, so its own errors ('error' with ENOENT...) reach the caller unchanged. A group then comes

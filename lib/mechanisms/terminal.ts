@@ -1,0 +1,147 @@
+/**
+ * The foreground hand-over (issue 22 item 3). A child that spawn() puts in a group of its own is,
+ * for the terminal, a background job: reading the terminal stops it (SIGTTIN) for good, and Ctrl-C
+ * and Ctrl-Z reach our group, not its. Node's own spawn leaves the child in our group, so there it
+ * just works. A shell does this for a foreground job, and so do we when the child inherits our
+ * controlling terminal as its stdin while our group holds the terminal's foreground:
+ *
+ * - the exec helper makes the child's new group the terminal's foreground before its exec
+ *   (native/exec_helper.c, GROUP 2), so it reads the terminal and gets Ctrl-C and Ctrl-Z;
+ * - when the child exits, we take the terminal back (native/terminal.cc: tcsetpgrp with SIGTTOU
+ *   blocked, since we are in the background by then);
+ * - when the child is stopped (Ctrl-Z: SIGTSTP to its group), we take the terminal back and stop
+ *   ourselves (SIGSTOP), so the shell that runs us sees its job stopped, as it would have with
+ *   Node's spawn; when we are continued (`fg`: SIGCONT), we give the terminal to the child again
+ *   if our group holds it (`bg`: we do not) and continue the child's group.
+ *
+ * Not in the foreground (started with `&`, or no terminal), nothing is handed over: the child is a
+ * background job, as any shell would make it. `spawn(..., { foreground: false })` opts out.
+ */
+import type { ChildProcess, StdioOptions } from 'node:child_process'
+import { constants } from 'node:os'
+import { isatty } from 'node:tty'
+import { binding } from '../ground/native'
+
+interface ForegroundJob {
+  child: ChildProcess
+  fd: number
+  pgid: number
+  stopped: boolean
+}
+
+const jobs = new Set<ForegroundJob>()
+
+/** Whether the child gets our own fd `fd` (not a pipe or a file of its own). */
+function inherits(stdio: StdioOptions | undefined, fd: number): boolean {
+  if (stdio === 'inherit') return true
+  if (!Array.isArray(stdio)) return false
+  const entry: unknown = stdio[fd]
+  return entry === 'inherit' || entry === fd || (typeof entry === 'object' && entry !== null && (entry as { fd?: unknown }).fd === fd)
+}
+
+/** Our group's id, or null when it cannot be read (no addon). */
+function ownGroup(): number | null {
+  try {
+    return binding ? binding.getpgid(0) : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * 0 when the child's stdin is our controlling terminal, inherited, while our group holds its
+ * foreground; null otherwise (then nothing is handed over). Stdin decides: a child that only writes
+ * to the terminal (an MCP server with stderr inherited, say) is no interactive job, and giving it
+ * the foreground would take Ctrl-C away from its host.
+ */
+export function foregroundTerminal(stdio: StdioOptions | undefined): number | null {
+  if (process.platform === 'win32' || !binding?.tcgetpgrp) return null
+  if (!inherits(stdio, 0) || !isatty(0)) return null
+  try {
+    return binding.tcgetpgrp(0) === ownGroup() ? 0 : null
+  } catch {
+    return null // ENOTTY: a terminal, but not our controlling one
+  }
+}
+
+/**
+ * After spawn() returned (the helper has run its hand-over before the exec): follows the child as
+ * the terminal's foreground job. False when the child's group did not get the terminal.
+ */
+export function followForeground(child: ChildProcess, fd: number): boolean {
+  const pgid = child.pid
+  if (pgid === undefined || !binding?.tcgetpgrp) return false
+  try {
+    if (binding.tcgetpgrp(fd) !== pgid) return false
+  } catch {
+    return false
+  }
+  const job: ForegroundJob = { child, fd, pgid, stopped: false }
+  jobs.add(job)
+  if (jobs.size === 1) {
+    process.on('SIGCHLD', onChildSignal)
+    process.on('SIGCONT', onContinue)
+  }
+  child.once('exit', () => {
+    jobs.delete(job)
+    if (jobs.size === 0) {
+      process.removeListener('SIGCHLD', onChildSignal)
+      process.removeListener('SIGCONT', onContinue)
+    }
+    takeBack(job)
+  })
+  return true
+}
+
+/** Gives the terminal back to our group, if the job's group still holds it. */
+function takeBack(job: ForegroundJob): void {
+  const own = ownGroup()
+  if (own === null) return
+  try {
+    if (binding!.tcgetpgrp!(job.fd) === job.pgid) binding!.tcsetpgrp!(job.fd, own)
+  } catch {
+    // the terminal is gone (hang-up): nothing to give back
+  }
+}
+
+/** Our own child, not yet reaped: its pid, and so its group id, cannot be anyone else's. */
+const unreaped = (job: ForegroundJob): boolean => job.child.exitCode === null && job.child.signalCode === null
+
+/** SIGCHLD: a foreground job that stopped takes us with it (the terminal first comes back to us). */
+function onChildSignal(): void {
+  let stop = false
+  for (const job of jobs) {
+    if (job.stopped || !unreaped(job)) continue
+    let stopped = false
+    try {
+      stopped = binding!.childStopped!(job.pgid)
+    } catch {
+      continue
+    }
+    if (!stopped) continue
+    job.stopped = true
+    takeBack(job)
+    stop = true
+  }
+  // SIGSTOP, not SIGTSTP: a handler the application installed must not turn this into a no-op.
+  if (stop) process.kill(process.pid, 'SIGSTOP')
+}
+
+/** SIGCONT: the stopped job goes on too, in the foreground if we were given it back (`fg`). */
+function onContinue(): void {
+  const own = ownGroup()
+  for (const job of jobs) {
+    if (!job.stopped || !unreaped(job)) continue
+    job.stopped = false
+    try {
+      if (own !== null && binding!.tcgetpgrp!(job.fd) === own) binding!.tcsetpgrp!(job.fd, job.pgid)
+    } catch {
+      // no terminal any more: the job goes on in the background
+    }
+    try {
+      binding!.killpg(job.pgid, constants.signals.SIGCONT)
+    } catch {
+      // ESRCH: the group is gone
+    }
+  }
+}
