@@ -17,6 +17,7 @@ export default defineConfig({
       'test/keepalive-stdin.test.ts', // native/stdin_watch.cc: its thread, hang-ups at teardown
       'test/spawn-startup.test.ts', // native/exec_report.cc and the exec helper's report
       'test/prototype-pollution.test.ts',
+      'test/terminal-foreground.test.ts', // native/terminal.cc and the helper's hand-over (GROUP 2)
     ],
     setupFiles: ['test/setup.ts'],
     // The sanitized build runs several times slower: bounds are wider still than the main suite's.
