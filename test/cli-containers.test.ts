@@ -8,7 +8,7 @@ import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelled, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
-import { exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
+import { canUnshare, exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
 const skipReason = enginesSkipReason()
@@ -163,6 +163,25 @@ for (const engine of testEngines()) {
       expect((await exitOf(detached.w, ENGINE_BOUND)).code).toBe(0)
       expect(detached.events.seen.some((e) => e.event === 'container')).toBe(false)
       expect(containersWith(engine, label, false).length, 'still running').toBe(1)
+    })
+
+    it.runIf(canUnshare)('--isolate: the engine is spoken to from outside the namespace (docker), or the run is refused (podman)', async () => {
+      if (engine.name === 'podman') {
+        // podman inside --isolate's mount namespace would hide the container's network namespace from every
+        // other podman on the machine: refused before anything starts
+        const r = spawnSync(BIN, ['--isolate', '--', ...runArgs(engine, label, ['--rm'], ['true'])], { env: engine.env, encoding: 'utf8', timeout: ENGINE_BOUND })
+        expect(r.status).toBe(125)
+        expect(r.stderr).toMatch(/--isolate cannot run `podman run`/)
+        expect(containersWith(engine, label)).toEqual([])
+        return
+      }
+      const { w, events } = startWrapper(engine, ['--isolate', ...STOP], runArgs(engine, label, ['--rm'], ['sleep', '1000']))
+      await events.next((m) => m.event === 'start' && m.role === 'supervisor', 10_000, 'the wrapper to start')
+      await waitForEngine(() => containersWith(engine, label, false).length === 1, ENGINE_BOUND, 'the container to run')
+      w.kill('SIGTERM')
+      await exitOf(w, ENGINE_BOUND)
+      expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
+      expect(events.seen.find((e) => e.event === 'container-gone')).toBeDefined()
     })
 
     it('an engine that does not answer: exit 123 and the run named on stderr, never a silent success', async () => {

@@ -254,6 +254,14 @@ char **container_prepare(char **argv) {
   if (!opt.container || kind == ENGINE_NONE) return argv;
   int run_at = find_run(argv, kind, &globals_end);
   if (run_at < 0 || scan_run_flags(argv, run_at + 1, &detach, &auto_remove) != 0 || detach) return argv;
+  if (kind == ENGINE_PODMAN && opt.isolate) {
+    /* podman would mount the container's network namespace inside the mount namespace of our init,
+     * out of reach of every other podman: each `podman ps` on the machine then fails */
+    fputs("reapkit: --isolate cannot run `podman run`: its network namespace would be mounted where no other podman "
+          "can reach it. Leave out --isolate: the container is stopped through podman on every stop path.\n",
+          stderr);
+    exit(EXIT_OWN_ERROR);
+  }
   char id[33];
   if (random_hex(id) != 0 || resolve_engine(argv[0], ctr.engine_path, sizeof ctr.engine_path) != 0) return argv;
   snprintf(ctr.run_label, sizeof ctr.run_label, "reapkit.run=%s", id);

@@ -133,6 +133,7 @@ static int engine_call(const char *const *sub, char *out, size_t out_size, long 
   sigprocmask(SIG_BLOCK, &all, &old); /* no handler of ours may run in the child */
   ctr.call_done = 0;
   ctr.call_pid = fork();
+  int fork_errno = errno;
   if (ctr.call_pid == 0) engine_child(args, out_pipe[1], err_pipe[1]);
   sigprocmask(SIG_SETMASK, &old, NULL);
   close(out_pipe[1]);
@@ -148,7 +149,8 @@ static int engine_call(const char *const *sub, char *out, size_t out_size, long 
   for (int k = 0; k < 2; k++)
     if (fds[k] >= 0) close(fds[k]);
   int ok = in_time && WIFEXITED(ctr.call_status) && WEXITSTATUS(ctr.call_status) == 0;
-  if (ctr.call_pid < 0) snprintf(err, sizeof err, "fork: %s\n", strerror(errno));
+  if (ctr.call_pid < 0) snprintf(err, sizeof err, "fork: %s\n", strerror(fork_errno));
+  else if (!ok && err[0] == '\0') snprintf(err, sizeof err, "exit status %d\n", WIFEXITED(ctr.call_status) ? WEXITSTATUS(ctr.call_status) : 128 + WTERMSIG(ctr.call_status));
   ctr.call_pid = 0;
   if (!ok) fprintf(stderr, "reapkit: %s %s failed: %s%s", ctr.engine, sub[0], err, strchr(err, '\n') ? "" : "\n");
   return ok;
@@ -221,45 +223,48 @@ static void report_left(int answer, const idlist_t *l) {
   event("container-left", "\"run\":\"%s\",\"containers\":%d", ctr.run_label + 12, ctr.left);
 }
 
-/* Is there a container of ours still to end? (Not in --isolate's init: the supervisor outside,
- * which watches the host, ends it.) */
-int containers_pending(void) {
-  return ctr.active && !ctr.done && st.mode != NS_INIT;
+/* Is this a container run of ours? (Not in --isolate's init: the supervisor outside, which watches
+ * the host, ends the container.) */
+static int ours_to_end(void) {
+  return ctr.active && ctr.left == 0 && st.mode != NS_INIT;
 }
 
-/* Ends this run's container through the engine: stop with `grace_ms` (rounded up to whole seconds,
- * the engine's unit), confirm, force, confirm. Once per run; blocks for at most the grace and a few
- * bounded engine calls, reaping meanwhile. Sets ctr.left when something is not confirmed gone. */
-void containers_stop(const char *why, long grace_ms) {
-  if (!containers_pending()) return;
-  ctr.done = 1;
-  long long t0 = now_ms();
-  idlist_t l;
-  int n = list(1, &l);
-  long secs = grace_ms > 0 ? (grace_ms + 999) / 1000 : 0;
-  event("container-stop", "\"why\":\"%s\",\"run\":\"%s\",\"containers\":%d,\"time\":%ld", why,
-        ctr.run_label + 12, n, secs);
-  if (n < 0) {
-    report_left(-1, &l);
-    return;
-  }
-  if (n == 0) return; /* gone already (or never created) */
+/* Stop with `secs`, confirm, force, confirm; `l` holds the containers listed. 1 when confirmed gone. */
+static int end_listed(idlist_t *l, long secs) {
   char time_arg[24];
   snprintf(time_arg, sizeof time_arg, "%ld", secs);
   const char *stop[] = {"stop", "--time", time_arg};
-  on_ids(stop, 3, &l, secs * 1000 + ENGINE_CALL_MS);
+  on_ids(stop, 3, l, secs * 1000 + ENGINE_CALL_MS);
   long window = opt.close_ms > CONFIRM_MIN_MS ? opt.close_ms : CONFIRM_MIN_MS;
-  int gone = confirm(window, &l);
+  int gone = confirm(window, l);
   if (gone == 0) {
     /* forced: remove (--rm: an exited leftover too, which podman may leave), else kill */
     const char *rm[] = {"rm", "-f"};
     const char *kill_verb[] = {"kill"};
-    on_ids(ctr.auto_remove ? rm : kill_verb, ctr.auto_remove ? 2 : 1, &l, ENGINE_CALL_MS);
-    gone = confirm(window, &l);
+    on_ids(ctr.auto_remove ? rm : kill_verb, ctr.auto_remove ? 2 : 1, l, ENGINE_CALL_MS);
+    gone = confirm(window, l);
   }
-  if (gone != 1) {
-    report_left(gone, &l);
-    return;
-  }
+  if (gone != 1) report_left(gone, l);
+  return gone == 1;
+}
+
+/* Ends this run's container through the engine: stop with `grace_ms` (rounded up to whole seconds,
+ * the engine's unit), confirm, force, confirm. Blocks for at most the grace and a few bounded engine
+ * calls, reaping meanwhile; sets ctr.left when something is not confirmed gone. The first call
+ * lists every container of the run (a created one too); later ones (the last look before we exit,
+ * for a client that created its container after the first) only what is not gone yet. */
+void containers_stop(const char *why, long grace_ms) {
+  if (!ours_to_end()) return;
+  int first = !ctr.done;
+  ctr.done = 1;
+  long long t0 = now_ms();
+  idlist_t l;
+  int n = list(first || ctr.auto_remove, &l);
+  if (n == 0 && !first) return;
+  long secs = grace_ms > 0 ? (grace_ms + 999) / 1000 : 0;
+  event("container-stop", "\"why\":\"%s\",\"run\":\"%s\",\"containers\":%d,\"time\":%ld", why,
+        ctr.run_label + 12, n, secs);
+  if (n < 0) report_left(-1, &l);
+  if (n <= 0 || !end_listed(&l, secs)) return;
   event("container-gone", "\"run\":\"%s\",\"elapsedMs\":%lld", ctr.run_label + 12, now_ms() - t0);
 }

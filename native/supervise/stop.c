@@ -277,8 +277,9 @@ void begin_kill(const char *why) {
 }
 
 void finish(int survivors) {
-  /* The command exited and left nothing behind but maybe its container (a client that died). */
-  containers_stop("child-exit", st.phase == RUNNING || st.phase == CLOSING ? opt.grace_ms : 0);
+  /* Nothing of ours is left but maybe the container: a client that died, or one that created its
+   * container after the stop had looked (a last look, then). */
+  containers_stop(ctr.done ? "last-look" : "child-exit", ctr.done ? 0 : opt.grace_ms);
   restore_tty();
   if (!st.main_reaped) {
     int status;

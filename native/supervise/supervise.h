@@ -214,7 +214,7 @@ typedef struct {
   int auto_remove;         /* --rm */
   char run_label[64];      /* reapkit.run=<32 hex> */
   char owner_label[400];   /* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime> */
-  int done;                /* the engine stop has run */
+  int done;                /* the engine stop has run once */
   int left;                /* containers not confirmed gone (or 1 when the engine did not answer) */
   pid_t call_pid;          /* an engine call in flight */
   int call_status, call_done;
@@ -222,7 +222,6 @@ typedef struct {
 extern container_t ctr;
 char **container_prepare(char **argv);
 int container_reaped(pid_t pid, int status);
-int containers_pending(void);
 void containers_stop(const char *why, long grace_ms);
 
 /* host.c */
