@@ -184,6 +184,26 @@ for (const engine of testEngines()) {
       expect(events.seen.find((e) => e.event === 'container-gone')).toBeDefined()
     })
 
+    it.runIf(engine.name === 'docker')('argv shapes: what is recognized (and whether --rm), what is left a plain command', () => {
+      const image = engine.image
+      const cases: Array<[string[], boolean | null]> = [ // null: not recognized
+        [['run', '-i', '--rm', '--label', label, image, 'true'], true],
+        [['run', '-i', '--rm=false', '--label', label, image, 'true'], false],
+        [['run', '-i', '-e', 'A=1', '--env=B=2', '-eC=3', '--rm', '--label', label, '--name', `reapkit-test-${label.slice(-8)}`, image, 'true'], true],
+        [['run', '-i', '--detach=false', '--label', label, image, 'sh', '-c', 'echo --rm -d'], false], // flags after the image are the container's
+        [['run', '-id', '--label', label, image, 'true'], null], // detached: the user's to stop
+        [['run', '-i', '--reapkit-unknown-flag', '--label', label, image, 'true'], null],
+        [['--reapkit-unknown-global', 'run', '-i', '--label', label, image, 'true'], null],
+        [['ps', '-q', '--filter', `label=${label}`], null],
+      ]
+      for (const [args, autoRemove] of cases) {
+        const r = spawnSync(BIN, ['--verbose', '--grace', '1000', '--', engine.bin, ...args], { env: engine.env, encoding: 'utf8', timeout: ENGINE_BOUND })
+        const event = r.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((e) => e.event === 'container')
+        expect(event?.autoRemove ?? null, args.join(' ')).toBe(autoRemove)
+        expect(r.status, `${args.join(' ')}: ${r.stderr}`).not.toBe(123)
+      }
+    })
+
     it('an engine that does not answer: exit 123 and the run named on stderr, never a silent success', async () => {
       const nowhere = engine.name === 'docker' ? ['-H', 'unix:///nonexistent/reapkit.sock'] : ['--url', 'unix:///nonexistent/reapkit.sock']
       const args = ['--grace', '1000', '--', engine.bin, ...nowhere, 'run', '-i', '--rm', '--label', label, engine.image, 'true']

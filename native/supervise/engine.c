@@ -49,6 +49,7 @@ static void engine_child(char **args, int out_fd, int err_fd) {
   if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
       dup2(err_fd, STDERR_FILENO) < 0)
     _exit(126);
+  if (null_fd > STDERR_FILENO) close(null_fd);
   execv(ctr.engine_path, args);
   _exit(127);
 }
