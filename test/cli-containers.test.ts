@@ -129,6 +129,16 @@ for (const engine of testEngines()) {
       expect(events.seen.find((e) => e.event === 'container-stop')).toMatchObject({ why: 'signal', containers: 1, time: 30 })
     })
 
+    it('a container that exits by itself (its stdin ended): the wrapper passes its status and output on, one look finds nothing left', () => {
+      const args = ['--verbose', '--', ...runArgs(engine, label, ['--rm'], ['sh', '-c', 'cat; exit 7'])]
+      const r = spawnSync(BIN, args, { env: engine.env, encoding: 'utf8', input: 'hello\n', timeout: ENGINE_BOUND })
+      expect(r.stdout).toBe('hello\n')
+      expect(r.status, r.stderr).toBe(7)
+      const events = r.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+      expect(events.find((e) => e.event === 'container-stop')).toMatchObject({ why: 'child-exit', containers: 0 })
+      expect(containersWith(engine, label)).toEqual([])
+    })
+
     it('without --rm: stopped, not removed (as the user asked)', async () => {
       const { w, events } = startWrapper(engine, STOP, runArgs(engine, label, [], ['sleep', '1000']))
       await started(engine, label, events)
