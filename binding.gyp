@@ -156,6 +156,8 @@
               "native/supervise/stop.c",
               "native/supervise/host.c",
               "native/supervise/isolate.c",
+              "native/supervise/container.c",
+              "native/supervise/engine.c",
               "native/supervise/main.c"
             ],
             "defines": [

@@ -72,7 +72,7 @@ describe.runIf(linux)('bin/reapkit, the launcher', () => {
     expect(r.stdout).toMatch(/^ {7}reapkit doctor /m)
     expect(r.stdout).toMatch(/^ {2}reapkit-win -- command /m)
     const sections = [...r.stdout.matchAll(/README: "([^"]+)"/g)].map((m) => m[1]!)
-    expect(sections).toHaveLength(3)
+    expect(sections).toHaveLength(4)
     const headings = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').filter((l) => l.startsWith('#'))
     for (const section of sections) expect(headings.some((h) => h.includes(section)), section).toBe(true)
   })

@@ -11,8 +11,11 @@ static int write_file(const char *path, const char *text) {
   return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
+static int own_pidns_fd = -1; /* our own PID namespace, for children forked after the init's */
+
 /* Enter a new PID namespace for our next child; unprivileged, through a user namespace first. */
 void unshare_pid_namespace(void) {
+  own_pidns_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
   if (unshare(CLONE_NEWPID) == 0) return;
   int first = errno;
   if (first == EPERM && geteuid() != 0) {
@@ -48,6 +51,19 @@ void become_namespace_init(int alive_fd) {
   int proc_ok = unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
                 mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0;
   event("namespace", "\"proc\":%s", proc_ok ? "true" : "false");
+}
+
+/* A container run: the engine calls we make later must run in our own PID namespace, not in the
+ * command's (the kernel puts every child we fork after unshare there: its init's kill(-1) would
+ * reach them, they would fail once it is gone, and podman cannot see its conmon from there). Going
+ * back needs CAP_SYS_ADMIN over our namespace: without it (the unprivileged route), the container
+ * is left to the plain stop of the client, said on stderr. */
+static void engine_calls_outside(void) {
+  if (!ctr.active) return;
+  if (own_pidns_fd >= 0 && setns(own_pidns_fd, CLONE_NEWPID) == 0) return;
+  fprintf(stderr, "reapkit: --isolate: cannot return to our own PID namespace for the engine's calls (%s): the "
+          "container will not be stopped through %s\n", strerror(own_pidns_fd >= 0 ? errno : EBADF), ctr.engine);
+  ctr.active = 0;
 }
 
 /* Start the command under an init of ours in a new PID namespace; we stay outside (OUTER) and
@@ -90,6 +106,7 @@ void start_isolated(void) {
   }
   st.mode = OUTER;
   st.main = init;
+  engine_calls_outside();
   leave_start_folder();
   event("start", "\"init\":%d,\"isolate\":true,\"parent\":%d,\"host\":%d,\"launchers\":%d", (int)init,
         (int)st.parent, (int)(st.host ? st.host : st.parent), st.launchers);

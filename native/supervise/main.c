@@ -18,6 +18,9 @@
  *   runs the same bounded stop;
  * - when the command exits, stops whatever it left behind the same way, and exits with the command's
  *   status (128 + signal number for a signal death) once every descendant is gone;
+ * - a container run (`docker run`, `podman run`, `nerdctl run`, not detached): the container is the
+ *   engine's, out of reach of any signal, so it is labelled with its run and owner (container.c) and
+ *   every stop path ends it through the engine first, bounded (engine.c);
  * - --isolate (Linux): runs the command inside a new PID namespace under a small init of our own
  *   (armed with a SIGKILL parent-death signal). When a PID namespace's init dies, for any reason,
  *   the kernel kills everything inside it: the guarantee for the whole tree even when the
@@ -33,7 +36,8 @@
  * tree is one: we are its subreaper), a pidfd for a group member that is not; it ticks every
  * TICK_MS only where no event can say what changed (no subreaper, no children list, --isolate).
  *
- * Exit status: the command's; 125 for the supervisor's own errors (usage, --isolate refused), 126
+ * Exit status: the command's; 123 when a container of the run was not confirmed gone (its id on
+ * stderr); 125 for the supervisor's own errors (usage, --isolate refused), 126
  * when the command cannot be executed, 127 when it is not found (as env(1) and timeout(1)).
  */
 
@@ -152,6 +156,10 @@ int main(int argc, char **argv) {
 
   install_handlers(0);
   watch_parent(st.parent);
+  opt.command = container_prepare(opt.command);
+  if (ctr.active)
+    event("container", "\"engine\":\"%s\",\"run\":\"%s\",\"autoRemove\":%s", ctr.engine, ctr.run_label + 12,
+          ctr.auto_remove ? "true" : "false");
 
   if (opt.isolate) {
 #if RK_LINUX

@@ -2,7 +2,7 @@
 
 #include "supervise.h"
 
-options_t opt = {9000, 2000, SIGTERM, 1, 0, 0, NULL};
+options_t opt = {9000, 2000, SIGTERM, 1, 0, 0, 1, NULL};
 
 /* Every signal by name (for --verbose); `stop`: accepted by --signal (it ends a process by default). */
 static const struct {
@@ -106,11 +106,18 @@ static void usage(FILE *to) {
         "  --no-subreaper        do not adopt descendants that leave the group (Linux)\n"
         "  --isolate             run the command in a new PID namespace (Linux; root or unprivileged\n"
         "                        user namespaces): the whole tree dies with the supervisor, always\n"
+        "  --no-container        run `docker run ...` (podman, nerdctl) as a plain command: no labels,\n"
+        "                        its container is not stopped through the engine\n"
         "  --verbose             one JSON lifecycle event per line on stderr\n"
         "  --help, --version\n"
         "\n"
-        "Exit status: the command's (128 + n when killed by signal n); 125 reapkit's own error,\n"
-        "126 the command cannot be executed, 127 it was not found.\n",
+        "A container run (`docker run`, `podman run`, `nerdctl run`, not -d) is labelled with its run and\n"
+        "owner and, on every stop, stopped through the engine (stop, then rm -f or kill), bounded;\n"
+        "README: \"Servers in containers\".\n"
+        "\n"
+        "Exit status: the command's (128 + n when killed by signal n); 123 a container of the run was not\n"
+        "confirmed gone (named on stderr); 125 reapkit's own error, 126 the command cannot be executed,\n"
+        "127 it was not found.\n",
         to);
 }
 
@@ -166,6 +173,8 @@ void parse_options(int argc, char **argv) {
       opt.stop_signal = s;
     } else if (strcmp(a, "--no-subreaper") == 0) {
       opt.subreaper = 0;
+    } else if (strcmp(a, "--no-container") == 0) {
+      opt.container = 0;
     } else if (strcmp(a, "--isolate") == 0) {
       opt.isolate = 1;
     } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {

@@ -51,7 +51,7 @@ void reap(void) {
           note_main_exit(128 + WTERMSIG(status), 1, WTERMSIG(status));
         else
           note_main_exit(WEXITSTATUS(status), 0, 0);
-      } else {
+      } else if (!container_reaped(pid, status)) {
         event("reaped", "\"child\":%d", (int)pid);
       }
     }
@@ -74,15 +74,17 @@ void reap(void) {
    * list when it has one, else one /proc pass. The command is left unreaped: its status is read with
    * WNOWAIT, and its pid pins the group id for killpg while members that no event tells us about
    * may remain (re-parented elsewhere without a subreaper). */
+  int status;
   if (st.children_ok && read_children()) {
     for (size_t i = 0; i < nchildren; i++)
-      if (children[i] != st.main && waitpid(children[i], NULL, WNOHANG) > 0) event("reaped", "\"child\":%d", (int)children[i]);
+      if (children[i] != st.main && waitpid(children[i], &status, WNOHANG) > 0 && !container_reaped(children[i], status))
+        event("reaped", "\"child\":%d", (int)children[i]);
   } else {
     st.children_ok = 0;
     scan_procs();
     for (size_t i = 0; i < nprocs; i++)
       if (procs[i].ppid == getpid() && procs[i].pid != st.main && procs[i].state == 'Z' &&
-          waitpid(procs[i].pid, NULL, WNOHANG) > 0)
+          waitpid(procs[i].pid, &status, WNOHANG) > 0 && !container_reaped(procs[i].pid, status))
         event("reaped", "\"child\":%d", (int)procs[i].pid);
   }
 #endif
@@ -258,12 +260,16 @@ void begin_stop(int sig, const char *why) {
   int covered = 0;
   if (st.mode == PLAIN && scan_ok && !st.main_reaped)
     covered = killpg_then_cont(st.main, sig) == 0; /* the group at once: members forked mid-scan get it too */
+  /* A container run: the engine stops the container before anything of ours outside the command's
+   * group is signalled (podman's conmon must outlive the container: engine.c). */
+  containers_stop(why, grace);
   int remaining = signal_ours_ex(sig, 1, covered);
   st.stop_signal_in_use = sig;
   event("signalled", "\"signal\":\"%s\",\"remaining\":%d", signal_name(sig), remaining);
 }
 
 void begin_kill(const char *why) {
+  containers_stop(why, 0); /* (a stop that skipped the grace: the engine kills at once) */
   st.phase = KILLING;
   st.deadline = now_ms() + KILL_CONFIRM_MS;
   int remaining = signal_ours(SIGKILL, 0);
@@ -271,6 +277,9 @@ void begin_kill(const char *why) {
 }
 
 void finish(int survivors) {
+  /* Nothing of ours is left but maybe the container: a client that died, or one that created its
+   * container after the stop had looked (a last look, then). */
+  containers_stop(ctr.done ? "last-look" : "child-exit", ctr.done ? 0 : opt.grace_ms);
   restore_tty();
   if (!st.main_reaped) {
     int status;
@@ -281,7 +290,7 @@ void finish(int survivors) {
     fprintf(stderr, "reapkit: %d process(es) did not die within %d ms of SIGKILL (uninterruptible?)\n", survivors,
             KILL_CONFIRM_MS);
   }
-  int code = st.main_done ? st.exit_code : EXIT_OWN_ERROR;
+  int code = ctr.left ? EXIT_CONTAINER_LEFT : st.main_done ? st.exit_code : EXIT_OWN_ERROR;
   event("exit", "\"code\":%d,\"survivors\":%d", code, survivors);
   exit(code);
 }

@@ -9,6 +9,8 @@
  *   stop.c       the stop machine: reaping, signalling what is ours, grace, exit
  *   host.c       watching the host and the launchers above us            (pidfd, kqueue)
  *   isolate.c    --isolate: a PID namespace under an init of ours        (Linux)
+ *   container.c  a `docker run` (podman, nerdctl) recognized and labelled (portable)
+ *   engine.c     its container ended through the engine on every stop    (portable)
  *   main.c       the event loop and start-up
  */
 #ifndef REAPKIT_SUPERVISE_H
@@ -60,6 +62,7 @@
 #define RK_STR(x) RK_STR2(x)
 
 #define EXIT_OWN_ERROR 125
+#define EXIT_CONTAINER_LEFT 123 /* a container of the run not confirmed gone (engine.c) */
 #define TICK_MS 20          /* rescan period while stopping, where no event says what changed */
 #define MAX_EXTRA 64         /* processes of ours that are not our children, pinned by pidfd */
 #define KILL_CONFIRM_MS 5000 /* after SIGKILL, how long to wait for the kernel to finish */
@@ -75,6 +78,7 @@ typedef struct {
   int subreaper;
   int isolate;
   int verbose;
+  int container; /* recognize and end a `docker run`'s container (--no-container: 0) */
   char **command;
 } options_t;
 
@@ -199,6 +203,26 @@ void begin_stop(int sig, const char *why);
 void begin_kill(const char *why);
 void finish(int survivors);
 void on_signal_received(int sig);
+
+/* container.c, engine.c */
+typedef struct {
+  int active;              /* the command is a container run of ours to end */
+  const char *engine;      /* "docker", "podman", "nerdctl" */
+  char engine_path[PATH_MAX]; /* its client, as execvp found it from the starting folder */
+  char **argv;             /* the command as given: argv[0] and the global flags, argv[1..nglobals] */
+  int nglobals;
+  int auto_remove;         /* --rm */
+  char run_label[64];      /* reapkit.run=<32 hex> */
+  char owner_label[400];   /* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime> */
+  int done;                /* the engine stop has run once */
+  int left;                /* containers not confirmed gone (or 1 when the engine did not answer) */
+  pid_t call_pid;          /* an engine call in flight */
+  int call_status, call_done;
+} container_t;
+extern container_t ctr;
+char **container_prepare(char **argv);
+int container_reaped(pid_t pid, int status);
+void containers_stop(const char *why, long grace_ms);
 
 /* host.c */
 void watch_parent(pid_t parent);
