@@ -11,84 +11,21 @@
  * time the known members are all gone, so children forked meanwhile are found too.
  */
 import type { ChildProcess } from 'node:child_process'
-import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from '../ground/config'
-import { rangeError, systemError, typeError } from '../ground/errors'
+import { rangeError, typeError } from '../ground/errors'
 import { isChildProcess, type ProcessTarget } from './exit'
 import { groupMembersSoon } from './group'
-import { type Logger, logEvent } from '../ground/logger'
-import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './handle'
+import { logEvent } from '../ground/logger'
+import { ProcessHandle as Handle, openProcess } from './handle'
 import { binding } from '../ground/native'
 import { stopOnWindows } from './kill-win32'
 import { spawnedGroupMembers, spawnedInfo } from './spawn'
 import { childExit, settlesWithin, settlesWithinUnlessAborted } from '../ground/wait'
-import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid, validateOptions } from '../ground/validate'
+import { isSelf, signalName, validatePid } from '../ground/validate'
+import { readKillOptions } from './stop/options'
+import { checkPhase, childPin, isGoneError, pinAlive } from './stop/pin'
+import type { KillOptions, KillResult, Pinned, SignalSent } from './stop/types'
 
-export interface KillOptions {
-  /** The first signal, sent to the whole group. Default 'SIGTERM'. */
-  signal?: SignalLike
-  /** How long to wait after `signal` before sending `killSignal`. Default 9000 (REAPKIT_KILL_GRACE_MS). */
-  graceMs?: number
-  /** The signal for whatever remains after the grace. Default 'SIGKILL'. */
-  killSignal?: SignalLike
-  /** Signal the whole process group. Default: true when the target leads its own group. */
-  group?: boolean
-  /** After `killSignal`, how long to wait for the group to be gone before reporting survivors. Default 5000. */
-  confirmMs?: number
-  /** Cancels the grace wait: escalates to `killSignal` at once. */
-  abortSignal?: AbortSignal
-  /** Permit signalling this process's own group. Default false. */
-  allowSelf?: boolean
-  /** One structured event per step: signal.sent, group.gone, kill.survivors. Default: silent. */
-  logger?: Logger
-}
-
-export interface SignalSent {
-  signal: NodeJS.Signals
-  /** Milliseconds since the call started. */
-  atMs: number
-  /** How many processes it was sent to. */
-  processes: number
-  /**
-   * True for one signal to the whole process group by its id, sent when the members could not all
-   * be listed or pinned (see `uncertain`); `processes` then counts the pinned members it reached
-   * (at least the leader): others it may have reached could not be listed.
-   */
-  group?: boolean
-  /**
-   * Windows: the whole Job object that reapkit's spawn() runs the child in was ended by its
-   * launcher, which exits once the job is empty. Absent when the launcher was terminated instead
-   * (the kernel then ends its job as its last handle closes).
-   */
-  job?: boolean
-}
-
-export interface KillResult {
-  pid: number
-  /** The group that was signalled, or null when only the process itself was. */
-  pgid: number | null
-  signalsSent: SignalSent[]
-  /** True when the kill signal had to be sent. */
-  escalated: boolean
-  /** The target's exit code, where known (our own child). */
-  code: number | null
-  /** The signal that ended the target, where known (our own child). */
-  signal: NodeJS.Signals | null
-  /** Processes still alive when the call gave up (empty unless they resisted even SIGKILL). */
-  survivors: number[]
-  /**
-   * True when the stop could not see everything (e.g. EMFILE: the group could not be listed, a
-   * member could not be pinned, or an exit could not be watched). The target itself was still
-   * signalled, and only a process seen to exit counts as gone; but members that could not be
-   * listed or pinned may remain. `error` says why.
-   */
-  uncertain: boolean
-  /** The first error that made the result uncertain (a system error with a `code`), or null. */
-  error: Error | null
-  durationMs: number
-}
-
-/** What the stop needs of a pinned process: a ProcessHandle, or our own unreaped child when none could be opened. */
-export type Pinned = Pick<ProcessHandle, 'pid' | 'closed' | 'exited' | 'signal' | 'ref' | 'unref' | 'close'>
+export type { KillOptions, KillResult, Pinned, SignalSent } from './stop/types'
 
 interface Tracked {
   handle: Pinned
@@ -103,17 +40,9 @@ const now = (): number => performance.now()
 
 /** Sends signal -> waits by event -> escalates after a bounded grace; resolves to a KillResult. */
 export async function killProcessGracefully(target: ProcessTarget, options: KillOptions = {}): Promise<KillResult> {
-  options = validateOptions(options)
+  const opts = readKillOptions(options)
   const started = now()
-  // Signal 0 sends nothing: as a stop signal it would report a stop that never happened.
-  const first = signalNumber(options.signal ?? 'SIGTERM', { allowZero: false })
-  const last = signalNumber(options.killSignal ?? 'SIGKILL', { allowZero: false })
-  const graceMs = validateMs(options.graceMs, 'graceMs') ?? killGraceMs()
-  const confirmMs = validateMs(options.confirmMs, 'confirmMs') ?? KILL_CONFIRM_MS_DEFAULT
-  const abort = validateAbortSignal(options.abortSignal, 'abortSignal')
-  if (options.group !== undefined && typeof options.group !== 'boolean') {
-    throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
-  }
+  const { first, last, graceMs, confirmMs, abort, logger } = opts
 
   // Who: the pid, a pinned leader handle (if it still runs), the child, the group.
   let child: ChildProcess | null = null
@@ -142,7 +71,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   } else {
     pid = validatePid(target)
   }
-  if (isSelf(pid) && options.allowSelf !== true) {
+  if (isSelf(pid) && !opts.allowSelf) {
     throw rangeError('ERR_REAPKIT_SELF', `Refusing to signal this process itself (pid ${pid}); pass { allowSelf: true }`)
   }
   // Pin the leader unless it is known to be gone (a ChildProcess that libuv has reaped).
@@ -173,22 +102,14 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   if (process.platform === 'win32') {
     return stopOnWindows({
       pid, child, leader, ownLeader, job: child !== null && spawnedInfo(child)?.job === true,
-      first, last, graceMs, confirmMs, abort, logger: options.logger, started,
+      first, last, graceMs, confirmMs, abort, logger, started,
     })
   }
 
   // Alive, by its pidfd (signal 0 fails once it has exited): its pid, and a group id equal to it, are held.
-  const leaderAlive = (): boolean => {
-    if (!leader || leader.closed) return false
-    try {
-      leader.signal(0)
-      return true
-    } catch {
-      return false
-    }
-  }
+  const leaderAlive = (): boolean => pinAlive(leader)
   let pgid: number | null = null
-  if (options.group !== false) {
+  if (opts.group !== false) {
     if (knownPgid !== null) pgid = knownPgid
     else if (leader && binding) {
       try {
@@ -198,9 +119,9 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
         // exited meanwhile
       }
     }
-    if (options.group === true && pgid === null && leader) pgid = pid
+    if (opts.group === true && pgid === null && leader) pgid = pid
   }
-  if (pgid !== null && binding && options.allowSelf !== true && pgid === binding.getpgid(0)) {
+  if (pgid !== null && binding && !opts.allowSelf && pgid === binding.getpgid(0)) {
     throw rangeError('ERR_REAPKIT_SELF', `Refusing to signal this process's own process group (pgid ${pgid}); pass { allowSelf: true }`)
   }
 
@@ -295,7 +216,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     if (count > 0) {
       const sent = { signal: signalName(sig)!, atMs: now() - started, processes: count }
       signalsSent.push(sent)
-      logEvent(options.logger, 'info', 'signal.sent', { pid, pgid, ...sent })
+      logEvent(logger, 'info', 'signal.sent', { pid, pgid, ...sent })
     }
   }
   // When the group could not be listed or its members pinned, one killpg still reaches them all, but
@@ -325,7 +246,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     }
     const sent = { signal: signalName(sig)!, atMs: now() - started, processes: Math.max(1, pinnedMembers), group: true }
     signalsSent.push(sent)
-    logEvent(options.logger, 'warn', 'signal.sent', { pid, pgid, ...sent, reason: String(resourceError) })
+    logEvent(logger, 'warn', 'signal.sent', { pid, pgid, ...sent, reason: String(resourceError) })
     return true
   }
   /** Waits until every tracked member is gone and a fresh listing finds no one new, or `until`. */
@@ -373,8 +294,8 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
       const dead = await settle(last, now() + confirmMs)
       if (!dead) survivors = live().map((t) => t.handle.pid)
     }
-    if (survivors.length > 0) logEvent(options.logger, 'error', 'kill.survivors', { pid, pgid, survivors })
-    else logEvent(options.logger, 'info', 'group.gone', { pid, pgid, escalated, elapsedMs: now() - started })
+    if (survivors.length > 0) logEvent(logger, 'error', 'kill.survivors', { pid, pgid, survivors })
+    else logEvent(logger, 'info', 'group.gone', { pid, pgid, escalated, elapsedMs: now() - started })
   } finally {
     finished = true // ends the polls of exits that could not be watched
     for (const t of tracked.values()) {
@@ -412,11 +333,6 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   }
 }
 
-/** ESRCH (and the kernel's EINVAL race, mapped to ESRCH natively): the process is gone. Anything else is not. */
-function isGoneError(err: unknown): boolean {
-  return (err as { code?: unknown })?.code === 'ESRCH'
-}
-
 /** Resolves once the pinned process has exited (signal 0 through the pin fails with ESRCH), or the pin is closed. */
 async function pollUntilGone(handle: Pinned, finished: () => boolean): Promise<void> {
   while (!handle.closed && !finished()) {
@@ -428,41 +344,6 @@ async function pollUntilGone(handle: Pinned, finished: () => boolean): Promise<v
     // Unref'd: the stop's own bounded wait keeps the loop alive while it needs the answer.
     await new Promise((res) => setTimeout(res, DEGRADED_POLL_MS).unref())
   }
-}
-
-/** Resolves in the check phase of this loop turn (after the poll phase, where libuv reaps children). */
-function checkPhase(): Promise<void> {
-  return new Promise((res) => setImmediate(res))
-}
-
-/**
- * A pin for our own child when no handle could be opened (out of descriptors): signalled by pid,
- * which is exact while libuv has not reaped it. The caller signals only from the check phase
- * (checkPhase()), when every child libuv reaped has had its exit reported, and this re-checks the
- * status synchronously right before the syscall. Gone when libuv reports its exit.
- */
-function childPin(child: ChildProcess, pid: number): Pinned {
-  let closed = false
-  const exit = childExit(child)
-  const pin: Pinned = {
-    pid,
-    get closed() {
-      return closed
-    },
-    exited: exit.promise.then(() => ({ pid, code: child.exitCode, signal: child.signalCode })),
-    signal(sig = 'SIGTERM') {
-      if (closed) throw systemError('EBADF', 'kill', 'the handle is closed')
-      if (child.exitCode !== null || child.signalCode !== null) throw systemError('ESRCH', 'kill', 'the process has exited')
-      process.kill(pid, signalNumber(sig))
-    },
-    ref: () => pin as ProcessHandle,
-    unref: () => pin as ProcessHandle,
-    close() {
-      closed = true
-      exit.dispose()
-    },
-  }
-  return pin
 }
 
 /** Reads the child's status now if it has exited (no listener left behind when it has not). */
