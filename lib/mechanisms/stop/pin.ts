@@ -6,7 +6,8 @@ import type { ChildProcess } from 'node:child_process'
 import { systemError } from '../../ground/errors'
 import { signalNumber } from '../../ground/validate'
 import { childExit } from '../../ground/wait'
-import type { ProcessHandle } from '../handle'
+import { openProcess, type ProcessHandle } from '../handle'
+import type { ResolvedTarget } from './resolve'
 import type { Pinned } from './types'
 
 /** ESRCH (and the kernel's EINVAL race, mapped to ESRCH natively): the process is gone. Anything else is not. */
@@ -58,4 +59,36 @@ export function childPin(child: ChildProcess, pid: number): Pinned {
     },
   }
   return pin
+}
+
+export interface PinnedTarget extends ResolvedTarget {
+  /** Whether the pin was opened by this stop (and is closed at its end). */
+  ownLeader: boolean
+  /** Why the target could not be pinned by handle (our own child is then pinned by pid), or null. */
+  pinError: Error | null
+}
+
+/**
+ * Pins the target unless it is known to be gone (a ChildProcess that libuv has reaped). A process
+ * that can be neither pinned nor proven gone is refused with the error, unless it is our own child.
+ */
+export async function pinTarget(t: ResolvedTarget): Promise<PinnedTarget> {
+  const { pid, child } = t
+  // A child not pinned at spawn is pinned by pid, and that is exact only while libuv has not reaped
+  // it. libuv reaps a batch of children before it reports their exits one by one, so inside one
+  // child's 'exit' another may be reaped already with its exitCode still null: look from the check
+  // phase, when every exit reaped in this turn has been reported.
+  if (child && !t.leader) await checkPhase()
+  const reaped = child !== null && (child.exitCode !== null || child.signalCode !== null)
+  if (t.leader || reaped) return { ...t, ownLeader: false, pinError: null }
+  try {
+    return { ...t, leader: openProcess(pid), ownLeader: true, pinError: null }
+  } catch (err) {
+    if (isGoneError(err)) return { ...t, ownLeader: false, pinError: null }
+    // Not pinned, but not gone either. Our own unreaped child is still safe to signal by pid
+    // (libuv has not reaped it, so its pid cannot have been reused); anything else we cannot
+    // prove is the process meant, so the call fails with the error rather than report a stop.
+    if (!child) throw err
+    return { ...t, leader: childPin(child, pid), ownLeader: true, pinError: err instanceof Error ? err : new Error(String(err)) }
+  }
 }
