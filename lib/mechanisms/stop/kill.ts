@@ -7,16 +7,14 @@
  * group is not delayed: the call returns as soon as it is gone.
  *
  * The stop is a few named steps (resolve, pin, signal and settle, escalate and confirm, report)
- * over its units (unit.ts): the target's process group on POSIX (group-unit.ts); a Windows target
- * is still stopped on its own (../kill-win32.ts). Every member is pinned (a pidfd on Linux) before
- * it is signalled, and signalled through that handle: a member that exits and whose pid is reused
- * is never hit.
+ * over its units (unit.ts): the target's process group on POSIX (group-unit.ts), its Job object on
+ * Windows (job-unit.ts). Every member is pinned (a pidfd on Linux) before it is signalled, and
+ * signalled through that handle: a member that exits and whose pid is reused is never hit.
  */
 import type { ProcessTarget } from '../exit'
 import { stopUnits, type StopOutcome } from './escalate'
 import { GroupUnit } from './group-unit'
-import { stopOnWindows } from '../kill-win32'
-import { spawnedInfo } from '../spawn'
+import { JobUnit } from './job-unit'
 import { StopJournal } from './journal'
 import { readKillOptions } from './options'
 import { pinTarget } from './pin'
@@ -30,16 +28,10 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   const opts = readKillOptions(options)
   const journal = new StopJournal(opts.logger)
   const pinned = await pinTarget(resolveTarget(target, opts))
-  // Windows: no groups, no signals; the Job object is the group (kill-win32.ts).
-  if (process.platform === 'win32') {
-    const { pid, child, leader, ownLeader } = pinned
-    const { first, last, graceMs, confirmMs, abort, logger } = opts
-    return stopOnWindows({
-      pid, child, leader, ownLeader, job: child !== null && spawnedInfo(child)?.job === true,
-      first, last, graceMs, confirmMs, abort, logger, started: journal.started,
-    })
-  }
-  const unit: TargetUnit = new GroupUnit(pinned, resolveGroup(pinned, opts), journal)
+  // Windows: no groups, no signals; the Job object is the group.
+  const unit: TargetUnit = process.platform === 'win32'
+    ? new JobUnit(pinned, journal)
+    : new GroupUnit(pinned, resolveGroup(pinned, opts), journal)
   // The target's unit first; a unit to be stopped alongside it (a container) joins this list.
   const units: StopUnit[] = [unit]
   let outcome: StopOutcome
