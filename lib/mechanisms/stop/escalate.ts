@@ -1,11 +1,10 @@
 /**
- * The escalate and confirm steps: the graceful signal, and after a bounded grace (cut short by the
- * abort signal) the kill signal to whatever remains; then a bounded wait to confirm that it is
- * gone. What is still there after that is a survivor.
+ * The phases of a stop over its units: the graceful signal, settled within the grace (cut short by
+ * the abort signal); then the escalation, the kill signal to whatever remains; then the confirm, a
+ * bounded wait for it to be gone. What is still there after that is a survivor.
  */
 import { logEvent } from '../../ground/logger'
-import type { StopJournal } from './journal'
-import { now } from './journal'
+import { now, type StopJournal } from './journal'
 import type { StopOptions } from './options'
 import { settle } from './settle'
 import type { StopUnit } from './unit'
@@ -17,16 +16,22 @@ export interface StopOutcome {
   survivors: number[]
 }
 
-/** Runs both phases over `units`; the first unit's fields name the stop in its closing event. */
+/** Runs the phases over `units`, the target's own unit first. */
 export async function stopUnits(units: readonly StopUnit[], o: StopOptions, journal: StopJournal): Promise<StopOutcome> {
   for (const unit of units) unit.phase(o.first, false)
-  const outcome: StopOutcome = { escalated: false, survivors: [] }
-  if (!(await settle(units, journal.started + o.graceMs, o.abort))) {
-    outcome.escalated = true
-    // Everyone still alive gets the kill signal, once; the confirm wait is not cut short by the abort.
-    for (const unit of units) unit.phase(o.last, true)
-    if (!(await settle(units, now() + o.confirmMs))) outcome.survivors = units.flatMap((u) => u.survivors())
-  }
+  const gone = await settle(units, journal.started + o.graceMs, o.abort)
+  return confirm(units, journal, gone ? { escalated: false, survivors: [] } : await escalate(units, o))
+}
+
+/** Everyone still alive gets the kill signal, once; the confirm wait is not cut short by the abort. */
+async function escalate(units: readonly StopUnit[], o: StopOptions): Promise<StopOutcome> {
+  for (const unit of units) unit.phase(o.last, true)
+  const gone = await settle(units, now() + o.confirmMs)
+  return { escalated: true, survivors: gone ? [] : units.flatMap((u) => u.survivors()) }
+}
+
+/** The stop's closing event, named by the target's unit: its survivors, or that it is gone. */
+function confirm(units: readonly StopUnit[], journal: StopJournal, outcome: StopOutcome): StopOutcome {
   const fields = units[0]!.fields
   if (outcome.survivors.length > 0) logEvent(journal.logger, 'error', 'kill.survivors', { ...fields, survivors: outcome.survivors })
   else logEvent(journal.logger, 'info', 'group.gone', { ...fields, escalated: outcome.escalated, elapsedMs: journal.elapsed() })
