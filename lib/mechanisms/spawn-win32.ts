@@ -8,7 +8,7 @@
  *   launcher passes its own handles down), its exit status is the command's;
  * - everything the command starts is in the job, without breakaway (the server behind `npx`
  *   included), and the job is ended, and confirmed empty, when the command exits, when
- *   killProcessGracefully asks (kill-win32.ts), when the launcher is terminated (Node's
+ *   killProcessGracefully asks (stop/job-unit.ts), when the launcher is terminated (Node's
  *   `subprocess.kill()`: the kernel closes the job) and when this process dies by any means;
  * - `parentDeathSignal` (default on) has the launcher also wait on this process's handle, so the
  *   job ends with this process even for a `detached` child, which Node keeps out of its own job.

@@ -1,0 +1,116 @@
+/**
+ * A group's members as the stop knows them: each pinned (a pidfd on Linux) before it is ever
+ * signalled, and watched until its exit. A member that exits and whose pid is reused is never hit.
+ */
+import { binding } from '../../ground/native'
+import { openProcess } from '../handle'
+import type { GroupScope } from './group-scope'
+import type { StopJournal } from './journal'
+import { isGoneError, type PinnedTarget } from './pin'
+import type { Pinned } from './types'
+
+export interface Member {
+  handle: Pinned
+  /** Settles (never rejects) once the member is gone. */
+  exited: Promise<unknown>
+  gone: boolean
+}
+
+/** How often an exit is polled for when it cannot be watched by event (out of descriptors, say). */
+const DEGRADED_POLL_MS = 25
+
+export class GroupMembers {
+  private readonly tracked = new Map<number, Member>()
+  private finished = false
+
+  constructor(
+    private readonly target: PinnedTarget,
+    private readonly scope: GroupScope,
+    private readonly journal: StopJournal,
+  ) {}
+
+  /** Pins and records the current live members; the pinned leader always, even before it joins its group. */
+  async refresh(): Promise<void> {
+    const { pid, leader } = this.target
+    const pids = await this.scope.list()
+    if (leader && !leader.closed && !pids.includes(pid)) pids.push(pid)
+    for (const p of pids) {
+      if (this.tracked.has(p)) continue
+      const handle = p === pid && leader ? leader : this.pin(p)
+      if (handle) this.track(p, handle)
+    }
+  }
+
+  /** The members not seen to exit. */
+  live(): Member[] {
+    return [...this.tracked.values()].filter((m) => !m.gone)
+  }
+
+  /** Whether `pid` was tracked and seen to exit. */
+  exited(pid: number): boolean {
+    return this.tracked.get(pid)?.gone === true
+  }
+
+  /** Ends the polls of exits that could not be watched; closes every pin this stop opened. */
+  close(): void {
+    this.finished = true
+    const { leader, ownLeader } = this.target
+    for (const m of this.tracked.values()) {
+      m.handle.unref()
+      if (m.handle !== leader || ownLeader) m.handle.close()
+    }
+  }
+
+  /** A listed member, pinned and confirmed still in the group; null when it is gone or has moved. */
+  private pin(pid: number): Pinned | null {
+    let handle: Pinned
+    try {
+      handle = openProcess(pid)
+    } catch (err) {
+      if (!isGoneError(err)) this.journal.degraded(err) // a member we could not pin: it may remain
+      return null // otherwise it exited between the listing and the pin
+    }
+    // Pinned now: if it is still in the group, the handle is that member.
+    const pgid = this.scope.pgid
+    try {
+      if (pgid !== null && binding && binding.getpgid(pid) !== pgid) {
+        handle.close()
+        return null
+      }
+    } catch (err) {
+      if (!isGoneError(err)) this.journal.degraded(err)
+      handle.close()
+      return null
+    }
+    return handle
+  }
+
+  private track(pid: number, handle: Pinned): void {
+    const member: Member = { handle, exited: Promise.resolve(), gone: false }
+    member.exited = handle.exited.then(
+      () => (member.gone = true),
+      (err: unknown) => {
+        if (handle.closed) return (member.gone = true) // closed by us at the end: nobody waits any more
+        // The exit could not be watched (EMFILE when the watch needs a descriptor): it is not an
+        // exit. Poll the pinned handle instead, which needs no descriptor, until it says gone.
+        this.journal.degraded(err)
+        return pollUntilGone(handle, () => this.finished).then(() => (member.gone = true))
+      },
+    )
+    handle.ref()
+    this.tracked.set(pid, member)
+  }
+}
+
+/** Resolves once the pinned process has exited (signal 0 through the pin fails with ESRCH), or the pin is closed. */
+async function pollUntilGone(handle: Pinned, finished: () => boolean): Promise<void> {
+  while (!handle.closed && !finished()) {
+    try {
+      handle.signal(0)
+    } catch (err) {
+      if (isGoneError(err) || handle.closed) return
+    }
+    // Unref'd: the stop's own bounded wait keeps the loop alive while it needs the answer.
+    await new Promise((res) => setTimeout(res, DEGRADED_POLL_MS).unref())
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * The signal step for a process group: each live member gets the phase's signal once, through its
+ * pin. When the group could not be listed or its members pinned (the stop is uncertain), one killpg
+ * still reaches them all, but only while our own child leads the group unreaped: its pid then holds
+ * the group id (spawn.ts).
+ */
+import { binding } from '../../ground/native'
+import { signalName } from '../../ground/validate'
+import { ProcessHandle } from '../handle'
+import type { Member } from './group-members'
+import type { GroupScope } from './group-scope'
+import type { StopJournal } from './journal'
+import type { PinnedTarget } from './pin'
+import type { Pinned } from './types'
+
+export class GroupSignals {
+  private sig = 0
+  private sentTo = new Set<Pinned>() // who got the current phase's signal
+  private groupSignalled = false
+
+  constructor(
+    private readonly target: PinnedTarget,
+    private readonly scope: GroupScope,
+    private readonly journal: StopJournal,
+    private readonly fields: object,
+  ) {}
+
+  /** A new phase: everyone still alive gets `sig`, once. */
+  phase(sig: number): void {
+    this.sig = sig
+    this.sentTo = new Set()
+    this.groupSignalled = false
+  }
+
+  /** Whether a signal may go by number (our unpinned child, the group by its id): only from the check phase, then. */
+  byNumber(): boolean {
+    const { leader } = this.target
+    return this.journal.uncertain || (leader !== null && !(leader instanceof ProcessHandle))
+  }
+
+  /** Sends the phase's signal to each of `live` that has not had it. */
+  deliver(live: Member[]): void {
+    const sig = this.sig
+    let fresh = live.filter((m) => !this.sentTo.has(m.handle))
+    // The group's one killpg reaches every member still in the group: sending those the signal
+    // through their pins as well would give it to them twice (and a second SIGINT means "force"
+    // to many programs, the reapkit wrapper among them). So they get it from the killpg alone.
+    const viaGroup = this.groupByNumberDue() ? fresh.filter((m) => this.scope.has(m.handle.pid)) : []
+    if (viaGroup.length > 0) fresh = fresh.filter((m) => !viaGroup.includes(m))
+    if (fresh.length > 0) {
+      this.send(sig, fresh)
+      for (const m of fresh) this.sentTo.add(m.handle)
+    }
+    // After the pinned ones, so they are counted as such.
+    if (this.signalGroupByNumber(sig, viaGroup.length)) {
+      // One that left the group before the killpg did not get it: through its pin, then.
+      const missed = viaGroup.filter((m) => !this.scope.has(m.handle.pid))
+      if (missed.length > 0) this.send(sig, missed)
+    } else if (viaGroup.length > 0) {
+      this.send(sig, viaGroup)
+    }
+    for (const m of viaGroup) this.sentTo.add(m.handle)
+  }
+
+  /** `sig` through each member's pin; one SignalSent for those it reached. */
+  private send(sig: number, members: Member[]): void {
+    let count = 0
+    for (const m of members) {
+      try {
+        m.handle.signal(sig)
+        count++
+      } catch {
+        // ESRCH: it exited in the meantime; its exit event marks it gone
+      }
+    }
+    if (count > 0) this.journal.sent(this.fields, { signal: signalName(sig)!, atMs: this.journal.elapsed(), processes: count })
+  }
+
+  private groupByNumberDue(): boolean {
+    const { pid, child } = this.target
+    const pgid = this.scope.pgid
+    return !this.groupSignalled && this.journal.uncertain && pgid !== null && pgid === pid && binding !== null &&
+      child != null && child.exitCode === null && child.signalCode === null
+  }
+
+  /** One killpg; true when it was sent. */
+  private signalGroupByNumber(sig: number, pinnedMembers: number): boolean {
+    if (!this.groupByNumberDue()) return false
+    this.groupSignalled = true
+    try {
+      binding!.killpg(this.scope.pgid!, sig)
+    } catch {
+      return false // ESRCH: the group is gone
+    }
+    const sent = { signal: signalName(sig)!, atMs: this.journal.elapsed(), processes: Math.max(1, pinnedMembers), group: true }
+    this.journal.sent(this.fields, sent, 'warn', { reason: String(this.journal.error) })
+    return true
+  }
+}

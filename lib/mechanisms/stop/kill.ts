@@ -1,0 +1,44 @@
+/**
+ * killProcessGracefully(target): signal (SIGTERM) the whole process group, wait by kernel event,
+ * and after a bounded grace send the kill signal (SIGKILL) to whatever remains.
+ *
+ * "Done" means no live process remains in the group (zombies do not count; members still running
+ * after the leader exited are waited for too), not merely that the leader exited. A well-behaved
+ * group is not delayed: the call returns as soon as it is gone.
+ *
+ * The stop is a few named steps (resolve, pin, signal and settle, escalate and confirm, report)
+ * over its units (unit.ts): the target's process group on POSIX (group-unit.ts), its Job object on
+ * Windows (job-unit.ts). Every member is pinned (a pidfd on Linux) before it is signalled, and
+ * signalled through that handle: a member that exits and whose pid is reused is never hit.
+ */
+import type { ProcessTarget } from '../exit'
+import { stopUnits, type StopOutcome } from './escalate'
+import { GroupUnit } from './group-unit'
+import { JobUnit } from './job-unit'
+import { StopJournal } from './journal'
+import { readKillOptions } from './options'
+import { pinTarget } from './pin'
+import { report } from './report'
+import { resolveGroup, resolveTarget } from './resolve'
+import type { KillOptions, KillResult } from './types'
+import type { StopUnit, TargetUnit } from './unit'
+
+/** Sends signal -> waits by event -> escalates after a bounded grace; resolves to a KillResult. */
+export async function killProcessGracefully(target: ProcessTarget, options: KillOptions = {}): Promise<KillResult> {
+  const opts = readKillOptions(options)
+  const journal = new StopJournal(opts.logger)
+  const pinned = await pinTarget(resolveTarget(target, opts))
+  // Windows: no groups, no signals; the Job object is the group.
+  const unit: TargetUnit = process.platform === 'win32'
+    ? new JobUnit(pinned, journal)
+    : new GroupUnit(pinned, resolveGroup(pinned, opts), journal)
+  // The target's unit first; a unit to be stopped alongside it (a container) joins this list.
+  const units: StopUnit[] = [unit]
+  let outcome: StopOutcome
+  try {
+    outcome = await stopUnits(units, opts, journal)
+  } finally {
+    for (const u of units) u.close()
+  }
+  return report(pinned, unit, outcome, journal)
+}

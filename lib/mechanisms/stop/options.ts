@@ -1,0 +1,34 @@
+/** The options of a stop, validated once, before anything is looked up or signalled. */
+import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from '../../ground/config'
+import { typeError } from '../../ground/errors'
+import type { Logger } from '../../ground/logger'
+import { signalNumber, validateAbortSignal, validateMs, validateOptions } from '../../ground/validate'
+import type { KillOptions } from './types'
+
+export interface StopOptions {
+  /** The graceful signal, as a number. */
+  first: number
+  /** The kill signal, as a number. */
+  last: number
+  graceMs: number
+  confirmMs: number
+  abort: AbortSignal | undefined
+  group: boolean | undefined
+  allowSelf: boolean
+  logger: Logger | undefined
+}
+
+/** Reads the caller's own options (a null-prototype copy) into a StopOptions; bad input throws here. */
+export function readKillOptions(input: KillOptions): StopOptions {
+  const options = validateOptions(input)
+  // Signal 0 sends nothing: as a stop signal it would report a stop that never happened.
+  const first = signalNumber(options.signal ?? 'SIGTERM', { allowZero: false })
+  const last = signalNumber(options.killSignal ?? 'SIGKILL', { allowZero: false })
+  const graceMs = validateMs(options.graceMs, 'graceMs') ?? killGraceMs()
+  const confirmMs = validateMs(options.confirmMs, 'confirmMs') ?? KILL_CONFIRM_MS_DEFAULT
+  const abort = validateAbortSignal(options.abortSignal, 'abortSignal')
+  if (options.group !== undefined && typeof options.group !== 'boolean') {
+    throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
+  }
+  return { first, last, graceMs, confirmMs, abort, group: options.group, allowSelf: options.allowSelf === true, logger: options.logger }
+}

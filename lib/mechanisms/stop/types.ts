@@ -1,0 +1,71 @@
+/** The public types of killProcessGracefully (re-exported by ../kill.ts). */
+import type { Logger } from '../../ground/logger'
+import type { ProcessHandle } from '../handle'
+import type { SignalLike } from '../../ground/validate'
+
+export interface KillOptions {
+  /** The first signal, sent to the whole group. Default 'SIGTERM'. */
+  signal?: SignalLike
+  /** How long to wait after `signal` before sending `killSignal`. Default 9000 (REAPKIT_KILL_GRACE_MS). */
+  graceMs?: number
+  /** The signal for whatever remains after the grace. Default 'SIGKILL'. */
+  killSignal?: SignalLike
+  /** Signal the whole process group. Default: true when the target leads its own group. */
+  group?: boolean
+  /** After `killSignal`, how long to wait for the group to be gone before reporting survivors. Default 5000. */
+  confirmMs?: number
+  /** Cancels the grace wait: escalates to `killSignal` at once. */
+  abortSignal?: AbortSignal
+  /** Permit signalling this process's own group. Default false. */
+  allowSelf?: boolean
+  /** One structured event per step: signal.sent, group.gone, kill.survivors. Default: silent. */
+  logger?: Logger
+}
+
+export interface SignalSent {
+  signal: NodeJS.Signals
+  /** Milliseconds since the call started. */
+  atMs: number
+  /** How many processes it was sent to. */
+  processes: number
+  /**
+   * True for one signal to the whole process group by its id, sent when the members could not all
+   * be listed or pinned (see `uncertain`); `processes` then counts the pinned members it reached
+   * (at least the leader): others it may have reached could not be listed.
+   */
+  group?: boolean
+  /**
+   * Windows: the whole Job object that reapkit's spawn() runs the child in was ended by its
+   * launcher, which exits once the job is empty. Absent when the launcher was terminated instead
+   * (the kernel then ends its job as its last handle closes).
+   */
+  job?: boolean
+}
+
+export interface KillResult {
+  pid: number
+  /** The group that was signalled, or null when only the process itself was. */
+  pgid: number | null
+  signalsSent: SignalSent[]
+  /** True when the kill signal had to be sent. */
+  escalated: boolean
+  /** The target's exit code, where known (our own child). */
+  code: number | null
+  /** The signal that ended the target, where known (our own child). */
+  signal: NodeJS.Signals | null
+  /** Processes still alive when the call gave up (empty unless they resisted even SIGKILL). */
+  survivors: number[]
+  /**
+   * True when the stop could not see everything (e.g. EMFILE: the group could not be listed, a
+   * member could not be pinned, or an exit could not be watched). The target itself was still
+   * signalled, and only a process seen to exit counts as gone; but members that could not be
+   * listed or pinned may remain. `error` says why.
+   */
+  uncertain: boolean
+  /** The first error that made the result uncertain (a system error with a `code`), or null. */
+  error: Error | null
+  durationMs: number
+}
+
+/** What the stop needs of a pinned process: a ProcessHandle, or our own unreaped child when none could be opened. */
+export type Pinned = Pick<ProcessHandle, 'pid' | 'closed' | 'exited' | 'signal' | 'ref' | 'unref' | 'close'>
