@@ -7,26 +7,25 @@
  * make us signal someone else's process. Every signal goes through a pinned handle, and a group is
  * never listed again once it was seen empty (its id may then belong to a stranger).
  *
- * A synchronous backstop runs on process 'exit' (which Node also emits after an uncaught exception
- * or an unhandled rejection): every registered group still alive gets SIGKILL, synchronously, from
- * one listing of the process table. It cannot run when this process dies without running
- * JavaScript: by SIGKILL, or by a signal it does not handle (SIGTERM, SIGINT, SIGHUP with no
- * listener). Then the kernel's parent-death signal armed by spawn() takes the direct children, but
- * not processes they started in their groups; handle those signals (and call shutdownAll) if that
- * matters, or run under the `reapkit -- command` wrapper.
+ * Its parts: the registry and its indexes (supervisor-registry.ts), shutdownAll's capped parallel
+ * close (supervisor-shutdown.ts), the synchronous exit backstop (supervisor-backstop.ts: it cannot
+ * run when this process dies by SIGKILL or an unhandled signal; handle those signals and call
+ * shutdownAll, or run under the `reapkit -- command` wrapper) and the state file
+ * (supervisor-state.ts).
  */
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
 import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../ground/config'
-import { type CloseReport, closeClient } from './close'
+import type { CloseReport } from './close'
 import { ReapkitError, rangeError, systemError, typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
-import { scanGroups } from '../mechanisms/group'
-import { type ProcessHandle, openProcess } from '../mechanisms/handle'
+import type { ProcessHandle } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent, silentLogger } from '../ground/logger'
-import { binding } from '../ground/native'
-import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedGroupMembersSync, spawnedInfo, trackChild } from '../mechanisms/spawn'
+import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedInfo, trackChild } from '../mechanisms/spawn'
+import { addToBackstop, killEntrySync, removeFromBackstop, scanGroupsOrNull } from './supervisor-backstop'
+import { type Entry, Registry, exited, running } from './supervisor-registry'
+import { closeUnderCap } from './supervisor-shutdown'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
 import { describe, validateMs, validateOptions } from '../ground/validate'
 import { eventsUntil } from '../ground/wait'
@@ -78,55 +77,13 @@ export interface ShutdownReport extends CloseReport {
   capped: boolean
 }
 
-interface Entry {
-  id: number
-  record: ProcessRecord
-  child: ChildProcess
-  /** Pinned while the process runs (spawn's handle, or one opened at adopt time). */
-  handle: ProcessHandle | null
-  /**
-   * How many terminate()/shutdownAll() calls are stopping it now: while any is, they, not the exit
-   * event, settle its status. A count, so that one call ending does not clear another's claim.
-   */
-  stopping: number
-}
-
-const supervisors = new Set<Supervisor>()
-let backstopInstalled = false
-
-function installBackstop(): void {
-  if (backstopInstalled) return
-  backstopInstalled = true
-  process.on('exit', () => {
-    if (supervisors.size === 0) return
-    let table: Map<number, number[]> | null = null
-    try {
-      table = scanGroups()
-    } catch {
-      table = null // cannot list: still kill every pinned leader
-    }
-    for (const s of supervisors) s.killAllSync(table)
-  })
-}
-
-const running = (e: Entry): boolean => e.record.status === 'running'
-/** libuv has reaped the leader: its end is known, not assumed. */
-const exited = (e: Entry): boolean => e.child.exitCode !== null || e.child.signalCode !== null
-
 export class Supervisor extends EventEmitter {
   readonly closeTimeoutMs: number
   readonly graceMs: number
   readonly shutdownTimeoutMs: number
   readonly #logger: Logger
-  readonly #history: number
   readonly #capFixed: boolean
-  readonly #entries = new Map<number, Entry>()
-  readonly #byPid = new Map<number, Entry>()
-  readonly #byRequest = new Map<string | number, Entry>()
-  readonly #byChild = new Map<ChildProcess, Entry>()
-  /** Entries whose status is final, in the order they settled (what #prune drops from). */
-  readonly #finished = new Set<Entry>()
-  #nextId = 1
+  readonly #registry: Registry
   /** Aborted by dispose(): ends every changes() iterator. */
   readonly #disposed = new AbortController()
   readonly #state: SupervisorState | null = null
@@ -149,7 +106,7 @@ export class Supervisor extends EventEmitter {
     if (!Number.isSafeInteger(history) || history < 0) {
       throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${history}`)
     }
-    this.#history = history
+    this.#registry = new Registry(history)
     if (options.stateFile !== undefined) {
       if (typeof options.stateFile !== 'string' || options.stateFile === '') throw typeError('ERR_INVALID_ARG_TYPE', 'The "stateFile" option must be a non-empty string')
       if (process.platform === 'win32') {
@@ -161,16 +118,13 @@ export class Supervisor extends EventEmitter {
       this.#state = new SupervisorState(options.stateFile, options.onLeftovers ?? 'stop', { graceMs: this.graceMs, logger: this.#logger, emit: (r) => this.#emit(r) })
       this.leftovers = this.#state.leftovers
     }
-    if (options.backstop !== false) {
-      supervisors.add(this)
-      installBackstop()
-    }
+    if (options.backstop !== false) addToBackstop(this)
   }
 
   /** Starts a process with reapkit's spawn (own group, kernel death signal) and registers it. */
   spawn(command: string, args: readonly string[] = [], options: SpawnOptions & { requestId?: string | number } = {}): ChildProcess {
     const { requestId, ...spawnOptions } = options
-    if (requestId !== undefined) this.#checkRequestId(requestId)
+    if (requestId !== undefined) this.#registry.checkRequestId(requestId)
     const child = spawn(command, args, this.#withStateToken(spawnOptions))
     if (child.pid === undefined) return child // the 'error' event tells the caller; nothing to register
     this.#register(child, command, [...args], requestId ?? null, this.#state !== null)
@@ -192,21 +146,21 @@ export class Supervisor extends EventEmitter {
     if (!isChildProcess(child) || child.pid === undefined) {
       throw typeError('ERR_INVALID_ARG_TYPE', 'adopt() takes a spawned ChildProcess')
     }
-    const known = this.#byChild.get(child)
+    const known = this.#registry.byChild(child)
     if (known) return { ...known.record }
-    if (options.requestId !== undefined) this.#checkRequestId(options.requestId)
+    if (options.requestId !== undefined) this.#registry.checkRequestId(options.requestId)
     const [command = '', ...args] = child.spawnargs
     return { ...this.#register(child, child.spawnfile ?? command, args, options.requestId ?? null).record }
   }
 
   /** Every registered process (copies), oldest first. */
   list(): ProcessRecord[] {
-    return [...(this.#state?.list() ?? []), ...[...this.#entries.values()].map((e) => ({ ...e.record }))]
+    return [...(this.#state?.list() ?? []), ...[...this.#registry.entries.values()].map((e) => ({ ...e.record }))]
   }
 
   /** The record for a pid (the latest process with it) or a request id, or undefined. */
   get(pidOrRequestId: number | string): ProcessRecord | undefined {
-    const entry = this.#find(pidOrRequestId)
+    const entry = this.#registry.find(pidOrRequestId)
     return entry ? { ...entry.record } : this.#state?.find(pidOrRequestId)
   }
 
@@ -223,7 +177,7 @@ export class Supervisor extends EventEmitter {
         `The "pidOrRequestId" argument must be a pid (number) or a request id (string or number). Received ${describe(pidOrRequestId)}`,
       )
     }
-    const entry = this.#find(pidOrRequestId)
+    const entry = this.#registry.find(pidOrRequestId)
     const adopted = entry ? undefined : this.#state?.terminate(pidOrRequestId, validateMs(options.graceMs, 'graceMs') ?? this.graceMs)
     if (adopted) return adopted
     if (!entry) {
@@ -253,7 +207,7 @@ export class Supervisor extends EventEmitter {
    */
   async shutdownAll(options: { close?: (child: ChildProcess, record: ProcessRecord) => unknown } = {}): Promise<ShutdownReport[]> {
     options = validateOptions(options)
-    const entries = [...this.#entries.values()]
+    const entries = [...this.#registry.entries.values()]
     const leftovers = await Promise.all(
       entries.map((e) => (running(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
     )
@@ -262,69 +216,16 @@ export class Supervisor extends EventEmitter {
     const capMs = this.#capFixed ? this.shutdownTimeoutMs : this.shutdownTimeoutMs + targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS
     logEvent(this.#logger, 'info', 'shutdown.start', { processes: targets.length, capMs })
     const started = performance.now()
-    let capTimer: NodeJS.Timeout | undefined
-    const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, capMs, 'cap')))
-    // When the cap fires for everyone at once, one listing of the process table serves them all.
-    let capTable: Map<number, number[]> | null | undefined
-    let capTableError: Error | undefined
-    const tableAtCap = (): Map<number, number[]> | null => {
-      if (capTable !== undefined) return capTable
-      try {
-        return (capTable = scanGroups())
-      } catch (err) {
-        capTableError = err as Error
-        return (capTable = null)
-      }
-    }
-    const reports = await Promise.all(
-      targets.map(async (entry): Promise<ShutdownReport> => {
-        const wasRunning = running(entry)
-        entry.stopping++
-        const close = options.close
-        const closing = closeClient(entry.child, {
-          closeTimeoutMs: this.closeTimeoutMs,
-          graceMs: this.graceMs,
-          logger: this.#logger,
-          ...(close ? { close: () => close(entry.child, { ...entry.record }) } : {}),
-        })
-        try {
-          const first = await Promise.race([closing, cap])
-          if (first !== 'cap') {
-            if (wasRunning && exited(entry)) this.#settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated')
-            return { ...first, requestId: entry.record.requestId, capped: false }
-          }
-          const table = tableAtCap()
-          const killed = this.#killSync(entry, table)
-          logEvent(this.#logger, 'warn', 'shutdown.capped', { pid: entry.record.pid, killed })
-          let timer: NodeJS.Timeout | undefined
-          const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
-          clearTimeout(timer)
-          if (wasRunning && exited(entry)) this.#settle(entry, 'killed')
-          const report: CloseReport = late ?? {
-            pid: entry.record.pid,
-            pgid: entry.record.pgid,
-            phase: 'forced',
-            closeCompleted: false,
-            closeError: null,
-            code: entry.record.exitCode,
-            signal: entry.record.signal,
-            signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: performance.now() - started, processes: killed }] : [],
-            escalated: true,
-            survivors: [],
-            uncertain: table === null,
-            error: table === null ? (capTableError ?? null) : null,
-            gracefulMs: this.closeTimeoutMs,
-            durationMs: performance.now() - started,
-          }
-          return { ...report, requestId: entry.record.requestId, capped: true }
-        } finally {
-          entry.stopping--
-          this.#settleIfExited(entry)
-        }
-      }),
-    )
+    const reports = await closeUnderCap(targets, {
+      closeTimeoutMs: this.closeTimeoutMs,
+      graceMs: this.graceMs,
+      capMs,
+      logger: this.#logger,
+      close: options.close,
+      settle: (entry, status) => this.#settle(entry, status),
+      settleIfExited: (entry) => this.#settleIfExited(entry),
+    })
     await adoptedStopped
-    clearTimeout(capTimer)
     logEvent(this.#logger, 'info', 'shutdown.done', { processes: reports.length, elapsedMs: performance.now() - started })
     return reports
   }
@@ -345,7 +246,7 @@ export class Supervisor extends EventEmitter {
    * (null: list nothing, kill only the pinned leaders).
    */
   killAllSync(table: Map<number, number[]> | null = scanGroupsOrNull()): void {
-    for (const entry of this.#entries.values()) this.#killSync(entry, table)
+    for (const entry of this.#registry.entries.values()) killEntrySync(entry, table)
     this.#state?.killAllSync()
   }
 
@@ -354,72 +255,9 @@ export class Supervisor extends EventEmitter {
    * `changes()` iterator ends.
    */
   dispose(): void {
-    supervisors.delete(this)
+    removeFromBackstop(this)
     this.#disposed.abort()
     this.#state?.close()
-  }
-
-  /** SIGKILLs what remains of one entry; returns how many processes (or groups) were signalled. */
-  #killSync(entry: Entry, table: Map<number, number[]> | null): number {
-    const { child } = entry
-    const pgid = entry.record.pgid
-    const unreaped = child.exitCode === null && child.signalCode === null
-    let killed = 0
-    if (unreaped && pgid !== null && binding) {
-      // The unreaped leader holds the group id: one atomic killpg, no listing needed.
-      try {
-        binding.killpg(pgid, 9)
-        killed++
-      } catch {
-        // gone already
-      }
-      return killed
-    }
-    if (unreaped && entry.handle && !entry.handle.closed) {
-      try {
-        entry.handle.signal('SIGKILL')
-        killed++
-      } catch {
-        // exited
-      }
-    }
-    // A leader that is gone: its group only under the group-trust rule (spawn.ts).
-    for (const p of pgid !== null && table !== null ? spawnedGroupMembersSync(child, table) : []) {
-      try {
-        const handle = openProcess(p) // pinned, then checked: never a recycled pid
-        try {
-          if (!binding || binding.getpgid(p) === pgid) {
-            handle.signal('SIGKILL')
-            killed++
-          }
-        } finally {
-          handle.close()
-        }
-      } catch {
-        // gone already
-      }
-    }
-    return killed
-  }
-
-  #checkRequestId(requestId: string | number): void {
-    if (typeof requestId !== 'string' && typeof requestId !== 'number') {
-      throw typeError('ERR_INVALID_ARG_TYPE', 'The "requestId" option must be a string or a number')
-    }
-    const holder = this.#byRequest.get(requestId)
-    if (holder && running(holder)) {
-      throw new ReapkitError('ERR_REAPKIT_DUPLICATE_REQUEST', `Request id ${JSON.stringify(requestId)} already has a running process`)
-    }
-  }
-
-  /**
-   * A number is first the pid of a running process, then a request id, then the pid of a finished
-   * one (JSON-RPC ids are small integers; so are pids in a container).
-   */
-  #find(pidOrRequestId: number | string): Entry | undefined {
-    const byPid = typeof pidOrRequestId === 'number' ? this.#byPid.get(pidOrRequestId) : undefined
-    if (byPid && running(byPid)) return byPid
-    return this.#byRequest.get(pidOrRequestId) ?? byPid
   }
 
   #register(child: ChildProcess, command: string, args: string[], requestId: string | number | null, spawnedWithToken = false): Entry {
@@ -442,12 +280,7 @@ export class Supervisor extends EventEmitter {
       exitCode: child.exitCode,
       signal: child.signalCode,
     }
-    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0 }
-    this.#entries.set(entry.id, entry)
-    this.#byPid.set(pid, entry)
-    this.#byChild.set(child, entry)
-    if (requestId !== null) this.#byRequest.set(requestId, entry)
-    if (exited) this.#finished.add(entry)
+    const entry = this.#registry.add(record, child, handle)
     if (!exited) {
       this.#state?.add(pid, pgid, requestId, command, args, spawnedWithToken)
       child.once('exit', (code, signal) => {
@@ -460,7 +293,7 @@ export class Supervisor extends EventEmitter {
     }
     logEvent(this.#logger, 'info', 'process.started', { pid, pgid, requestId, command })
     this.#emit(record)
-    this.#prune()
+    this.#registry.prune()
     return entry
   }
 
@@ -473,10 +306,9 @@ export class Supervisor extends EventEmitter {
     if (!running(entry) || status === 'running') return
     entry.record.status = status
     entry.record.exitedAt ??= new Date()
-    this.#finished.add(entry)
     logEvent(this.#logger, 'info', 'process.status', { pid: entry.record.pid, requestId: entry.record.requestId, status })
     this.#emit(entry.record)
-    this.#prune()
+    this.#registry.finish(entry)
   }
 
   #emit(record: ProcessRecord): void {
@@ -488,40 +320,5 @@ export class Supervisor extends EventEmitter {
         throw err
       })
     }
-  }
-
-  /**
-   * Drops the oldest finished records beyond the history limit. O(1) amortized per status change:
-   * it looks only at `#finished` (settled entries, oldest first) and only while there are more of
-   * them than the limit, never at the running ones.
-   */
-  #prune(): void {
-    if (this.#finished.size <= this.#history) return
-    // Finished and provably over: its leader reaped and its group (if any) gone. One that is not
-    // over yet (its group still has members) stays, and is looked at again on a later change.
-    const over = (e: Entry): boolean => {
-      if (e.child.exitCode === null && e.child.signalCode === null) return false
-      const info = spawnedInfo(e.child)
-      return !info || info.pgid === null || info.groupGone
-    }
-    let excess = this.#finished.size - this.#history
-    for (const e of this.#finished) {
-      if (excess <= 0) break
-      if (!over(e)) continue
-      this.#finished.delete(e)
-      this.#entries.delete(e.id)
-      if (this.#byPid.get(e.record.pid) === e) this.#byPid.delete(e.record.pid)
-      if (e.record.requestId !== null && this.#byRequest.get(e.record.requestId) === e) this.#byRequest.delete(e.record.requestId)
-      this.#byChild.delete(e.child)
-      excess--
-    }
-  }
-}
-
-function scanGroupsOrNull(): Map<number, number[]> | null {
-  try {
-    return scanGroups()
-  } catch {
-    return null
   }
 }
