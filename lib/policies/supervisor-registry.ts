@@ -6,7 +6,9 @@ import type { ChildProcess } from 'node:child_process'
 import { ReapkitError, typeError } from '../ground/errors'
 import type { ProcessHandle } from '../mechanisms/handle'
 import { spawnedInfo } from '../mechanisms/spawn'
-import type { ProcessRecord } from './supervisor'
+import type { SpawnOptions } from '../mechanisms/spawn'
+import type { Restarter } from './restart'
+import type { ProcessRecord } from './supervisor-record'
 
 export interface Entry {
   id: number
@@ -19,9 +21,13 @@ export interface Entry {
    * event, settle its status. A count, so that one call ending does not clear another's claim.
    */
   stopping: number
+  /** With a restart policy: its state, and the options each incarnation is spawned with. */
+  restart: { restarter: Restarter; options: SpawnOptions } | null
 }
 
 export const running = (e: Entry): boolean => e.record.status === 'running'
+/** Running, or between two incarnations: not over yet. */
+export const live = (e: Entry): boolean => e.record.status === 'running' || e.record.status === 'restarting'
 /** libuv has reaped the leader: its end is known, not assumed. */
 export const exited = (e: Entry): boolean => e.child.exitCode !== null || e.child.signalCode !== null
 
@@ -40,14 +46,24 @@ export class Registry {
   }
 
   /** A new entry, indexed; `finished` when its process had already exited. */
-  add(record: ProcessRecord, child: ChildProcess, handle: ProcessHandle | null): Entry {
-    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0 }
+  add(record: ProcessRecord, child: ChildProcess, handle: ProcessHandle | null, restart: Entry['restart'] = null): Entry {
+    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0, restart }
     this.entries.set(entry.id, entry)
     this.#byPid.set(record.pid, entry)
     this.#byChild.set(child, entry)
     if (record.requestId !== null) this.#byRequest.set(record.requestId, entry)
     if (record.status !== 'running') this.#finished.add(entry)
     return entry
+  }
+
+  /** A restarted entry's new incarnation: indexed by its pid and child, the last one's no longer. */
+  reindex(entry: Entry, child: ChildProcess, handle: ProcessHandle | null): void {
+    if (this.#byPid.get(entry.record.pid) === entry) this.#byPid.delete(entry.record.pid)
+    this.#byChild.delete(entry.child)
+    entry.child = child
+    entry.handle = handle
+    this.#byPid.set(child.pid!, entry)
+    this.#byChild.set(child, entry)
   }
 
   byChild(child: ChildProcess): Entry | undefined {
@@ -69,7 +85,7 @@ export class Registry {
       throw typeError('ERR_INVALID_ARG_TYPE', 'The "requestId" option must be a string or a number')
     }
     const holder = this.#byRequest.get(requestId)
-    if (holder && running(holder)) {
+    if (holder && live(holder)) {
       throw new ReapkitError('ERR_REAPKIT_DUPLICATE_REQUEST', `Request id ${JSON.stringify(requestId)} already has a running process`)
     }
   }

@@ -9,7 +9,7 @@ import { type Logger, logEvent } from '../ground/logger'
 import { scanGroups } from '../mechanisms/group'
 import { killEntrySync } from './supervisor-backstop'
 import { type Entry, exited, running } from './supervisor-registry'
-import type { ProcessRecord, ProcessStatus, ShutdownReport } from './supervisor'
+import type { ProcessRecord, ProcessStatus, ShutdownReport } from './supervisor-record'
 
 export interface ShutdownContext {
   closeTimeoutMs: number
@@ -17,8 +17,8 @@ export interface ShutdownContext {
   capMs: number
   logger: Logger
   close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined
-  /** The supervisor's status change (running -> final). */
-  settle(entry: Entry, status: ProcessStatus): void
+  /** The supervisor's status change (running -> final), with the stop that made it. */
+  settle(entry: Entry, status: ProcessStatus, report: ShutdownReport): void
   settleIfExited(entry: Entry): void
 }
 
@@ -64,8 +64,9 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
   try {
     const first = await Promise.race([closing, cap])
     if (first !== 'cap') {
-      if (wasRunning && exited(entry)) ctx.settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated')
-      return { ...first, requestId: entry.record.requestId, capped: false }
+      const report = { ...first, requestId: entry.record.requestId, capped: false }
+      if (wasRunning && exited(entry)) ctx.settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated', report)
+      return report
     }
     const table = capTable.get()
     const killed = killEntrySync(entry, table)
@@ -73,7 +74,6 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
     let timer: NodeJS.Timeout | undefined
     const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
     clearTimeout(timer)
-    if (wasRunning && exited(entry)) ctx.settle(entry, 'killed')
     const report: CloseReport = late ?? {
       pid: entry.record.pid,
       pgid: entry.record.pgid,
@@ -90,7 +90,9 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
       gracefulMs: ctx.closeTimeoutMs,
       durationMs: performance.now() - started,
     }
-    return { ...report, requestId: entry.record.requestId, capped: true }
+    const capped = { ...report, requestId: entry.record.requestId, capped: true }
+    if (wasRunning && exited(entry)) ctx.settle(entry, 'killed', capped)
+    return capped
   } finally {
     entry.stopping--
     ctx.settleIfExited(entry)

@@ -16,7 +16,6 @@
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
 import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../ground/config'
-import type { CloseReport } from './close'
 import { ReapkitError, rangeError, systemError, typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
 import type { ProcessHandle } from '../mechanisms/handle'
@@ -24,68 +23,34 @@ import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent, silentLogger } from '../ground/logger'
 import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedInfo, trackChild } from '../mechanisms/spawn'
 import { addToBackstop, killEntrySync, removeFromBackstop, scanGroupsOrNull } from './supervisor-backstop'
-import { type Entry, Registry, exited, running } from './supervisor-registry'
+import { MetricsRecorder, type SupervisorMetrics } from './supervisor-metrics'
+import { copyRecord, newRecord, startIncarnation, type ProcessRecord, type ProcessStatus, type ShutdownReport, type StopReport, type SupervisorEvents, type SupervisorOptions } from './supervisor-record'
+import { type Entry, Registry, exited, live, running } from './supervisor-registry'
+import { type RestartOptions, Restarter, type StartReason, restartSpec } from './restart'
 import { closeUnderCap } from './supervisor-shutdown'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
 import { describe, validateMs, validateOptions } from '../ground/validate'
 import { eventsUntil } from '../ground/wait'
 
-/** 'adopted': running, found by a stateFile after the previous supervisor on that file crashed. */
-export type ProcessStatus = 'running' | 'adopted' | 'exited' | 'terminated' | 'killed'
+export type { Incarnation, ProcessRecord, ProcessStatus, ShutdownReport, StopReport, SupervisorEvents, SupervisorOptions } from './supervisor-record'
 
-/** What the supervisor knows of one process. */
-export interface ProcessRecord {
-  pid: number
-  /** Its process group, when it leads one. */
-  pgid: number | null
-  requestId: string | number | null
-  command: string
-  args: string[]
-  status: ProcessStatus
-  startedAt: Date
-  exitedAt: Date | null
-  exitCode: number | null
-  /** The signal that ended it, if one did. */
-  signal: NodeJS.Signals | null
-}
+type RestartReason = Exclude<StartReason, 'start'>
 
-export interface SupervisorOptions {
-  /** Phase 1 of each close: close, then exit. Default 2000 (REAPKIT_CLOSE_TIMEOUT_MS). */
-  closeTimeoutMs?: number
-  /** SIGTERM -> SIGKILL grace. Default 9000 (REAPKIT_KILL_GRACE_MS). */
-  graceMs?: number
-  /**
-   * Cap of shutdownAll. Default: close + grace + 1000, plus 1 ms per process being stopped (the
-   * slack grows with the work: each close costs the one event loop a little). Set here or by
-   * REAPKIT_SHUTDOWN_TIMEOUT_MS (which may only lengthen the base), the cap is that fixed value.
-   */
-  shutdownTimeoutMs?: number
-  logger?: Logger
-  /** Install the synchronous exit backstop. Default true. */
-  backstop?: boolean
-  /** How many finished records list() keeps (oldest dropped first). Default 1000. */
-  history?: number
-  /** Record what it starts in this file, and deal with what a crashed predecessor left in it. */
-  stateFile?: string
-  /** What to do with a predecessor's processes still running: 'stop' (default) or 'adopt'. */
-  onLeftovers?: 'stop' | 'adopt'
-}
+/** spawn()'s options: reapkit's spawn options, a request id, and a restart policy. */
+export type SupervisedSpawnOptions = SpawnOptions & RestartOptions & { requestId?: string | number }
 
-export interface ShutdownReport extends CloseReport {
-  requestId: string | number | null
-  /** True when the overall cap ran out and the backstop SIGKILLed what was left. */
-  capped: boolean
-}
-
-export class Supervisor extends EventEmitter {
+export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly closeTimeoutMs: number
   readonly graceMs: number
   readonly shutdownTimeoutMs: number
   readonly #logger: Logger
   readonly #capFixed: boolean
   readonly #registry: Registry
+  readonly #metrics = new MetricsRecorder()
   /** Aborted by dispose(): ends every changes() iterator. */
   readonly #disposed = new AbortController()
+  /** How many shutdownAll() calls are running: while any is, no exit is restarted. */
+  #shuttingDown = 0
   readonly #state: SupervisorState | null = null
   /** With stateFile: what the previous supervisor on that file left running, and what was done. */
   readonly leftovers: Promise<LeftoverReport | null> = Promise.resolve(null)
@@ -99,14 +64,7 @@ export class Supervisor extends EventEmitter {
     this.#capFixed = fixedCap !== undefined || (process.env.REAPKIT_SHUTDOWN_TIMEOUT_MS ?? '').trim() !== ''
     this.shutdownTimeoutMs = fixedCap ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
     this.#logger = options.logger ?? silentLogger
-    const history = options.history ?? 1000
-    if (typeof history !== 'number') {
-      throw typeError('ERR_INVALID_ARG_TYPE', `The "history" option must be a number. Received ${describe(history)}`)
-    }
-    if (!Number.isSafeInteger(history) || history < 0) {
-      throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${history}`)
-    }
-    this.#registry = new Registry(history)
+    this.#registry = new Registry(validateHistory(options.history))
     if (options.stateFile !== undefined) {
       if (typeof options.stateFile !== 'string' || options.stateFile === '') throw typeError('ERR_INVALID_ARG_TYPE', 'The "stateFile" option must be a non-empty string')
       if (process.platform === 'win32') {
@@ -115,19 +73,27 @@ export class Supervisor extends EventEmitter {
       if (options.onLeftovers !== undefined && options.onLeftovers !== 'stop' && options.onLeftovers !== 'adopt') {
         throw typeError('ERR_INVALID_ARG_VALUE', `The "onLeftovers" option must be 'stop' or 'adopt'. Received ${describe(options.onLeftovers)}`)
       }
-      this.#state = new SupervisorState(options.stateFile, options.onLeftovers ?? 'stop', { graceMs: this.graceMs, logger: this.#logger, emit: (r) => this.#emit(r) })
+      const hooks = { graceMs: this.graceMs, logger: this.#logger, emit: (r: ProcessRecord) => this.#event('status', r) }
+      this.#state = new SupervisorState(options.stateFile, options.onLeftovers ?? 'stop', hooks)
       this.leftovers = this.#state.leftovers
     }
     if (options.backstop !== false) addToBackstop(this)
   }
 
-  /** Starts a process with reapkit's spawn (own group, kernel death signal) and registers it. */
-  spawn(command: string, args: readonly string[] = [], options: SpawnOptions & { requestId?: string | number } = {}): ChildProcess {
-    const { requestId, ...spawnOptions } = options
-    if (requestId !== undefined) this.#registry.checkRequestId(requestId)
-    const child = spawn(command, args, this.#withStateToken(spawnOptions))
+  /**
+   * Starts a process with reapkit's spawn (own group, kernel death signal) and registers it. With
+   * `restart` ('on-failure' or 'always'), an exit the supervisor did not ask for starts it again
+   * (same command, arguments and options) under the same record and request id.
+   */
+  spawn(command: string, args: readonly string[] = [], options: SupervisedSpawnOptions = {}): ChildProcess {
+    const { requestId, restart, backoff, intensity, ...spawnOptions } = validateOptions(options)
+    if (requestId !== undefined) this.#checkRequestId(requestId)
+    const spec = restartSpec({ restart, backoff, intensity })
+    const withToken = this.#withStateToken(spawnOptions)
+    const child = spawn(command, args, withToken)
     if (child.pid === undefined) return child // the 'error' event tells the caller; nothing to register
-    this.#register(child, command, [...args], requestId ?? null, this.#state !== null)
+    const plan = spec ? { restarter: new Restarter(spec, this.#state?.recentRestarts(requestId ?? null) ?? []), options: withToken } : null
+    this.#register(child, command, [...args], requestId ?? null, this.#state !== null, plan)
     return child
   }
 
@@ -135,6 +101,14 @@ export class Supervisor extends EventEmitter {
   #withStateToken(options: SpawnOptions): SpawnOptions {
     if (!this.#state) return options
     return { ...options, env: { ...(options.env ?? process.env), [STATE_TOKEN_ENV]: this.#state.token } }
+  }
+
+  /** A request id is one child's at a time: refused while a child (or an adopted leftover) holds it. */
+  #checkRequestId(requestId: string | number): void {
+    this.#registry.checkRequestId(requestId)
+    if (this.#state?.find(requestId)?.status === 'adopted') {
+      throw new ReapkitError('ERR_REAPKIT_DUPLICATE_REQUEST', `Request id ${JSON.stringify(requestId)} already has a running process (adopted from the state file)`)
+    }
   }
 
   /**
@@ -147,27 +121,32 @@ export class Supervisor extends EventEmitter {
       throw typeError('ERR_INVALID_ARG_TYPE', 'adopt() takes a spawned ChildProcess')
     }
     const known = this.#registry.byChild(child)
-    if (known) return { ...known.record }
-    if (options.requestId !== undefined) this.#registry.checkRequestId(options.requestId)
+    if (known) return copyRecord(known.record)
+    if (options.requestId !== undefined) this.#checkRequestId(options.requestId)
     const [command = '', ...args] = child.spawnargs
-    return { ...this.#register(child, child.spawnfile ?? command, args, options.requestId ?? null).record }
+    return copyRecord(this.#register(child, child.spawnfile ?? command, args, options.requestId ?? null).record)
   }
 
   /** Every registered process (copies), oldest first. */
   list(): ProcessRecord[] {
-    return [...(this.#state?.list() ?? []), ...[...this.#registry.entries.values()].map((e) => ({ ...e.record }))]
+    return [...(this.#state?.list() ?? []), ...[...this.#registry.entries.values()].map((e) => copyRecord(e.record))]
   }
 
   /** The record for a pid (the latest process with it) or a request id, or undefined. */
   get(pidOrRequestId: number | string): ProcessRecord | undefined {
     const entry = this.#registry.find(pidOrRequestId)
-    return entry ? { ...entry.record } : this.#state?.find(pidOrRequestId)
+    return entry ? copyRecord(entry.record) : this.#state?.find(pidOrRequestId)
+  }
+
+  /** A plain snapshot of what this supervisor did (see SupervisorMetrics). */
+  metrics(): SupervisorMetrics {
+    return this.#metrics.snapshot(this.list())
   }
 
   /**
    * Stops one registered process and its group: SIGTERM, bounded wait, SIGKILL. Refuses anything it
    * did not register. A process that already exited keeps its status; members it left in its group
-   * are still stopped.
+   * are still stopped. A child waiting out a restart backoff is not started again.
    */
   async terminate(pidOrRequestId: number | string, options: { reason?: string; graceMs?: number } = {}): Promise<KillResult> {
     options = validateOptions(options)
@@ -188,11 +167,12 @@ export class Supervisor extends EventEmitter {
     }
     const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
+    entry.restart?.restarter.cancel() // a backoff wait ends here, before anything is awaited
     entry.stopping++
     try {
       const result = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
       // Only an exit seen is an end: a stop that could not reach the process leaves it 'running'.
-      if (exited(entry)) this.#settle(entry, result.escalated ? 'killed' : 'terminated')
+      if (exited(entry)) this.#settle(entry, result.escalated ? 'killed' : 'terminated', result)
       return result
     } finally {
       entry.stopping--
@@ -203,10 +183,21 @@ export class Supervisor extends EventEmitter {
   /**
    * Closes every running process (and groups left behind by exited ones) in parallel, each through
    * the two-phase close, under one cap (close + grace + 1 s + 1 ms per process, unless set). Whatever is left at the cap
-   * is SIGKILLed. One report each.
+   * is SIGKILLed. One report each. Pending restarts are cancelled at once, and nothing that exits
+   * meanwhile is restarted.
    */
   async shutdownAll(options: { close?: (child: ChildProcess, record: ProcessRecord) => unknown } = {}): Promise<ShutdownReport[]> {
     options = validateOptions(options)
+    this.#shuttingDown++
+    try {
+      this.#cancelRestarts('terminated')
+      return await this.#shutdown(options.close)
+    } finally {
+      this.#shuttingDown--
+    }
+  }
+
+  async #shutdown(close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined): Promise<ShutdownReport[]> {
     const entries = [...this.#registry.entries.values()]
     const leftovers = await Promise.all(
       entries.map((e) => (running(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
@@ -221,8 +212,8 @@ export class Supervisor extends EventEmitter {
       graceMs: this.graceMs,
       capMs,
       logger: this.#logger,
-      close: options.close,
-      settle: (entry, status) => this.#settle(entry, status),
+      close,
+      settle: (entry, status, report) => this.#settle(entry, status, report),
       settleIfExited: (entry) => this.#settleIfExited(entry),
     })
     await adoptedStopped
@@ -237,7 +228,7 @@ export class Supervisor extends EventEmitter {
    */
   async *changes(options: { signal?: AbortSignal } = {}): AsyncGenerator<ProcessRecord> {
     options = validateOptions(options)
-    yield* eventsUntil<ProcessRecord>(this, 'status', [this.#disposed.signal, options.signal])
+    yield* eventsUntil<ProcessRecord>(this as unknown as EventEmitter, 'status', [this.#disposed.signal, options.signal])
   }
 
   /**
@@ -246,79 +237,152 @@ export class Supervisor extends EventEmitter {
    * (null: list nothing, kill only the pinned leaders).
    */
   killAllSync(table: Map<number, number[]> | null = scanGroupsOrNull()): void {
+    for (const entry of this.#registry.entries.values()) entry.restart?.restarter.cancel()
     for (const entry of this.#registry.entries.values()) killEntrySync(entry, table)
     this.#state?.killAllSync()
   }
 
   /**
-   * Stops tracking (and backstopping) this supervisor's processes; they are not signalled. Every
-   * `changes()` iterator ends.
+   * Stops tracking (and backstopping) this supervisor's processes; they are not signalled, and none
+   * is restarted any more. Every `changes()` iterator ends.
    */
   dispose(): void {
     removeFromBackstop(this)
+    this.#cancelRestarts('exited')
     this.#disposed.abort()
     this.#state?.close()
   }
 
-  #register(child: ChildProcess, command: string, args: string[], requestId: string | number | null, spawnedWithToken = false): Entry {
+  /** Ends every pending backoff wait at once: those children settle with `status`. */
+  #cancelRestarts(status: ProcessStatus): void {
+    for (const entry of this.#registry.entries.values()) {
+      if (entry.record.status === 'restarting' && entry.restart?.restarter.cancel()) this.#settle(entry, status)
+    }
+  }
+
+  #register(child: ChildProcess, command: string, args: string[], requestId: string | number | null, spawnedWithToken = false, plan: Entry['restart'] = null): Entry {
     const pid = child.pid!
     const exited = child.exitCode !== null || child.signalCode !== null
     // A child spawn() did not start gets the same tracking (pinned handle, group trust), now,
     // before libuv can reap it.
     const info = spawnedInfo(child) ?? (exited ? undefined : trackChild(child))
     const handle: ProcessHandle | null = info?.handle && !info.handle.closed ? info.handle : null
-    const pgid = info?.pgid ?? null
-    const record: ProcessRecord = {
-      pid,
-      pgid,
-      requestId,
-      command,
-      args,
-      status: exited ? 'exited' : 'running',
-      startedAt: new Date(),
-      exitedAt: exited ? new Date() : null,
-      exitCode: child.exitCode,
-      signal: child.signalCode,
-    }
-    const entry = this.#registry.add(record, child, handle)
-    if (!exited) {
-      this.#state?.add(pid, pgid, requestId, command, args, spawnedWithToken)
-      child.once('exit', (code, signal) => {
-        this.#state?.remove(pid)
-        record.exitCode = code
-        record.signal = signal
-        record.exitedAt = new Date()
-        if (entry.stopping === 0) this.#settle(entry, 'exited')
-      })
-    }
-    logEvent(this.#logger, 'info', 'process.started', { pid, pgid, requestId, command })
-    this.#emit(record)
+    const record = newRecord(child, info?.pgid ?? null, requestId, command, args, plan?.restarter.spec.policy ?? 'never')
+    const entry = this.#registry.add(record, child, handle, plan)
+    if (!exited) this.#watch(entry, spawnedWithToken)
+    logEvent(this.#logger, 'info', 'process.started', { pid, pgid: record.pgid, requestId, command })
+    if (!exited) this.#event('spawn', copyRecord(record), child)
+    this.#event('status', copyRecord(record))
     this.#registry.prune()
     return entry
   }
 
-  #settleIfExited(entry: Entry): void {
-    if (running(entry) && exited(entry)) this.#settle(entry, 'exited')
+  /** Records a running incarnation in the state file and follows its exit. */
+  #watch(entry: Entry, spawnedWithToken: boolean): void {
+    const { child, record } = entry
+    const pid = child.pid!
+    this.#state?.add(pid, record.pgid, record.requestId, record.command, record.args, spawnedWithToken)
+    child.once('exit', (code, signal) => {
+      this.#state?.remove(pid)
+      record.exitCode = code
+      record.signal = signal
+      record.exitedAt = new Date()
+      Object.assign(record.incarnations.at(-1)!, { exitCode: code, signal, exitedAt: record.exitedAt })
+      this.#event('exit', copyRecord(record))
+      // A stop the supervisor asked for settles the status itself, and is never restarted.
+      if (entry.stopping === 0) this.#afterExit(entry, code, signal)
+    })
   }
 
-  /** running -> exited | terminated | killed, once: a finished status is final. */
-  #settle(entry: Entry, status: ProcessStatus): void {
-    if (!running(entry) || status === 'running') return
+  /** An exit nobody here asked for: the restart policy decides (none: it is over). */
+  #afterExit(entry: Entry, code: number | null, signal: NodeJS.Signals | null): void {
+    const restarter = entry.restart?.restarter
+    const decision = restarter && this.#shuttingDown === 0 && !this.#disposed.signal.aborted ? restarter.decide(code, signal) : null
+    if (decision?.action === 'restart') return this.#restartLater(entry, decision.delayMs, decision.reason)
+    if (decision?.action === 'give-up') return this.#giveUp(entry)
+    this.#settle(entry, 'exited')
+  }
+
+  #restartLater(entry: Entry, delayMs: number, reason: RestartReason): void {
+    const { record } = entry
+    record.status = 'restarting'
+    record.nextStartAt = new Date(Date.now() + delayMs)
+    logEvent(this.#logger, 'info', 'process.restarting', { pid: record.pid, requestId: record.requestId, delayMs, reason })
+    this.#event('status', copyRecord(record))
+    this.#state?.noteRestarts(record.requestId, entry.restart!.restarter.recent())
+    // What the last incarnation left in its group is stopped before the next one starts.
+    const leftovers = killProcessGracefully(entry.child, { graceMs: this.graceMs, logger: this.#logger })
+    entry.restart!.restarter.schedule(delayMs, leftovers, () => this.#restart(entry, delayMs, reason))
+  }
+
+  /** Starts the next incarnation under the same record. */
+  #restart(entry: Entry, delayMs: number, reason: RestartReason): void {
+    const { record } = entry
+    const child = spawn(record.command, record.args, entry.restart!.options)
+    if (child.pid === undefined) {
+      child.once('error', (err) => logEvent(this.#logger, 'warn', 'process.restart-failed', { requestId: record.requestId, error: err.message }))
+      return this.#afterExit(entry, null, null) // counts as a failure: the intensity limit still applies
+    }
+    child.on('error', (err) => logEvent(this.#logger, 'warn', 'process.error', { pid: child.pid, error: err.message }))
+    const info = spawnedInfo(child)
+    this.#registry.reindex(entry, child, info?.handle && !info.handle.closed ? info.handle : null)
+    startIncarnation(record, child, info?.pgid ?? null, reason, delayMs)
+    this.#watch(entry, this.#state !== null)
+    this.#state?.flush() // now: a crash right after must not hide this incarnation from the next supervisor
+    logEvent(this.#logger, 'info', 'process.restarted', { pid: record.pid, requestId: record.requestId, restarts: record.restarts })
+    this.#event('restart', copyRecord(record), child)
+    this.#event('spawn', copyRecord(record), child)
+    this.#event('status', copyRecord(record))
+  }
+
+  #giveUp(entry: Entry): void {
+    const { record } = entry
+    logEvent(this.#logger, 'warn', 'process.given-up', { pid: record.pid, requestId: record.requestId, restarts: record.restarts })
+    this.#settle(entry, 'given-up')
+    this.#event('give-up', copyRecord(record))
+  }
+
+  #settleIfExited(entry: Entry): void {
+    if (live(entry) && exited(entry)) this.#settle(entry, 'exited')
+  }
+
+  /**
+   * running (or restarting) -> exited | terminated | killed | given-up, once: a finished status is
+   * final. `report`: the stop that ended it, when the supervisor asked for one.
+   */
+  #settle(entry: Entry, status: ProcessStatus, report?: StopReport): void {
+    if (!live(entry) || status === 'running') return
     entry.record.status = status
     entry.record.exitedAt ??= new Date()
+    entry.record.nextStartAt = null
     logEvent(this.#logger, 'info', 'process.status', { pid: entry.record.pid, requestId: entry.record.requestId, status })
-    this.#emit(entry.record)
+    this.#event('status', copyRecord(entry.record))
+    if (report) {
+      this.#event('terminate', copyRecord(entry.record), report)
+      if (report.escalated) this.#event('escalate', copyRecord(entry.record), report)
+    }
     this.#registry.finish(entry)
   }
 
-  #emit(record: ProcessRecord): void {
+  /** Counts it, then emits it. A listener's error must not break the bookkeeping: it is rethrown on the next tick. */
+  #event<K extends keyof SupervisorEvents>(name: K, ...args: SupervisorEvents[K]): void {
+    this.#metrics.observe(name, args)
     try {
-      this.emit('status', { ...record })
+      ;(this.emit as (name: K, ...args: SupervisorEvents[K]) => boolean)(name, ...args)
     } catch (err) {
-      // A listener's error must not break the exit bookkeeping; surface it without throwing here.
       process.nextTick(() => {
         throw err
       })
     }
   }
+}
+
+function validateHistory(history: unknown = 1000): number {
+  if (typeof history !== 'number') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "history" option must be a number. Received ${describe(history)}`)
+  }
+  if (!Number.isSafeInteger(history) || history < 0) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${history}`)
+  }
+  return history
 }

@@ -1,0 +1,219 @@
+// Supervisor restart policies, typed events and metrics(), with real processes. Every incarnation
+// is tracked for the after-test cleanup through the 'spawn' event; each test also shuts its
+// supervisor down. Bounds are generous (a busy 2-core machine): ordering, not tight timings.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { type ProcessRecord, Supervisor, type SupervisorOptions } from '../lib/index'
+import { isGone, trackGroup, waitFor } from './helpers'
+
+const posix = process.platform !== 'win32'
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+let current: Supervisor[] = []
+let dirs: string[] = []
+
+afterEach(async () => {
+  for (const sup of current) {
+    await sup.shutdownAll()
+    sup.dispose()
+  }
+  current = []
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  dirs = []
+})
+
+/** A supervisor whose every incarnation is tracked for cleanup, and the names of its typed events in order. */
+function supervise(options: SupervisorOptions = {}) {
+  const sup = new Supervisor({ graceMs: 2000, closeTimeoutMs: 300, backstop: false, ...options })
+  current.push(sup)
+  const events: string[] = []
+  sup.on('spawn', (_r, child) => {
+    trackGroup(child.pid!)
+    events.push('spawn')
+  })
+  for (const name of ['exit', 'restart', 'give-up', 'terminate', 'escalate'] as const) sup.on(name, () => events.push(name))
+  return { sup, events }
+}
+
+const settled = (sup: Supervisor, id: string, status: ProcessRecord['status'], ms = 20_000) =>
+  waitFor(() => sup.get(id)?.status === status, ms, `${id} to be ${status}`)
+
+/** A shell child that counts its starts in a file: it exits 1 the first `crashes` times, then stays up. */
+function crashesThenStays(dir: string, crashes: number): string[] {
+  const file = join(dir, 'count')
+  return ['-c', `n=$(cat ${file} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${file}; [ $n -le ${crashes} ] && exit 1; exec sleep 1000`]
+}
+
+describe.runIf(posix)('Supervisor restart policies', () => {
+  it("'on-failure' restarts a crashing child with growing delays, same id, every incarnation recorded; then it stays up", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-'))
+    dirs.push(dir)
+    const { sup, events } = supervise()
+    const first = sup.spawn('sh', crashesThenStays(dir, 3), {
+      requestId: 'github',
+      stdio: 'ignore',
+      restart: 'on-failure',
+      backoff: { initialMs: 150, factor: 2, jitter: 0 },
+    })
+    await waitFor(() => (sup.get('github')?.restarts ?? 0) === 3 && sup.get('github')?.status === 'running', 30_000, '3 restarts')
+    const r = sup.get('github')!
+    expect(r.incarnations).toHaveLength(4)
+    expect(r.incarnations[0]!.pid).toBe(first.pid)
+    expect(new Set(r.incarnations.map((i) => i.pid)).size).toBe(4)
+    expect(r.pid).toBe(r.incarnations[3]!.pid)
+    expect(r.incarnations.map((i) => i.reason)).toEqual(['start', 'failure', 'failure', 'failure'])
+    expect(r.incarnations.map((i) => i.delayMs)).toEqual([0, 150, 300, 600])
+    expect(r.incarnations.slice(0, 3).map((i) => i.exitCode)).toEqual([1, 1, 1])
+    for (let i = 1; i < 4; i++) {
+      const gap = r.incarnations[i]!.startedAt.getTime() - r.incarnations[i - 1]!.exitedAt!.getTime()
+      expect(gap, `gap before incarnation ${i}`).toBeGreaterThanOrEqual(r.incarnations[i]!.delayMs - 5)
+    }
+    expect(isGone(r.pid)).toBe(false)
+    expect(events).toEqual(['spawn', ...Array(3).fill(['exit', 'restart', 'spawn']).flat()])
+  })
+
+  it("'on-failure' gives a crash loop up after the intensity limit: one event, a status that says so, no further start", async () => {
+    const { sup, events } = supervise()
+    const giveUps: ProcessRecord[] = []
+    sup.on('give-up', (r) => giveUps.push(r))
+    sup.spawn('sh', ['-c', 'exit 3'], { requestId: 'loop', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 50, jitter: 0 }, intensity: { maxRestarts: 3, windowMs: 60_000 } })
+    await settled(sup, 'loop', 'given-up')
+    const r = sup.get('loop')!
+    expect(r).toMatchObject({ status: 'given-up', restarts: 3, exitCode: 3, nextStartAt: null })
+    expect(r.incarnations).toHaveLength(4)
+    expect(giveUps).toHaveLength(1)
+    expect(giveUps[0]).toMatchObject({ requestId: 'loop', status: 'given-up', restarts: 3 })
+    await sleep(1500)
+    expect(events).toEqual(['spawn', ...Array(3).fill(['exit', 'restart', 'spawn']).flat(), 'exit', 'give-up'])
+    const m = sup.metrics()
+    expect(m).toMatchObject({ starts: 4, restarts: 3, givenUp: 1, exits: { total: 4, byCode: { 3: 4 }, bySignal: {} } })
+    expect(m.children['given-up']).toBe(1)
+  })
+
+  it("'always' restarts a clean exit; 'on-failure' does not", async () => {
+    const { sup } = supervise()
+    sup.spawn('sh', ['-c', 'exit 0'], { requestId: 'always', stdio: 'ignore', restart: 'always', backoff: { initialMs: 20 }, intensity: { maxRestarts: 2 } })
+    sup.spawn('sh', ['-c', 'exit 0'], { requestId: 'clean', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 20 } })
+    await settled(sup, 'always', 'given-up')
+    expect(sup.get('always')!.incarnations.map((i) => i.reason)).toEqual(['start', 'exit', 'exit'])
+    await settled(sup, 'clean', 'exited')
+    await sleep(500)
+    expect(sup.get('clean')).toMatchObject({ status: 'exited', restart: 'on-failure', restarts: 0, exitCode: 0 })
+  })
+
+  it("'never' is the default: a crash is the end", async () => {
+    const { sup, events } = supervise()
+    sup.spawn('sh', ['-c', 'exit 1'], { requestId: 'once', stdio: 'ignore' })
+    await settled(sup, 'once', 'exited')
+    await sleep(800)
+    expect(sup.get('once')).toMatchObject({ status: 'exited', restart: 'never', restarts: 0, exitCode: 1 })
+    expect(sup.get('once')!.incarnations).toHaveLength(1)
+    expect(events).toEqual(['spawn', 'exit'])
+  })
+
+  it('terminate during a backoff cancels it at once: no start after it, no timer left behind', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+    const before = timers()
+    const { sup, events } = supervise()
+    sup.spawn('sh', ['-c', 'exit 1'], { requestId: 'slow', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 4000, jitter: 0 } })
+    await settled(sup, 'slow', 'restarting')
+    expect(sup.get('slow')!.nextStartAt).toBeInstanceOf(Date)
+    const t0 = performance.now()
+    const result = await sup.terminate('slow')
+    expect(performance.now() - t0).toBeLessThan(2000) // not the 4 s backoff
+    expect(result.escalated).toBe(false)
+    expect(sup.get('slow')).toMatchObject({ status: 'terminated', restarts: 0, nextStartAt: null })
+    expect(timers()).toBeLessThanOrEqual(before)
+    await sleep(5000) // past the backoff it would have waited
+    expect(events).toEqual(['spawn', 'exit', 'terminate'])
+    expect(sup.get('slow')!.incarnations).toHaveLength(1)
+  })
+
+  it('a child stopped by the supervisor (terminate, then shutdownAll) is never restarted', async () => {
+    const { sup, events } = supervise()
+    sup.spawn('sleep', ['1000'], { requestId: 'a', stdio: 'ignore', restart: 'always', backoff: { initialMs: 10 } })
+    sup.spawn('sleep', ['1000'], { requestId: 'b', stdio: 'ignore', restart: 'always', backoff: { initialMs: 10 } })
+    const a = sup.get('a')!.pid
+    await sup.terminate('a')
+    const reports = await sup.shutdownAll()
+    expect(reports).toHaveLength(1)
+    await sleep(800)
+    expect(sup.get('a')).toMatchObject({ status: 'terminated', restarts: 0, signal: 'SIGTERM' })
+    expect(sup.get('b')).toMatchObject({ status: 'terminated', restarts: 0, signal: 'SIGTERM' })
+    expect(isGone(a)).toBe(true)
+    expect(events.filter((e) => e === 'spawn')).toHaveLength(2)
+    expect(events.filter((e) => e === 'restart')).toEqual([])
+  })
+
+  it('shutdownAll during a restart storm leaves nothing running and starts nothing after', async () => {
+    const { sup, events } = supervise()
+    const pids = new Set<number>()
+    sup.on('spawn', (r) => pids.add(r.pid))
+    const opts = { stdio: 'ignore', restart: 'always', backoff: { initialMs: 30, maxMs: 100 }, intensity: { maxRestarts: 10_000 } } as const
+    for (let i = 0; i < 4; i++) sup.spawn('sh', ['-c', 'sleep 0.05; exit 1'], { ...opts, requestId: `crash-${i}` })
+    for (let i = 0; i < 2; i++) sup.spawn('sleep', ['1000'], { ...opts, requestId: `up-${i}` })
+    await waitFor(() => sup.metrics().restarts >= 12, 30_000, 'a dozen restarts')
+    await sup.shutdownAll()
+    const starts = sup.metrics().starts
+    for (const r of sup.list()) expect(['exited', 'terminated', 'killed'], `${r.requestId}: ${r.status}`).toContain(r.status)
+    await sleep(1000)
+    expect(sup.metrics().starts).toBe(starts)
+    for (const pid of pids) expect(isGone(pid), `pid ${pid}`).toBe(true)
+    expect(sup.metrics().children).toMatchObject({ running: 0, restarting: 0 })
+    expect(events.lastIndexOf('spawn')).toBeLessThan(events.length - 1)
+  })
+
+  it('metrics() matches the events one for one', async () => {
+    const { sup } = supervise()
+    const counts: Record<string, number> = {}
+    for (const name of ['spawn', 'exit', 'restart', 'give-up', 'terminate', 'escalate'] as const) sup.on(name, () => (counts[name] = (counts[name] ?? 0) + 1))
+    sup.spawn('sh', ['-c', 'exit 2'], { requestId: 'crash', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 20 }, intensity: { maxRestarts: 2 } })
+    sup.spawn('sh', ['-c', 'kill -9 $$'], { requestId: 'sig', stdio: 'ignore' })
+    sup.spawn('sh', ['-c', "trap '' TERM; sleep 1000"], { requestId: 'stubborn', stdio: 'ignore' })
+    sup.spawn('sleep', ['1000'], { requestId: 'polite', stdio: 'ignore' })
+    await settled(sup, 'crash', 'given-up')
+    await settled(sup, 'sig', 'exited')
+    await sleep(200) // the trap is set
+    await sup.terminate('stubborn', { graceMs: 300 })
+    await sup.terminate('polite')
+    const m = sup.metrics()
+    expect(m.starts).toBe(counts.spawn)
+    expect(m.starts).toBe(6)
+    expect(m.exits.total).toBe(counts.exit)
+    expect(m.exits).toEqual({ total: 6, byCode: { 2: 3 }, bySignal: { SIGKILL: 2, SIGTERM: 1 } })
+    expect(m.restarts).toBe(counts.restart)
+    expect(m.givenUp).toBe(counts['give-up'])
+    expect(m.stops).toBe(counts.terminate)
+    expect(m.stops).toBe(2)
+    expect(m.escalations).toBe(counts.escalate)
+    expect(m.escalations).toBe(1)
+    expect(m.survivors).toBe(0)
+    expect(m.stopDurationMs.count).toBe(2)
+    expect(m.stopDurationMs.buckets.at(-1)).toEqual({ le: Infinity, count: 2 })
+    expect(m.stopDurationMs.sum).toBeGreaterThanOrEqual(300) // the stubborn one's grace
+    expect(m.children).toEqual({ running: 0, adopted: 0, restarting: 0, exited: 1, terminated: 1, killed: 1, 'given-up': 1 })
+  })
+
+  it('bad restart options are refused before anything starts', () => {
+    const { sup, events } = supervise()
+    const bad = [
+      [{ restart: 'sometimes' }, TypeError, 'ERR_INVALID_ARG_VALUE'],
+      [{ restart: 'always', backoff: { initialMs: -1 } }, RangeError, 'ERR_OUT_OF_RANGE'],
+      [{ restart: 'always', backoff: { jitter: 2 } }, RangeError, 'ERR_OUT_OF_RANGE'],
+      [{ restart: 'always', backoff: { factor: '2' } }, TypeError, 'ERR_INVALID_ARG_TYPE'],
+      [{ restart: 'always', intensity: { maxRestarts: 1.5 } }, RangeError, 'ERR_OUT_OF_RANGE'],
+      [{ restart: 'always', intensity: null }, TypeError, 'ERR_INVALID_ARG_TYPE'],
+    ] as const
+    for (const [options, type, code] of bad) {
+      expect(() => sup.spawn('sleep', ['1000'], options as never), JSON.stringify(options)).toThrow(type)
+      try {
+        sup.spawn('sleep', ['1000'], options as never)
+      } catch (err) {
+        expect((err as { code: string }).code).toBe(code)
+      }
+    }
+    expect(events).toEqual([])
+    expect(sup.list()).toEqual([])
+  })
+})
