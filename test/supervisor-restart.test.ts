@@ -1,12 +1,12 @@
 // Supervisor restart policies, typed events and metrics(), with real processes. Every incarnation
 // is tracked for the after-test cleanup through the 'spawn' event; each test also shuts its
 // supervisor down. Bounds are generous (a busy 2-core machine): ordering, not tight timings.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type ProcessRecord, Supervisor, type SupervisorOptions } from '../lib/index'
-import { isGone, trackGroup, waitFor } from './helpers'
+import { exitOf, isGone, jsonLines, spawnFixture, trackGroup, waitFor } from './helpers'
 
 const posix = process.platform !== 'win32'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -146,6 +146,19 @@ describe.runIf(posix)('Supervisor restart policies', () => {
     expect(events.filter((e) => e === 'restart')).toEqual([])
   })
 
+  it('a child that exits while its supervisor is shutting down is not restarted', async () => {
+    const { sup, events } = supervise({ closeTimeoutMs: 1500 })
+    sup.spawn('sleep', ['1000'], { requestId: 'slow-to-close', stdio: 'ignore' })
+    const shutdown = sup.shutdownAll() // phase 1 alone waits 1.5 s on it
+    await sleep(100)
+    sup.spawn('sh', ['-c', 'exit 1'], { requestId: 'late', stdio: 'ignore', restart: 'always', backoff: { initialMs: 10 } })
+    await settled(sup, 'late', 'exited', 10_000)
+    await shutdown
+    await sleep(300)
+    expect(sup.get('late')).toMatchObject({ status: 'exited', restarts: 0 })
+    expect(events.filter((e) => e === 'restart')).toEqual([])
+  })
+
   it('shutdownAll during a restart storm leaves nothing running and starts nothing after', async () => {
     const { sup, events } = supervise()
     const pids = new Set<number>()
@@ -162,6 +175,21 @@ describe.runIf(posix)('Supervisor restart policies', () => {
     for (const pid of pids) expect(isGone(pid), `pid ${pid}`).toBe(true)
     expect(sup.metrics().children).toMatchObject({ running: 0, restarting: 0 })
     expect(events.lastIndexOf('spawn')).toBeLessThan(events.length - 1)
+  })
+
+  it("what a crashed incarnation left in its group is stopped before the next one starts", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-'))
+    dirs.push(dir)
+    const pids = join(dir, 'pids')
+    const { sup } = supervise()
+    sup.spawn('sh', ['-c', `sleep 1000 & echo $! >> ${pids}; exit 1`], { requestId: 'leaky', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 50 }, intensity: { maxRestarts: 1 } })
+    await settled(sup, 'leaky', 'given-up')
+    const [first, second] = readFileSync(pids, 'utf8').trim().split('\n').map(Number)
+    expect(sup.get('leaky')!.incarnations.map((i) => i.pid)).toHaveLength(2)
+    expect(isGone(first!)).toBe(true) // stopped before the restart
+    expect(isGone(second!)).toBe(false) // an exit that is not restarted leaves its group to terminate/shutdownAll, as before
+    await sup.shutdownAll()
+    expect(isGone(second!)).toBe(true)
   })
 
   it('metrics() matches the events one for one', async () => {
@@ -215,5 +243,37 @@ describe.runIf(posix)('Supervisor restart policies', () => {
     }
     expect(events).toEqual([])
     expect(sup.list()).toEqual([])
+  })
+})
+
+describe.runIf(process.platform === 'linux')('Supervisor restart policies and the stateFile', () => {
+  it('a supervisor SIGKILLed mid-backoff: nothing starts on its own, the next one continues the intensity window and refuses a second copy of an adopted child', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-state-'))
+    dirs.push(dir)
+    const file = join(dir, 'supervisor.json')
+    const log = join(dir, 'starts.log')
+    const host = spawnFixture('restart-host.cjs', [file, log])
+    const ready = await jsonLines(host.stdout!).next((m) => m.event === 'ready', 20_000, 'the host')
+    trackGroup(ready.db)
+    process.kill(host.pid!, 'SIGKILL')
+    await exitOf(host)
+    const starts = () => readFileSync(log, 'utf8').trim().split('\n').length
+    expect(starts()).toBe(2)
+    const { sup, events } = supervise({ stateFile: file, onLeftovers: 'adopt' })
+    const leftovers = (await sup.leftovers)!
+    expect(leftovers.adopted.map((r) => r.requestId)).toEqual(['db'])
+    // The adopted 'db' still holds its request id: a second copy is refused, not started.
+    expect(() => sup.spawn('sleep', ['1000'], { requestId: 'db', stdio: 'ignore' })).toThrow(expect.objectContaining({ code: 'ERR_REAPKIT_DUPLICATE_REQUEST' }))
+    await sleep(1000)
+    expect(starts()).toBe(2) // the dead host's backoff died with it
+    // 'gh' again, same policy: its 2 restarts within the window are remembered, so this crash gives it up.
+    sup.spawn('sh', ['-c', `echo start >> ${log}; exit 1`], { requestId: 'gh', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 100, jitter: 0 }, intensity: { maxRestarts: 2, windowMs: 600_000 } })
+    await settled(sup, 'gh', 'given-up')
+    await sleep(500)
+    expect(starts()).toBe(3)
+    expect(sup.get('gh')).toMatchObject({ restarts: 0, status: 'given-up' })
+    expect(events).toEqual(['spawn', 'exit', 'give-up'])
+    await sup.terminate('db')
+    expect(isGone(ready.db)).toBe(true)
   })
 })
