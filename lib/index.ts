@@ -31,6 +31,7 @@ export {
 } from './policies/supervisor'
 export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/restart'
 export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor-metrics'
+export type { HealthOptions, HealthCheckContext } from './policies/supervisor-health'
 export {
   findOrphans,
   type DoctorReport,

@@ -277,3 +277,79 @@ describe.runIf(process.platform === 'linux')('Supervisor restart policies and th
     expect(isGone(ready.db)).toBe(true)
   })
 })
+
+describe.runIf(posix)('Supervisor health checks', () => {
+  it('a check that fails `failures` times in a row stops the child with the bounded close, and the policy restarts it', async () => {
+    const { sup, events } = supervise({ closeTimeoutMs: 300 })
+    const fails: Array<[number, string]> = []
+    sup.on('health-fail', (_r, error, inARow) => fails.push([inARow, (error as Error).message]))
+    sup.spawn('sleep', ['1000'], {
+      requestId: 'wedged',
+      stdio: 'pipe',
+      restart: 'on-failure',
+      backoff: { initialMs: 50 },
+      health: {
+        check: ({ record }) => {
+          if (record.restarts === 0) throw new Error('no pong')
+        },
+        intervalMs: 100,
+        timeoutMs: 2000,
+        failures: 3,
+      },
+    })
+    await waitFor(() => sup.get('wedged')?.restarts === 1 && sup.get('wedged')?.status === 'running', 20_000, 'the restart')
+    await sleep(600) // the new incarnation passes its checks
+    const r = sup.get('wedged')!
+    expect(fails).toEqual([[1, 'no pong'], [2, 'no pong'], [3, 'no pong']])
+    expect(r.incarnations.map((i) => i.reason)).toEqual(['start', 'unhealthy'])
+    expect(r.incarnations[0]!.signal).toBe('SIGTERM') // phase 1 (stdin end) did not end sleep: phase 2 did
+    expect(events).toEqual(['spawn', 'exit', 'restart', 'spawn'])
+    expect(sup.metrics()).toMatchObject({ healthFailures: 3, restarts: 1, starts: 2 })
+  })
+
+  it('a check that hangs is bounded by its timeout (its signal aborted); without a restart policy the child ends terminated', async () => {
+    const { sup } = supervise({ closeTimeoutMs: 300 })
+    const errors: unknown[] = []
+    const signals: AbortSignal[] = []
+    sup.on('health-fail', (_r, error) => errors.push(error))
+    const t0 = performance.now()
+    sup.spawn('sleep', ['1000'], {
+      requestId: 'hung',
+      stdio: 'ignore',
+      health: {
+        check: ({ signal }) => {
+          signals.push(signal)
+          return new Promise(() => {})
+        },
+        intervalMs: 50,
+        timeoutMs: 300,
+        failures: 2,
+      },
+    })
+    await settled(sup, 'hung', 'terminated')
+    expect(performance.now() - t0).toBeLessThan(10_000)
+    expect(errors).toHaveLength(2)
+    expect(errors[0]).toMatchObject({ code: 'ETIMEDOUT', timeoutMs: 300 })
+    expect(signals.every((s) => s.aborted)).toBe(true)
+    expect(sup.get('hung')).toMatchObject({ restarts: 0, signal: 'SIGTERM' })
+  })
+
+  it('terminate ends the checks: none runs after it', async () => {
+    const { sup } = supervise()
+    let calls = 0
+    sup.spawn('sleep', ['1000'], { requestId: 'ok', stdio: 'ignore', health: { check: () => void calls++, intervalMs: 30 } })
+    await waitFor(() => calls >= 3, 10_000, 'a few checks')
+    await sup.terminate('ok')
+    const after = calls
+    await sleep(500)
+    expect(calls).toBe(after)
+  })
+
+  it('bad health options are refused before anything starts', () => {
+    const { sup } = supervise()
+    expect(() => sup.spawn('sleep', ['1'], { health: { check: 'ping' } as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
+    expect(() => sup.spawn('sleep', ['1'], { health: { check: () => {}, failures: 0 } })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }))
+    expect(() => sup.spawn('sleep', ['1'], { health: { check: () => {}, timeoutMs: -5 } })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }))
+    expect(sup.list()).toEqual([])
+  })
+})

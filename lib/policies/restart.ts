@@ -45,8 +45,11 @@ export interface RestartSpec {
   windowMs: number
 }
 
-/** Why an incarnation was started: the first start, or a restart after a failure or a clean exit. */
-export type StartReason = 'start' | 'failure' | 'exit'
+/**
+ * Why an incarnation was started: the first start, or a restart after a failure, a clean exit, or
+ * a stop for failed health checks.
+ */
+export type StartReason = 'start' | 'failure' | 'exit' | 'unhealthy'
 
 export type RestartDecision =
   | { action: 'none' }
@@ -113,14 +116,18 @@ export class Restarter {
     return this.#timer !== undefined
   }
 
-  /** What to do after an exit the supervisor did not ask for. Counts the restart it decides. */
-  decide(code: number | null, signal: NodeJS.Signals | null, now = Date.now(), random = Math.random): RestartDecision {
-    const failed = isFailure(code, signal)
+  /**
+   * What to do after an exit the supervisor did not ask for (`unhealthy`: it was stopped for failed
+   * health checks, a failure whatever its code). Counts the restart it decides.
+   */
+  decide(code: number | null, signal: NodeJS.Signals | null, unhealthy = false, now = Date.now(), random = Math.random): RestartDecision {
+    const failed = unhealthy || isFailure(code, signal)
     if (this.spec.policy === 'on-failure' && !failed) return { action: 'none' }
     const recent = this.recent(now)
     if (recent.length >= this.spec.maxRestarts) return { action: 'give-up' }
     this.#recent.push(now)
-    return { action: 'restart', delayMs: backoffMs(this.spec, recent.length, random), reason: failed ? 'failure' : 'exit' }
+    const reason = unhealthy ? 'unhealthy' : failed ? 'failure' : 'exit'
+    return { action: 'restart', delayMs: backoffMs(this.spec, recent.length, random), reason }
   }
 
   /** Runs `start` after `delayMs` and after `before` settles, unless cancel() comes first. */

@@ -26,6 +26,8 @@ export interface SupervisorMetrics {
   restarts: number
   /** Children given up by their restart policy ('give-up' events). */
   givenUp: number
+  /** Failed health checks ('health-fail' events). */
+  healthFailures: number
   /** Stops the supervisor made (terminate, shutdownAll) that ended a child ('terminate' events). */
   stops: number
   /** Of those, how many had to send SIGKILL ('escalate' events). */
@@ -45,6 +47,7 @@ export class MetricsRecorder {
   readonly #bySignal = new Map<string, number>()
   #restarts = 0
   #givenUp = 0
+  #healthFailures = 0
   #stops = 0
   #escalations = 0
   #survivors = 0
@@ -58,6 +61,7 @@ export class MetricsRecorder {
     else if (name === 'restart') this.#restarts++
     else if (name === 'give-up') this.#givenUp++
     else if (name === 'escalate') this.#escalations++
+    else if (name === 'health-fail') this.#healthFailures++
     else if (name === 'exit') this.#exit(record)
     else if (name === 'terminate') this.#stop(args[1] as StopReport)
   }
@@ -87,6 +91,7 @@ export class MetricsRecorder {
       exits: { total: this.#exits, byCode: Object.fromEntries(this.#byCode), bySignal: Object.fromEntries(this.#bySignal) },
       restarts: this.#restarts,
       givenUp: this.#givenUp,
+      healthFailures: this.#healthFailures,
       stops: this.#stops,
       escalations: this.#escalations,
       survivors: this.#survivors,

@@ -27,7 +27,7 @@ export interface Incarnation {
   exitedAt: Date | null
   exitCode: number | null
   signal: NodeJS.Signals | null
-  /** Why it was started: 'start' (the first), or restarted after a 'failure' or a clean 'exit'. */
+  /** Why it was started: 'start' (the first), or restarted after a 'failure', a clean 'exit', or as 'unhealthy'. */
   reason: StartReason
   /** The backoff waited before it started (0 for the first). */
   delayMs: number
@@ -103,6 +103,8 @@ export interface SupervisorEvents {
   restart: [record: ProcessRecord, child: ChildProcess]
   /** A restart policy gave the child up. */
   'give-up': [record: ProcessRecord]
+  /** A health check failed (`inARow`: how many in a row, counting this one). */
+  'health-fail': [record: ProcessRecord, error: unknown, inARow: number]
   /** A stop the supervisor asked for (terminate, shutdownAll) ended it. */
   terminate: [record: ProcessRecord, report: StopReport]
   /** That stop had to send SIGKILL. */

@@ -8,6 +8,7 @@ import type { ProcessHandle } from '../mechanisms/handle'
 import { spawnedInfo } from '../mechanisms/spawn'
 import type { SpawnOptions } from '../mechanisms/spawn'
 import type { Restarter } from './restart'
+import type { HealthMonitor, HealthSpec } from './supervisor-health'
 import type { ProcessRecord } from './supervisor-record'
 
 export interface Entry {
@@ -23,6 +24,8 @@ export interface Entry {
   stopping: number
   /** With a restart policy: its state, and the options each incarnation is spawned with. */
   restart: { restarter: Restarter; options: SpawnOptions } | null
+  /** With a health check: its options, the running incarnation's monitor, and whether it failed. */
+  health: { spec: HealthSpec; monitor: HealthMonitor | null; unhealthy: boolean } | null
 }
 
 export const running = (e: Entry): boolean => e.record.status === 'running'
@@ -46,8 +49,8 @@ export class Registry {
   }
 
   /** A new entry, indexed; `finished` when its process had already exited. */
-  add(record: ProcessRecord, child: ChildProcess, handle: ProcessHandle | null, restart: Entry['restart'] = null): Entry {
-    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0, restart }
+  add(record: ProcessRecord, child: ChildProcess, handle: ProcessHandle | null, plan: Pick<Entry, 'restart' | 'health'> = { restart: null, health: null }): Entry {
+    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0, restart: plan.restart, health: plan.health }
     this.entries.set(entry.id, entry)
     this.#byPid.set(record.pid, entry)
     this.#byChild.set(child, entry)

@@ -28,6 +28,8 @@ import { copyRecord, newRecord, startIncarnation, type ProcessRecord, type Proce
 import { type Entry, Registry, exited, live, running } from './supervisor-registry'
 import { type RestartOptions, Restarter, type StartReason, restartSpec } from './restart'
 import { closeUnderCap } from './supervisor-shutdown'
+import { type HealthOptions, HealthMonitor, healthSpec } from './supervisor-health'
+import { closeClient } from './close'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
 import { describe, validateMs, validateOptions } from '../ground/validate'
 import { eventsUntil } from '../ground/wait'
@@ -36,8 +38,8 @@ export type { Incarnation, ProcessRecord, ProcessStatus, ShutdownReport, StopRep
 
 type RestartReason = Exclude<StartReason, 'start'>
 
-/** spawn()'s options: reapkit's spawn options, a request id, and a restart policy. */
-export type SupervisedSpawnOptions = SpawnOptions & RestartOptions & { requestId?: string | number }
+/** spawn()'s options: reapkit's spawn options, a request id, a restart policy and a health check. */
+export type SupervisedSpawnOptions = SpawnOptions & RestartOptions & { requestId?: string | number; health?: HealthOptions }
 
 export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly closeTimeoutMs: number
@@ -86,13 +88,17 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    * (same command, arguments and options) under the same record and request id.
    */
   spawn(command: string, args: readonly string[] = [], options: SupervisedSpawnOptions = {}): ChildProcess {
-    const { requestId, restart, backoff, intensity, ...spawnOptions } = validateOptions(options)
+    const { requestId, restart, backoff, intensity, health, ...spawnOptions } = validateOptions(options)
     if (requestId !== undefined) this.#checkRequestId(requestId)
     const spec = restartSpec({ restart, backoff, intensity })
+    const checks = healthSpec(health)
     const withToken = this.#withStateToken(spawnOptions)
     const child = spawn(command, args, withToken)
     if (child.pid === undefined) return child // the 'error' event tells the caller; nothing to register
-    const plan = spec ? { restarter: new Restarter(spec, this.#state?.recentRestarts(requestId ?? null) ?? []), options: withToken } : null
+    const plan = {
+      restart: spec ? { restarter: new Restarter(spec, this.#state?.recentRestarts(requestId ?? null) ?? []), options: withToken } : null,
+      health: checks ? { spec: checks, monitor: null, unhealthy: false } : null,
+    }
     this.#register(child, command, [...args], requestId ?? null, this.#state !== null, plan)
     return child
   }
@@ -167,7 +173,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
     const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
-    entry.restart?.restarter.cancel() // a backoff wait ends here, before anything is awaited
+    this.#quiesce(entry) // a backoff wait ends here, before anything is awaited
     entry.stopping++
     try {
       const result = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
@@ -190,7 +196,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     options = validateOptions(options)
     this.#shuttingDown++
     try {
-      this.#cancelRestarts('terminated')
+      for (const entry of this.#registry.entries.values()) this.#quiesce(entry, 'terminated')
       return await this.#shutdown(options.close)
     } finally {
       this.#shuttingDown--
@@ -237,8 +243,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    * (null: list nothing, kill only the pinned leaders).
    */
   killAllSync(table: Map<number, number[]> | null = scanGroupsOrNull()): void {
-    for (const entry of this.#registry.entries.values()) entry.restart?.restarter.cancel()
-    for (const entry of this.#registry.entries.values()) killEntrySync(entry, table)
+    for (const entry of this.#registry.entries.values()) {
+      this.#quiesce(entry)
+      killEntrySync(entry, table)
+    }
     this.#state?.killAllSync()
   }
 
@@ -248,26 +256,35 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    */
   dispose(): void {
     removeFromBackstop(this)
-    this.#cancelRestarts('exited')
+    for (const entry of this.#registry.entries.values()) this.#quiesce(entry, 'exited')
     this.#disposed.abort()
     this.#state?.close()
   }
 
-  /** Ends every pending backoff wait at once: those children settle with `status`. */
-  #cancelRestarts(status: ProcessStatus): void {
-    for (const entry of this.#registry.entries.values()) {
-      if (entry.record.status === 'restarting' && entry.restart?.restarter.cancel()) this.#settle(entry, status)
-    }
+  /**
+   * No more health checks or restarts of their own for this child: a pending backoff wait ends at
+   * once (the child then settles with `status`, when given).
+   */
+  #quiesce(entry: Entry, status?: ProcessStatus): void {
+    entry.health?.monitor?.stop()
+    if (entry.restart?.restarter.cancel() && status) this.#settle(entry, status)
   }
 
-  #register(child: ChildProcess, command: string, args: string[], requestId: string | number | null, spawnedWithToken = false, plan: Entry['restart'] = null): Entry {
+  #register(
+    child: ChildProcess,
+    command: string,
+    args: string[],
+    requestId: string | number | null,
+    spawnedWithToken = false,
+    plan: Pick<Entry, 'restart' | 'health'> = { restart: null, health: null },
+  ): Entry {
     const pid = child.pid!
     const exited = child.exitCode !== null || child.signalCode !== null
     // A child spawn() did not start gets the same tracking (pinned handle, group trust), now,
     // before libuv can reap it.
     const info = spawnedInfo(child) ?? (exited ? undefined : trackChild(child))
     const handle: ProcessHandle | null = info?.handle && !info.handle.closed ? info.handle : null
-    const record = newRecord(child, info?.pgid ?? null, requestId, command, args, plan?.restarter.spec.policy ?? 'never')
+    const record = newRecord(child, info?.pgid ?? null, requestId, command, args, plan.restart?.restarter.spec.policy ?? 'never')
     const entry = this.#registry.add(record, child, handle, plan)
     if (!exited) this.#watch(entry, spawnedWithToken)
     logEvent(this.#logger, 'info', 'process.started', { pid, pgid: record.pgid, requestId, command })
@@ -277,12 +294,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return entry
   }
 
-  /** Records a running incarnation in the state file and follows its exit. */
+  /** Records a running incarnation in the state file, starts its health checks, and follows its exit. */
   #watch(entry: Entry, spawnedWithToken: boolean): void {
     const { child, record } = entry
     const pid = child.pid!
     this.#state?.add(pid, record.pgid, record.requestId, record.command, record.args, spawnedWithToken)
+    this.#monitor(entry)
     child.once('exit', (code, signal) => {
+      entry.health?.monitor?.stop()
       this.#state?.remove(pid)
       record.exitCode = code
       record.signal = signal
@@ -294,13 +313,43 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     })
   }
 
-  /** An exit nobody here asked for: the restart policy decides (none: it is over). */
+  /**
+   * An exit nobody here asked for (a stop for failed health checks included): the restart policy
+   * decides (none: it is over).
+   */
   #afterExit(entry: Entry, code: number | null, signal: NodeJS.Signals | null): void {
+    const unhealthy = entry.health?.unhealthy ?? false
+    if (entry.health) entry.health.unhealthy = false
     const restarter = entry.restart?.restarter
-    const decision = restarter && this.#shuttingDown === 0 && !this.#disposed.signal.aborted ? restarter.decide(code, signal) : null
+    const decision = restarter && this.#shuttingDown === 0 && !this.#disposed.signal.aborted ? restarter.decide(code, signal, unhealthy) : null
     if (decision?.action === 'restart') return this.#restartLater(entry, decision.delayMs, decision.reason)
     if (decision?.action === 'give-up') return this.#giveUp(entry)
-    this.#settle(entry, 'exited')
+    this.#settle(entry, unhealthy ? 'terminated' : 'exited')
+  }
+
+  /** The running incarnation's health checks, when the child has some. */
+  #monitor(entry: Entry): void {
+    const health = entry.health
+    if (!health) return
+    const child = entry.child
+    health.monitor = new HealthMonitor(health.spec, {
+      context: () => ({ child, record: copyRecord(entry.record) }),
+      failed: (error, inARow) => {
+        logEvent(this.#logger, 'warn', 'process.health-fail', { pid: child.pid, requestId: entry.record.requestId, inARow, error: String(error) })
+        this.#event('health-fail', copyRecord(entry.record), error, inARow)
+      },
+      unhealthy: () => this.#stopUnhealthy(entry, child),
+    })
+  }
+
+  /** Failed health checks: the bounded close; the exit then goes to the restart policy. */
+  #stopUnhealthy(entry: Entry, child: ChildProcess): void {
+    if (entry.child !== child || entry.stopping > 0 || !running(entry)) return
+    entry.health!.unhealthy = true
+    logEvent(this.#logger, 'warn', 'process.unhealthy', { pid: child.pid, requestId: entry.record.requestId })
+    closeClient(child, { closeTimeoutMs: this.closeTimeoutMs, graceMs: this.graceMs, logger: this.#logger }).catch((err: Error) =>
+      logEvent(this.#logger, 'warn', 'process.unhealthy-stop-failed', { pid: child.pid, error: err.message }),
+    )
   }
 
   #restartLater(entry: Entry, delayMs: number, reason: RestartReason): void {
