@@ -1,7 +1,7 @@
 // Supervisor restart policies, typed events and metrics(), with real processes. Every incarnation
 // is tracked for the after-test cleanup through the 'spawn' event; each test also shuts its
 // supervisor down. Bounds are generous (a busy 2-core machine): ordering, not tight timings.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -190,6 +190,19 @@ describe.runIf(posix)('Supervisor restart policies', () => {
     expect(isGone(second!)).toBe(false) // an exit that is not restarted leaves its group to terminate/shutdownAll, as before
     await sup.shutdownAll()
     expect(isGone(second!)).toBe(true)
+  })
+
+  it('a restart whose command is gone counts as a failure: the child is given up, the host does not crash', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-'))
+    dirs.push(dir)
+    const script = join(dir, 'server.sh')
+    writeFileSync(script, '#!/bin/sh\nexit 1\n', { mode: 0o755 })
+    const { sup } = supervise()
+    sup.spawn(script, [], { requestId: 'vanishing', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 300, jitter: 0 }, intensity: { maxRestarts: 2 } })
+    await settled(sup, 'vanishing', 'restarting')
+    rmSync(script)
+    await settled(sup, 'vanishing', 'given-up')
+    expect(sup.get('vanishing')!.incarnations[0]).toMatchObject({ exitCode: 1, reason: 'start' })
   })
 
   it('metrics() matches the events one for one', async () => {

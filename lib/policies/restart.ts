@@ -75,8 +75,7 @@ export function restartSpec(options: RestartOptions): RestartSpec | null {
   }
   const backoff = validateOptions(options.backoff, 'backoff')
   const intensity = validateOptions(options.intensity, 'intensity')
-  const spec: RestartSpec = {
-    policy: restart === 'never' ? 'always' : restart,
+  const spec: Omit<RestartSpec, 'policy'> = {
     initialMs: validateMs(backoff.initialMs, 'backoff.initialMs') ?? 100,
     maxMs: validateMs(backoff.maxMs, 'backoff.maxMs') ?? 30_000,
     factor: number(backoff.factor, 'backoff.factor', 1, 1000) ?? 2,
@@ -84,7 +83,7 @@ export function restartSpec(options: RestartOptions): RestartSpec | null {
     maxRestarts: number(intensity.maxRestarts, 'intensity.maxRestarts', 0, 2 ** 31 - 1, true) ?? 5,
     windowMs: validateMs(intensity.windowMs, 'intensity.windowMs') ?? 60_000,
   }
-  return restart === 'never' ? null : spec
+  return restart === 'never' ? null : { policy: restart, ...spec }
 }
 
 /** A failure: a nonzero exit code, or a signal the supervisor did not send. */

@@ -367,7 +367,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /** Starts the next incarnation under the same record. */
   #restart(entry: Entry, delayMs: number, reason: RestartReason): void {
     const { record } = entry
-    const child = spawn(record.command, record.args, entry.restart!.options)
+    let child: ChildProcess
+    try {
+      child = spawn(record.command, record.args, entry.restart!.options)
+    } catch (err) {
+      // e.g. out of descriptors: a failure like any other, under the same intensity limit
+      logEvent(this.#logger, 'warn', 'process.restart-failed', { requestId: record.requestId, error: (err as Error).message })
+      return this.#afterExit(entry, null, null)
+    }
     if (child.pid === undefined) {
       child.once('error', (err) => logEvent(this.#logger, 'warn', 'process.restart-failed', { requestId: record.requestId, error: err.message }))
       return this.#afterExit(entry, null, null) // counts as a failure: the intensity limit still applies
