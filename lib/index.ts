@@ -32,6 +32,7 @@ export {
 export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/restart'
 export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor-metrics'
 export type { HealthOptions, HealthCheckContext } from './policies/supervisor-health'
+export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor-prometheus'
 export {
   findOrphans,
   type DoctorReport,

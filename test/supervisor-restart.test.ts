@@ -1,11 +1,12 @@
 // Supervisor restart policies, typed events and metrics(), with real processes. Every incarnation
 // is tracked for the after-test cleanup through the 'spawn' event; each test also shuts its
 // supervisor down. Bounds are generous (a busy 2-core machine): ordering, not tight timings.
+import { createRequire } from 'node:module'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type ProcessRecord, Supervisor, type SupervisorOptions } from '../lib/index'
+import { type ProcessRecord, registerSupervisorMetrics, Supervisor, type SupervisorOptions } from '../lib/index'
 import { exitOf, isGone, jsonLines, spawnFixture, trackGroup, waitFor } from './helpers'
 
 const posix = process.platform !== 'win32'
@@ -364,5 +365,43 @@ describe.runIf(posix)('Supervisor health checks', () => {
     expect(() => sup.spawn('sleep', ['1'], { health: { check: () => {}, failures: 0 } })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }))
     expect(() => sup.spawn('sleep', ['1'], { health: { check: () => {}, timeoutMs: -5 } })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }))
     expect(sup.list()).toEqual([])
+  })
+})
+
+describe.runIf(posix)('registerSupervisorMetrics: Prometheus text through prom-client', () => {
+  it('a scrape parsed by a real Prometheus text parser matches metrics(); unregistering removes it', async () => {
+    const req = createRequire(__filename)
+    const { Registry } = req('prom-client') as typeof import('prom-client')
+    type Family = { name: string; type: string; metrics: Array<{ value?: string; labels?: Record<string, string>; buckets?: Record<string, string>; count?: string; sum?: string }> }
+    const parse = req('parse-prometheus-text-format') as (text: string) => Family[]
+    const registry = new Registry()
+    const { sup } = supervise()
+    const unregister = registerSupervisorMetrics(sup, registry)
+    expect(() => registerSupervisorMetrics(sup, registry, { prefix: 'bad prefix' })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }))
+    sup.spawn('sh', ['-c', 'exit 1'], { requestId: 'crash', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 20 }, intensity: { maxRestarts: 1 } })
+    sup.spawn('sleep', ['1000'], { requestId: 'up', stdio: 'ignore' })
+    await settled(sup, 'crash', 'given-up')
+    await sup.terminate('up')
+    const families = new Map(parse(await registry.metrics()).map((f) => [f.name, f]))
+    const value = (name: string, labels: Record<string, string> = {}) =>
+      Number(families.get(`reapkit_supervisor_${name}`)?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))?.value)
+    const m = sup.metrics()
+    expect(value('starts_total')).toBe(m.starts)
+    expect(m.starts).toBe(3)
+    expect(value('restarts_total')).toBe(1)
+    expect(value('given_up_total')).toBe(1)
+    expect(value('stops_total')).toBe(1)
+    expect(value('escalations_total')).toBe(0)
+    expect(value('exits_total', { code: '1' })).toBe(2)
+    expect(value('exits_total', { signal: 'SIGTERM' })).toBe(1)
+    expect(value('children', { status: 'given-up' })).toBe(1)
+    expect(value('children', { status: 'terminated' })).toBe(1)
+    expect(value('children', { status: 'running' })).toBe(0)
+    const stops = families.get('reapkit_supervisor_stop_duration_seconds')!
+    expect(stops.type).toBe('HISTOGRAM')
+    expect(Number(stops.metrics[0]!.count)).toBe(1)
+    expect(Number(stops.metrics[0]!.buckets!['+Inf'])).toBe(1)
+    unregister()
+    expect(await registry.metrics()).not.toContain('reapkit_supervisor_')
   })
 })
