@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type ProcessRecord, registerSupervisorMetrics, Supervisor, type SupervisorOptions } from '../lib/index'
+import { backoffMs, Restarter, restartSpec } from '../lib/policies/restart'
 import { exitOf, isGone, jsonLines, spawnFixture, trackGroup, waitFor } from './helpers'
 
 const posix = process.platform !== 'win32'
@@ -403,5 +404,27 @@ describe.runIf(posix)('registerSupervisorMetrics: Prometheus text through prom-c
     expect(Number(stops.metrics[0]!.buckets!['+Inf'])).toBe(1)
     unregister()
     expect(await registry.metrics()).not.toContain('reapkit_supervisor_')
+  })
+})
+
+describe('restart policy arithmetic', () => {
+  const spec = restartSpec({ restart: 'on-failure', backoff: { initialMs: 100, maxMs: 1000, factor: 3, jitter: 0.5 }, intensity: { maxRestarts: 3, windowMs: 10_000 } })!
+
+  it('backoff grows by the factor up to the cap, and jitter only shortens it, by at most its fraction', () => {
+    expect([0, 1, 2, 3, 4].map((n) => backoffMs(spec, n, () => 0))).toEqual([100, 300, 900, 1000, 1000])
+    expect(backoffMs(spec, 2, () => 0.999999)).toBe(450)
+    for (let i = 0; i < 200; i++) expect(backoffMs(spec, 3, Math.random)).toBeGreaterThanOrEqual(500)
+  })
+
+  it('the intensity window counts only restarts within it, and the backoff exponent with it', () => {
+    const r = new Restarter(spec)
+    const at = (t: number) => r.decide(1, null, false, t, () => 0)
+    expect([at(0), at(1000), at(2000)].map((d) => d.action === 'restart' && d.delayMs)).toEqual([100, 300, 900])
+    expect(at(3000)).toEqual({ action: 'give-up' })
+    // 10 s after the first, it left the window: one more is allowed, at the exponent of the 2 still in it.
+    expect(at(10_500)).toEqual({ action: 'restart', delayMs: 900, reason: 'failure' })
+    expect(new Restarter(spec).decide(0, null)).toEqual({ action: 'none' })
+    expect(new Restarter(spec).decide(0, null, true, 0, () => 0)).toEqual({ action: 'restart', delayMs: 100, reason: 'unhealthy' })
+    expect(restartSpec({})).toBeNull()
   })
 })
