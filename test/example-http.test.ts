@@ -8,6 +8,7 @@ import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/type
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
+import { createRequire } from 'node:module'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { Agent, request as httpRequest } from 'node:http'
 import net from 'node:net'
@@ -246,6 +247,31 @@ describe.runIf(linux)('examples/process-server --http', () => {
         expect(after.map((p) => p.status)).toEqual(['terminated', 'terminated'])
         for (const pid of [one.pid, two.pid]) expect(groupMembers(pid)).toEqual([])
       }
+    } finally {
+      await closeAll(conns)
+      server.child.kill('SIGKILL')
+    }
+  })
+
+  it('/metrics: the supervisor\'s figures in Prometheus text, for a token holder only', async () => {
+    const server = await startServer()
+    const conns: Conn[] = []
+    try {
+      const conn = await connect('2', server)
+      conns.push(conn)
+      parse(await conn.call('run_command', { command: 'sh', args: ['-c', 'exit 3'] }))
+      const metricsUrl = new URL('/metrics', server.url)
+      expect((await fetch(metricsUrl)).status).toBe(401)
+      expect((await fetch(metricsUrl, { headers: { Authorization: 'Bearer nope' } })).status).toBe(401)
+      const res = await fetch(metricsUrl, { headers: { Authorization: `Bearer ${TOKEN}` } })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain/)
+      type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> }
+      const families = (createRequire(__filename)('parse-prometheus-text-format') as (t: string) => Family[])(await res.text())
+      const family = (name: string) => families.find((f) => f.name === `reapkit_supervisor_${name}`)!
+      expect(Number(family('starts_total').metrics[0]!.value)).toBe(1)
+      expect(family('exits_total').metrics).toEqual([{ value: '1', labels: { code: '3', signal: '' } }])
+      expect(family('children').metrics.find((m) => m.labels?.status === 'exited')?.value).toBe('1')
     } finally {
       await closeAll(conns)
       server.child.kill('SIGKILL')

@@ -70,6 +70,7 @@
 //   --session-idle-ms <n> close a session after this long with no request and no open stream.
 //                       Default: 600000 (10 minutes)
 //   Liveness and readiness: GET /livez and /readyz (no token needed: they tell only up or draining).
+//   Metrics: GET /metrics (a token needed), the supervisor's figures in Prometheus text (with prom-client installed).
 //
 // Installed with reapkit, it is the `reapkit-process-server` command (bin/reapkit-process-server.mjs,
 // which says so plainly when the MCP SDK is missing). From an MCP host's configuration:
@@ -80,7 +81,7 @@ import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { createKeepalive, Supervisor } from 'reapkit'
+import { createKeepalive, registerSupervisorMetrics, Supervisor } from 'reapkit'
 import { withKeepalive } from 'reapkit/mcp'
 import { createProcessTools } from './tools.mjs'
 import { usage } from './usage.mjs'
@@ -183,5 +184,15 @@ if (httpMode === null) {
     // Calls in flight are not stopped at the drain's start: they run until they end or the grace
     // does. Then (after the abandoned ones got their error) everything still running is stopped.
     onShutdown: () => supervisor.shutdownAll(),
+    metrics: await supervisorMetrics(),
   })
+}
+
+/** The supervisor's figures for /metrics, through prom-client when it is installed (an optional peer dependency). */
+async function supervisorMetrics() {
+  const prom = await import('prom-client').catch(() => null)
+  if (prom === null) return async () => null
+  const registry = new prom.Registry()
+  registerSupervisorMetrics(supervisor, registry)
+  return async () => ({ contentType: registry.contentType, text: await registry.metrics() })
 }
