@@ -2,7 +2,7 @@
 // is tracked for the after-test cleanup through the 'spawn' event; each test also shuts its
 // supervisor down. Bounds are generous (a busy 2-core machine): ordering, not tight timings.
 import { createRequire } from 'node:module'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -149,12 +149,14 @@ describe.runIf(posix)('Supervisor restart policies', () => {
   })
 
   it('a child that exits while its supervisor is shutting down is not restarted', async () => {
-    const { sup, events } = supervise({ closeTimeoutMs: 1500 })
+    const { sup, events } = supervise({ closeTimeoutMs: 5000 })
     sup.spawn('sleep', ['1000'], { requestId: 'slow-to-close', stdio: 'ignore' })
-    const shutdown = sup.shutdownAll() // phase 1 alone waits 1.5 s on it
+    let shutdownDone = false
+    const shutdown = sup.shutdownAll().then(() => (shutdownDone = true)) // phase 1 alone waits 5 s on it
     await sleep(100)
     sup.spawn('sh', ['-c', 'exit 1'], { requestId: 'late', stdio: 'ignore', restart: 'always', backoff: { initialMs: 10 } })
     await settled(sup, 'late', 'exited', 10_000)
+    expect(shutdownDone).toBe(false) // it did exit while the supervisor was shutting down
     await shutdown
     await sleep(300)
     expect(sup.get('late')).toMatchObject({ status: 'exited', restarts: 0 })
@@ -213,11 +215,14 @@ describe.runIf(posix)('Supervisor restart policies', () => {
     for (const name of ['spawn', 'exit', 'restart', 'give-up', 'terminate', 'escalate'] as const) sup.on(name, () => (counts[name] = (counts[name] ?? 0) + 1))
     sup.spawn('sh', ['-c', 'exit 2'], { requestId: 'crash', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 20 }, intensity: { maxRestarts: 2 } })
     sup.spawn('sh', ['-c', 'kill -9 $$'], { requestId: 'sig', stdio: 'ignore' })
-    sup.spawn('sh', ['-c', "trap '' TERM; sleep 1000"], { requestId: 'stubborn', stdio: 'ignore' })
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-'))
+    dirs.push(dir)
+    const trapped = join(dir, 'trapped')
+    sup.spawn('sh', ['-c', `trap '' TERM; : > ${trapped}; sleep 1000`], { requestId: 'stubborn', stdio: 'ignore' })
     sup.spawn('sleep', ['1000'], { requestId: 'polite', stdio: 'ignore' })
     await settled(sup, 'crash', 'given-up')
     await settled(sup, 'sig', 'exited')
-    await sleep(200) // the trap is set
+    await waitFor(() => existsSync(trapped), 10_000, 'the trap to be set')
     await sup.terminate('stubborn', { graceMs: 300 })
     await sup.terminate('polite')
     const m = sup.metrics()
