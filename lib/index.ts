@@ -21,10 +21,18 @@ export { closeClient, type CloseClientOptions, type CloseReport } from './polici
 export {
   Supervisor,
   type SupervisorOptions,
+  type SupervisedSpawnOptions,
+  type SupervisorEvents,
   type ProcessRecord,
   type ProcessStatus,
+  type Incarnation,
   type ShutdownReport,
+  type StopReport,
 } from './policies/supervisor'
+export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/restart'
+export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor-metrics'
+export type { HealthOptions, HealthCheckContext } from './policies/supervisor-health'
+export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor-prometheus'
 export {
   findOrphans,
   type DoctorReport,

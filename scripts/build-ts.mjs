@@ -37,6 +37,8 @@ const common = {
   keepNames: false, // nothing is minified, so every name stays as written (keepNames adds wrappers)
   legalComments: 'eof',
   logLevel: 'warning',
+  // Optional peer dependencies, loaded at run time from the user's install, never bundled.
+  external: ['prom-client'],
 }
 // The secondary entries (reapkit/mcp, reapkit/testing) require the main bundle at run time
 // (./index.js), so that every entry shares one instance of the process-global state.

@@ -8,6 +8,7 @@ import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/type
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
+import { createRequire } from 'node:module'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { Agent, request as httpRequest } from 'node:http'
 import net from 'node:net'
@@ -246,6 +247,76 @@ describe.runIf(linux)('examples/process-server --http', () => {
         expect(after.map((p) => p.status)).toEqual(['terminated', 'terminated'])
         for (const pid of [one.pid, two.pid]) expect(groupMembers(pid)).toEqual([])
       }
+    } finally {
+      await closeAll(conns)
+      server.child.kill('SIGKILL')
+    }
+  })
+
+  it('get_output: a running and an ended process\'s output, paged by byte offset, for its own session only (both SDK lines); list_processes shows the duration', async () => {
+    const server = await startServer(['--output-bytes', '12'])
+    const conns: Conn[] = []
+    try {
+      const other = await connect('1', server, TOKEN_B)
+      conns.push(other)
+      for (const line of ['1', '2'] as const) {
+        const conn = await connect(line, server)
+        conns.push(conn)
+        type Out = { pid: number; running: boolean; exitCode: number | null; offset: number; skipped: number; data: string; nextOffset: number; total: number; durationMs: number }
+        const out = async (args: Record<string, unknown>) => parse(await conn.call('get_output', args)) as Out
+        // Ended: stdout and stderr, by request id and by pid, paged.
+        const done = parse(await conn.call('run_command', { command: 'sh', args: ['-c', 'echo hello; echo oops >&2; exit 3'], tags: ['done'] }))
+        expect(await out({ requestId: done.requestId })).toMatchObject({ pid: done.pid, running: false, exitCode: 3, offset: 0, skipped: 0, data: 'hello\n', nextOffset: 6, total: 6 })
+        expect(await out({ pid: done.pid, stream: 'stderr' })).toMatchObject({ data: 'oops\n' })
+        expect(await out({ pid: done.pid, offset: 1, maxBytes: 3 })).toMatchObject({ offset: 1, data: 'ell', nextOffset: 4 })
+        const [listed] = parse(await conn.call('list_processes', { tag: 'done' })) as Array<Rec & { durationMs: number | null }>
+        expect(listed).toMatchObject({ status: 'exited', exitCode: 3 })
+        expect(listed!.durationMs).toBeGreaterThanOrEqual(0)
+        // Only the newest --output-bytes (12) are kept: what went before is reported as skipped.
+        const long = parse(await conn.call('run_command', { command: 'sh', args: ['-c', 'echo 0123456789abcdefghij'] }))
+        expect(await out({ pid: long.pid })).toMatchObject({ offset: 9, skipped: 9, data: '9abcdefghij\n', total: 21 })
+        // Running: readable while it runs, and after it was stopped.
+        const call = conn.call('run_command', { command: 'sh', args: ['-c', 'echo started; exec sleep 1000'], tags: [`live-${line}`] })
+        const live = await running(conn, `live-${line}`)
+        let seen: Out | undefined
+        for (let i = 0; i < 200 && seen?.data !== 'started\n'; i++) {
+          seen = await out({ pid: live.pid })
+          if (seen.data !== 'started\n') await sleep(25)
+        }
+        expect(seen).toMatchObject({ running: true, exitCode: null, data: 'started\n' })
+        // Another session (another token) gets "not found", as for a pid never started.
+        const refused = (await other.call('get_output', { pid: live.pid })) as Result
+        expect(refused.isError).toBe(true)
+        expect(refused.content[0]!.text).toMatch(/no output/)
+        await conn.call('terminate_process', { pid: live.pid })
+        await call
+        expect(await out({ pid: live.pid })).toMatchObject({ running: false, data: 'started\n' })
+      }
+    } finally {
+      await closeAll(conns)
+      server.child.kill('SIGKILL')
+    }
+  })
+
+  it('/metrics: the supervisor\'s figures in Prometheus text, for a token holder only', async () => {
+    const server = await startServer()
+    const conns: Conn[] = []
+    try {
+      const conn = await connect('2', server)
+      conns.push(conn)
+      parse(await conn.call('run_command', { command: 'sh', args: ['-c', 'exit 3'] }))
+      const metricsUrl = new URL('/metrics', server.url)
+      expect((await fetch(metricsUrl)).status).toBe(401)
+      expect((await fetch(metricsUrl, { headers: { Authorization: 'Bearer nope' } })).status).toBe(401)
+      const res = await fetch(metricsUrl, { headers: { Authorization: `Bearer ${TOKEN}` } })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain/)
+      type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> }
+      const families = (createRequire(__filename)('parse-prometheus-text-format') as (t: string) => Family[])(await res.text())
+      const family = (name: string) => families.find((f) => f.name === `reapkit_supervisor_${name}`)!
+      expect(Number(family('starts_total').metrics[0]!.value)).toBe(1)
+      expect(family('exits_total').metrics).toEqual([{ value: '1', labels: { code: '3', signal: '' } }])
+      expect(family('children').metrics.find((m) => m.labels?.status === 'exited')?.value).toBe('1')
     } finally {
       await closeAll(conns)
       server.child.kill('SIGKILL')

@@ -13,6 +13,9 @@
 //      one, so no other client can use, list, terminate or cancel in it.
 //   5. The body: over --max-body-bytes is 413, told by Content-Length or by counting what arrives.
 // None of these refusals reaches the SDK, so none can start a process.
+//
+// GET /metrics: the supervisor's figures in Prometheus text (prom-client, when it is installed;
+// 501 otherwise), behind the same Host, Origin and token checks.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createServer } from 'node:http'
 import { isIP } from 'node:net'
@@ -21,6 +24,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
 import { withHttpKeepalive } from 'reapkit/mcp'
 
 export const MCP_PATH = '/mcp'
+export const METRICS_PATH = '/metrics'
 const LOCAL_NAMES = new Set(['localhost', '127.0.0.1', '[::1]'])
 
 /** Whether `host` (an address or a name to bind) is a loopback one. */
@@ -56,7 +60,7 @@ const sha256 = (s) => createHash('sha256').update(s, 'utf8').digest()
  * `tools.endSession(id)` stops a session's processes when it ends.
  */
 export async function serveHttp(options) {
-  const { port, host, tokens, allowOrigins, maxBodyBytes, sessionIdleMs, graceMs, newServer, tools, onShutdown } = options
+  const { port, host, tokens, allowOrigins, maxBodyBytes, sessionIdleMs, graceMs, newServer, tools, onShutdown, metrics } = options
   const tokenDigests = tokens.map(sha256)
   const checkHost = isLoopback(host)
 
@@ -164,6 +168,15 @@ export async function serveHttp(options) {
       req.once('error', () => resolve({ aborted: true }))
     })
 
+  /** GET /metrics, for a token holder: `metrics()` gives { contentType, text }, or null without prom-client. */
+  const serveMetrics = async (req, res) => {
+    if (tokenIdOf(req) < 0) return send(res, 401, 'Unauthorized: a valid bearer token is required\n', { 'www-authenticate': 'Bearer realm="process-server"' })
+    if (req.method !== 'GET') return send(res, 405, 'Method not allowed\n', { allow: 'GET' })
+    const figures = await metrics()
+    if (figures === null) return send(res, 501, 'Not Implemented: install prom-client for /metrics\n')
+    send(res, 200, figures.text, { 'content-type': figures.contentType })
+  }
+
   const handle = async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost')
     // 1. Host (DNS rebinding), 2. Origin: before anything else, probes aside (answered by the drain).
@@ -173,6 +186,7 @@ export async function serveHttp(options) {
     const cors = origin === undefined ? {} : { 'access-control-allow-origin': origin, vary: 'Origin' }
     for (const [k, v] of Object.entries(cors)) res.setHeader(k, v)
     if (origin !== undefined) res.setHeader('access-control-expose-headers', 'Mcp-Session-Id, WWW-Authenticate')
+    if (url.pathname === METRICS_PATH) return serveMetrics(req, res)
     if (url.pathname !== MCP_PATH) return send(res, 404, 'Not Found\n')
     if (req.method === 'OPTIONS') {
       // A browser's preflight (it carries no credentials): what a request may send.

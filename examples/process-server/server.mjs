@@ -11,8 +11,12 @@
 //                      progress token) and answers with its exit status and output once it ends;
 //                      cancelling the request (notifications/cancelled) stops the process gracefully;
 //                      optional timeoutMs (default 60 s) and tags
-//   list_processes     what this server started for the caller, with status and tags (`tag` filters)
+//   list_processes     what this server started for the caller, with status, exit code or signal,
+//                      duration (of ended ones) and tags (`tag` filters)
 //   terminate_process  stops one of them by pid or request id (nothing it did not start for the caller)
+//   get_output         one of them's stdout or stderr, by pid or request id, while it runs and after it
+//                      ended (output.mjs: the newest --output-bytes of each stream, all within
+//                      --output-total-bytes, ended processes' dropped first), from a byte offset
 //
 // run_command runs programs AS THIS SERVER'S USER: whoever can call it can do what that user can
 // (including `kill`, which terminate_process would refuse). So it runs only the commands named with
@@ -69,7 +73,11 @@
 //   --max-body-bytes <n> the largest request body. Default: 1048576 (1 MiB)
 //   --session-idle-ms <n> close a session after this long with no request and no open stream.
 //                       Default: 600000 (10 minutes)
+//   --output-bytes <n>  get_output keeps the newest n bytes of each stream of a process. Default: 65536
+//   --output-total-bytes <n> the budget of all output kept: when it is full, ended processes' output
+//                       goes first, oldest first. Default: 16777216 (16 MiB)
 //   Liveness and readiness: GET /livez and /readyz (no token needed: they tell only up or draining).
+//   Metrics: GET /metrics (a token needed), the supervisor's figures in Prometheus text (with prom-client installed).
 //
 // Installed with reapkit, it is the `reapkit-process-server` command (bin/reapkit-process-server.mjs,
 // which says so plainly when the MCP SDK is missing). From an MCP host's configuration:
@@ -80,8 +88,9 @@ import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { createKeepalive, Supervisor } from 'reapkit'
+import { createKeepalive, registerSupervisorMetrics, Supervisor } from 'reapkit'
 import { withKeepalive } from 'reapkit/mcp'
+import { createOutputHistory } from './output.mjs'
 import { createProcessTools } from './tools.mjs'
 import { usage } from './usage.mjs'
 
@@ -103,6 +112,8 @@ try {
       'allow-origin': { type: 'string', multiple: true, default: [] },
       'max-body-bytes': { type: 'string', default: String(1024 * 1024) },
       'session-idle-ms': { type: 'string', default: String(10 * 60_000) },
+      'output-bytes': { type: 'string', default: String(64 * 1024) },
+      'output-total-bytes': { type: 'string', default: String(16 * 1024 * 1024) },
       help: { type: 'boolean', short: 'h', default: false },
     },
   }))
@@ -140,7 +151,9 @@ if (leftovers) {
   const { found, corrupt } = leftovers // stopped before any new request is taken
   if (found.length > 0 || corrupt) process.stderr.write(`process-server: ${found.length} left by a crashed run stopped${corrupt ? '; the state file was unreadable' : ''}\n`)
 }
-const tools = createProcessTools({ supervisor, allowAny, allowed, childEnv })
+const perProcessBytes = integer('output-bytes', flags['output-bytes'], 0, 1024 ** 3)
+const output = createOutputHistory({ perProcessBytes, totalBytes: integer('output-total-bytes', flags['output-total-bytes'], perProcessBytes, 16 * 1024 ** 3) })
+const tools = createProcessTools({ supervisor, allowAny, allowed, childEnv, output })
 // `logging`: run_command's output lines go out as logging notifications.
 const newServer = () => new McpServer({ name: 'reapkit-process-server', version: '0.1.0' }, { capabilities: { logging: {} } })
 
@@ -183,5 +196,15 @@ if (httpMode === null) {
     // Calls in flight are not stopped at the drain's start: they run until they end or the grace
     // does. Then (after the abandoned ones got their error) everything still running is stopped.
     onShutdown: () => supervisor.shutdownAll(),
+    metrics: await supervisorMetrics(),
   })
+}
+
+/** The supervisor's figures for /metrics, through prom-client when it is installed (an optional peer dependency). */
+async function supervisorMetrics() {
+  const prom = await import('prom-client').catch(() => null)
+  if (prom === null) return async () => null
+  const registry = new prom.Registry()
+  registerSupervisorMetrics(supervisor, registry)
+  return async () => ({ contentType: registry.contentType, text: await registry.metrics() })
 }

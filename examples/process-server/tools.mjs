@@ -1,4 +1,4 @@
-// The three tools of the process server (run_command, list_processes, terminate_process), shared by
+// The four tools of the process server (run_command, list_processes, terminate_process, get_output), shared by
 // its stdio and HTTP modes. In stdio mode there is one client, which owns everything the server
 // runs. In HTTP mode every process belongs to the session that started it: a session sees and stops
 // only its own (another session's process gets the same "not found" as a pid never started).
@@ -33,7 +33,7 @@ const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref())
  * `ownerOf(extra)` names the caller (HTTP mode: its session id; stdio mode: null, the one client).
  * `endSession(owner)` stops what an owner still runs (its session ended).
  */
-export function createProcessTools({ supervisor, allowAny, allowed, childEnv }) {
+export function createProcessTools({ supervisor, allowAny, allowed, childEnv, output }) {
   // What the supervisor does not know: who started a process, the id its client knows, its tags.
   // Keyed by the supervisor's requestId and the pid (a client may reuse a request id once its
   // process has ended; both together are one process).
@@ -52,10 +52,11 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv }) 
   // not told apart from a command that exits 128 + n itself, so the status is passed on as it is.
   /** A record as the client sees it: the command it asked for (not the supervisor in front), its own request id. */
   const view = (record, meta) => {
-    let { pid, requestId, command, args, status, exitCode, signal } = record
+    let { pid, requestId, command, args, status, exitCode, signal, startedAt, exitedAt } = record
     if (SUPERVISOR && command === SUPERVISOR) [command, ...args] = args.slice(args.indexOf('--') + 1)
     if (meta) requestId = meta.requestId
-    return { pid, requestId, command, args, status, exitCode, signal, tags: meta?.tags ?? [] }
+    const durationMs = exitedAt ? exitedAt.getTime() - startedAt.getTime() : null // null while it runs
+    return { pid, requestId, command, args, status, exitCode, signal, durationMs, tags: meta?.tags ?? [] }
   }
   const stop = (key, reason) => supervisor.terminate(key, { reason, graceMs: STOP_GRACE_MS })
 
@@ -95,6 +96,7 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv }) 
           if (metas.size > 2 * 1000) prune()
           metas.set(metaKey(key, child.pid), { owner, requestId, tags })
         }
+        const history = child.pid !== undefined ? output.start({ owner, pid: child.pid, requestId }) : null
         const closed = new Promise((resolve) => child.once('close', resolve))
         const lines = lineSender(server, extra)
         let stdout = ''
@@ -102,10 +104,12 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv }) 
         child.stdout?.setEncoding('utf8')
         child.stderr?.setEncoding('utf8')
         child.stdout?.on('data', (d) => {
+          history?.write('stdout', d)
           stdout = tail(stdout + d)
           lines.push('stdout', d)
         })
         child.stderr?.on('data', (d) => {
+          history?.write('stderr', d)
           stderr = tail(stderr + d)
           lines.push('stderr', d)
         })
@@ -121,6 +125,7 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv }) 
         const timer = setTimeout(() => cancel('timeout'), timeoutMs)
         const [code, signal] = await new Promise((resolve) => child.once('exit', (c, s) => resolve([c, s])))
         clearTimeout(timer)
+        history?.end(code, signal)
         // The last output may still be in the pipes: wait (bounded) for them to close, then send what
         // is left, so every line goes out before the result.
         await Promise.race([closed, delay(PIPE_CLOSE_MS)])
@@ -146,6 +151,32 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv }) 
           rows.push(view(record, meta))
         }
         return text(rows)
+      },
+    )
+
+    server.registerTool(
+      'get_output',
+      {
+        description:
+          'The output of a process this server started for you, by pid or request id: while it runs and after it ended ' +
+          '(the newest bytes of each stream are kept, within the server\'s budget). `offset` is a byte offset into the stream; ' +
+          'the answer says where its data starts (`skipped`: bytes no longer kept), `nextOffset` to read on from, and `total`.',
+        inputSchema: {
+          pid: z.number().int().optional(),
+          requestId: z.union([z.string(), z.number()]).optional(),
+          stream: z.enum(['stdout', 'stderr']).default('stdout'),
+          offset: z.number().int().nonnegative().default(0),
+          maxBytes: z.number().int().positive().max(1024 * 1024).default(64 * 1024),
+        },
+      },
+      async ({ pid, requestId, stream, offset, maxBytes }, extra) => {
+        const owner = ownerOf(extra)
+        if (owner === undefined) return failure('no session')
+        if (pid === undefined && requestId === undefined) return failure('give a pid or a requestId')
+        // Only the caller's own: another session's process is "not found", as one never started.
+        const history = output.find(owner, { pid, requestId })
+        if (!history) return failure(`no output of ${JSON.stringify(pid ?? requestId)} is kept for this session`)
+        return text(output.read(history, { stream, offset, maxBytes }))
       },
     )
 
@@ -181,6 +212,7 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv }) 
 
   /** Stops what `owner` still runs, and forgets its records (nobody can ask for them any more). */
   async function endSession(owner) {
+    output.forget(owner)
     const mine = supervisor.list().filter((r) => metaOf(r)?.owner === owner)
     for (const r of mine) metas.delete(metaKey(r.requestId, r.pid))
     const running = mine.filter((r) => r.status === 'running')

@@ -3,7 +3,7 @@
 export const usage = `reapkit-process-server [options]: an MCP server whose tools run commands and never leave one behind
 
 Tools: run_command (under reapkit's native supervisor, tied to the request; cancelling it stops
-the command), list_processes, terminate_process (only what it started for the caller).
+the command), list_processes, terminate_process, get_output (only what it started for the caller).
 run_command runs programs as this server's user: it runs only what --allow names.
 
 Options:
@@ -18,6 +18,8 @@ Options:
   --allow-origin <o>     a browser Origin allowed in HTTP mode (repeatable). Default: localhost
   --max-body-bytes <n>   the largest HTTP request body. Default: 1048576
   --session-idle-ms <n>  close an idle HTTP session after this long. Default: 600000
+  --output-bytes <n>     get_output keeps the newest n bytes of each stream of a process. Default: 65536
+  --output-total-bytes <n>  the budget of all kept output; ended processes' go first. Default: 16777216
   --help                 this text
 
 It drains on SIGTERM, SIGINT, SIGHUP (stdio: also stdin end and its host's death): calls in flight

@@ -16,6 +16,10 @@
  *   with adopt() (spawned elsewhere, without the token) cannot prove itself: its record is dropped
  *   as 'unproven' by the next incarnation, never signalled.
  * A torn or unreadable file is reported, not thrown.
+ *
+ * Children with a restart policy also leave their recent restarts in it (by request id): the next
+ * supervisor's spawn() of the same request id continues that intensity window rather than start a
+ * fresh one, so a host that crash-loops with its child cannot restart it without limit.
  */
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -25,7 +29,7 @@ import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent } from '../ground/logger'
 import { processRow } from '../mechanisms/proctable'
 import { checkStateFolder, readTrustedStateFile } from './state-file-trust'
-import type { ProcessRecord } from './supervisor'
+import { copyRecord, type ProcessRecord } from './supervisor-record'
 
 /** One line of the state file. */
 interface StateRecord {
@@ -82,18 +86,35 @@ const START_RE = /^[\w :.-]+$/
 
 const TOKEN_RE = /^[0-9a-f]{32}$/
 
-function readRecords(file: string): { records: StateRecord[]; owner: Owner | null; corrupt: boolean } {
+/** A child's recent restarts (ms since the epoch), by request id. */
+type RecentRestarts = Map<string | number, number[]>
+
+/** At most this many restart times per request id are read back (more than any intensity limit in use). */
+const MAX_RESTART_TIMES = 1000
+
+function readRestarts(value: unknown): RecentRestarts {
+  const recent: RecentRestarts = new Map()
+  if (!Array.isArray(value)) return recent
+  for (const item of value as Array<{ requestId?: unknown; at?: unknown }>) {
+    const id = item?.requestId
+    if ((typeof id !== 'string' && typeof id !== 'number') || !Array.isArray(item.at)) continue
+    recent.set(id, (item.at as unknown[]).filter((t): t is number => Number.isFinite(t)).slice(-MAX_RESTART_TIMES))
+  }
+  return recent
+}
+
+function readRecords(file: string): { records: StateRecord[]; owner: Owner | null; corrupt: boolean; restarts: RecentRestarts } {
   let text: string | null
   try {
     text = readTrustedStateFile(file)
   } catch (err) {
     if ((err as ReapkitError).code === 'ERR_REAPKIT_STATE_FILE_UNSAFE') throw err
-    return { records: [], owner: null, corrupt: true }
+    return { records: [], owner: null, corrupt: true, restarts: new Map() }
   }
-  if (text === null) return { records: [], owner: null, corrupt: false }
+  if (text === null) return { records: [], owner: null, corrupt: false, restarts: new Map() }
   try {
-    const data = JSON.parse(text) as { version?: unknown; processes?: unknown; owner?: Partial<Owner> }
-    if (data.version !== 1 || !Array.isArray(data.processes)) return { records: [], owner: null, corrupt: true }
+    const data = JSON.parse(text) as { version?: unknown; processes?: unknown; owner?: Partial<Owner>; restarts?: unknown }
+    if (data.version !== 1 || !Array.isArray(data.processes)) return { records: [], owner: null, corrupt: true, restarts: new Map() }
     const ok = (r: Partial<StateRecord>): r is StateRecord =>
       Number.isSafeInteger(r.pid) && (r.pid as number) > 0 && typeof r.start === 'string' && START_RE.test(r.start)
     const o = data.owner
@@ -102,9 +123,9 @@ function readRecords(file: string): { records: StateRecord[]; owner: Owner | nul
       ...r,
       token: typeof r.token === 'string' && TOKEN_RE.test(r.token) ? r.token : null,
     }))
-    return { records, owner, corrupt: false }
+    return { records, owner, corrupt: false, restarts: readRestarts(data.restarts) }
   } catch {
-    return { records: [], owner: null, corrupt: true }
+    return { records: [], owner: null, corrupt: true, restarts: new Map() }
   }
 }
 
@@ -140,6 +161,7 @@ export class SupervisorState {
   readonly #hooks: StateHooks
   readonly #records = new Map<number, StateRecord>()
   readonly #adopted = new Map<number, Adopted>()
+  #restarts: RecentRestarts = new Map()
   #writeQueued = false
   #closed = false
 
@@ -153,7 +175,7 @@ export class SupervisorState {
     // Through its real folder from here on (never a symlinked one someone could retarget).
     this.#file = checkStateFolder(resolve(file))
     this.#hooks = hooks
-    const { records, owner, corrupt } = readRecords(this.#file)
+    const { records, owner, corrupt, restarts } = readRecords(this.#file)
     // A file whose writer still runs is not a crash's leftovers: its processes are that supervisor's,
     // alive and in use. Refuse it rather than stop (or steal) them.
     if (held.has(this.#file) || (owner !== null && owner.pid !== process.pid && ownerAlive(owner))) {
@@ -163,6 +185,7 @@ export class SupervisorState {
       )
     }
     held.add(this.#file)
+    this.#restarts = restarts
     const self = processRow(process.pid)
     this.#owner = self ? { pid: process.pid, start: self.start } : null
     const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt }
@@ -196,7 +219,7 @@ export class SupervisorState {
       live.push({ rec, handle })
     }
     if (onLeftovers === 'adopt') {
-      for (const { rec, handle } of live) report.adopted.push({ ...this.#adopt(rec, handle).record })
+      for (const { rec, handle } of live) report.adopted.push(copyRecord(this.#adopt(rec, handle).record))
       this.leftovers = Promise.resolve(report)
     } else {
       this.leftovers = Promise.all(
@@ -225,7 +248,12 @@ export class SupervisorState {
       exitedAt: null,
       exitCode: null,
       signal: null,
+      restart: 'never', // nothing here knows how to start it again
+      restarts: 0,
+      incarnations: [],
+      nextStartAt: null,
     }
+    record.incarnations.push({ pid: rec.pid, pgid: rec.pgid, startedAt: record.startedAt, exitedAt: null, exitCode: null, signal: null, reason: 'start', delayMs: 0 })
     const a: Adopted = { record, handle, stopping: 0 }
     this.#adopted.set(rec.pid, a)
     this.#records.set(rec.pid, rec)
@@ -242,9 +270,10 @@ export class SupervisorState {
     if (a.record.status !== 'adopted') return
     a.record.status = status
     a.record.exitedAt = new Date()
+    a.record.incarnations[0]!.exitedAt = a.record.exitedAt
     a.handle.close()
     this.remove(a.record.pid)
-    this.#hooks.emit({ ...a.record })
+    this.#hooks.emit(copyRecord(a.record))
   }
 
   /**
@@ -263,14 +292,31 @@ export class SupervisorState {
     if (this.#records.delete(pid)) this.#queueWrite()
   }
 
+  /** A request id's restarts within the last window, as the previous supervisor on this file left them. */
+  recentRestarts(requestId: string | number | null): number[] {
+    return requestId === null ? [] : [...(this.#restarts.get(requestId) ?? [])]
+  }
+
+  /** A child with a restart policy restarted (or is about to): its restarts within the window now. */
+  noteRestarts(requestId: string | number | null, recent: number[]): void {
+    if (requestId === null) return
+    this.#restarts.set(requestId, recent)
+    this.#queueWrite()
+  }
+
+  /** Writes the file now (a new incarnation must be on disk before anything else can happen). */
+  flush(): void {
+    if (!this.#closed) this.#write()
+  }
+
   /** The adopted processes' records (copies). */
   list(): ProcessRecord[] {
-    return [...this.#adopted.values()].map((a) => ({ ...a.record }))
+    return [...this.#adopted.values()].map((a) => copyRecord(a.record))
   }
 
   find(pidOrRequestId: number | string): ProcessRecord | undefined {
     const a = this.#find(pidOrRequestId)
-    return a ? { ...a.record } : undefined
+    return a ? copyRecord(a.record) : undefined
   }
 
   #find(key: number | string): Adopted | undefined {
@@ -334,7 +380,8 @@ export class SupervisorState {
 
   #write(): void {
     const tmp = `${this.#file}.${process.pid}.tmp`
-    const data = JSON.stringify({ version: 1, owner: this.#owner, processes: [...this.#records.values()] })
+    const restarts = [...this.#restarts].map(([requestId, at]) => ({ requestId, at }))
+    const data = JSON.stringify({ version: 1, owner: this.#owner, processes: [...this.#records.values()], restarts })
     try {
       // A fresh file of our own (never through a link someone left at the temporary name), 0600.
       rmSync(tmp, { force: true })

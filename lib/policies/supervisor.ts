@@ -7,128 +7,52 @@
  * make us signal someone else's process. Every signal goes through a pinned handle, and a group is
  * never listed again once it was seen empty (its id may then belong to a stranger).
  *
- * A synchronous backstop runs on process 'exit' (which Node also emits after an uncaught exception
- * or an unhandled rejection): every registered group still alive gets SIGKILL, synchronously, from
- * one listing of the process table. It cannot run when this process dies without running
- * JavaScript: by SIGKILL, or by a signal it does not handle (SIGTERM, SIGINT, SIGHUP with no
- * listener). Then the kernel's parent-death signal armed by spawn() takes the direct children, but
- * not processes they started in their groups; handle those signals (and call shutdownAll) if that
- * matters, or run under the `reapkit -- command` wrapper.
+ * Its parts: the registry and its indexes (supervisor-registry.ts), shutdownAll's capped parallel
+ * close (supervisor-shutdown.ts), the synchronous exit backstop (supervisor-backstop.ts: it cannot
+ * run when this process dies by SIGKILL or an unhandled signal; handle those signals and call
+ * shutdownAll, or run under the `reapkit -- command` wrapper) and the state file
+ * (supervisor-state.ts).
  */
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
 import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../ground/config'
-import { type CloseReport, closeClient } from './close'
 import { ReapkitError, rangeError, systemError, typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
-import { scanGroups } from '../mechanisms/group'
-import { type ProcessHandle, openProcess } from '../mechanisms/handle'
+import type { ProcessHandle } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent, silentLogger } from '../ground/logger'
-import { binding } from '../ground/native'
-import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedGroupMembersSync, spawnedInfo, trackChild } from '../mechanisms/spawn'
+import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedInfo, trackChild } from '../mechanisms/spawn'
+import { addToBackstop, killEntrySync, removeFromBackstop, scanGroupsOrNull } from './supervisor-backstop'
+import { MetricsRecorder, type SupervisorMetrics } from './supervisor-metrics'
+import { copyRecord, newRecord, startIncarnation, type ProcessRecord, type ProcessStatus, type ShutdownReport, type StopReport, type SupervisorEvents, type SupervisorOptions } from './supervisor-record'
+import { type Entry, Registry, exited, live, running } from './supervisor-registry'
+import { type RestartOptions, Restarter, type StartReason, restartSpec } from './restart'
+import { closeUnderCap } from './supervisor-shutdown'
+import { type HealthOptions, HealthMonitor, healthSpec } from './supervisor-health'
+import { closeClient } from './close'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
 import { describe, validateMs, validateOptions } from '../ground/validate'
 import { eventsUntil } from '../ground/wait'
 
-/** 'adopted': running, found by a stateFile after the previous supervisor on that file crashed. */
-export type ProcessStatus = 'running' | 'adopted' | 'exited' | 'terminated' | 'killed'
+export type { Incarnation, ProcessRecord, ProcessStatus, ShutdownReport, StopReport, SupervisorEvents, SupervisorOptions } from './supervisor-record'
 
-/** What the supervisor knows of one process. */
-export interface ProcessRecord {
-  pid: number
-  /** Its process group, when it leads one. */
-  pgid: number | null
-  requestId: string | number | null
-  command: string
-  args: string[]
-  status: ProcessStatus
-  startedAt: Date
-  exitedAt: Date | null
-  exitCode: number | null
-  /** The signal that ended it, if one did. */
-  signal: NodeJS.Signals | null
-}
+type RestartReason = Exclude<StartReason, 'start'>
 
-export interface SupervisorOptions {
-  /** Phase 1 of each close: close, then exit. Default 2000 (REAPKIT_CLOSE_TIMEOUT_MS). */
-  closeTimeoutMs?: number
-  /** SIGTERM -> SIGKILL grace. Default 9000 (REAPKIT_KILL_GRACE_MS). */
-  graceMs?: number
-  /**
-   * Cap of shutdownAll. Default: close + grace + 1000, plus 1 ms per process being stopped (the
-   * slack grows with the work: each close costs the one event loop a little). Set here or by
-   * REAPKIT_SHUTDOWN_TIMEOUT_MS (which may only lengthen the base), the cap is that fixed value.
-   */
-  shutdownTimeoutMs?: number
-  logger?: Logger
-  /** Install the synchronous exit backstop. Default true. */
-  backstop?: boolean
-  /** How many finished records list() keeps (oldest dropped first). Default 1000. */
-  history?: number
-  /** Record what it starts in this file, and deal with what a crashed predecessor left in it. */
-  stateFile?: string
-  /** What to do with a predecessor's processes still running: 'stop' (default) or 'adopt'. */
-  onLeftovers?: 'stop' | 'adopt'
-}
+/** spawn()'s options: reapkit's spawn options, a request id, a restart policy and a health check. */
+export type SupervisedSpawnOptions = SpawnOptions & RestartOptions & { requestId?: string | number; health?: HealthOptions }
 
-export interface ShutdownReport extends CloseReport {
-  requestId: string | number | null
-  /** True when the overall cap ran out and the backstop SIGKILLed what was left. */
-  capped: boolean
-}
-
-interface Entry {
-  id: number
-  record: ProcessRecord
-  child: ChildProcess
-  /** Pinned while the process runs (spawn's handle, or one opened at adopt time). */
-  handle: ProcessHandle | null
-  /**
-   * How many terminate()/shutdownAll() calls are stopping it now: while any is, they, not the exit
-   * event, settle its status. A count, so that one call ending does not clear another's claim.
-   */
-  stopping: number
-}
-
-const supervisors = new Set<Supervisor>()
-let backstopInstalled = false
-
-function installBackstop(): void {
-  if (backstopInstalled) return
-  backstopInstalled = true
-  process.on('exit', () => {
-    if (supervisors.size === 0) return
-    let table: Map<number, number[]> | null = null
-    try {
-      table = scanGroups()
-    } catch {
-      table = null // cannot list: still kill every pinned leader
-    }
-    for (const s of supervisors) s.killAllSync(table)
-  })
-}
-
-const running = (e: Entry): boolean => e.record.status === 'running'
-/** libuv has reaped the leader: its end is known, not assumed. */
-const exited = (e: Entry): boolean => e.child.exitCode !== null || e.child.signalCode !== null
-
-export class Supervisor extends EventEmitter {
+export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly closeTimeoutMs: number
   readonly graceMs: number
   readonly shutdownTimeoutMs: number
   readonly #logger: Logger
-  readonly #history: number
   readonly #capFixed: boolean
-  readonly #entries = new Map<number, Entry>()
-  readonly #byPid = new Map<number, Entry>()
-  readonly #byRequest = new Map<string | number, Entry>()
-  readonly #byChild = new Map<ChildProcess, Entry>()
-  /** Entries whose status is final, in the order they settled (what #prune drops from). */
-  readonly #finished = new Set<Entry>()
-  #nextId = 1
+  readonly #registry: Registry
+  readonly #metrics = new MetricsRecorder()
   /** Aborted by dispose(): ends every changes() iterator. */
   readonly #disposed = new AbortController()
+  /** How many shutdownAll() calls are running: while any is, no exit is restarted. */
+  #shuttingDown = 0
   readonly #state: SupervisorState | null = null
   /** With stateFile: what the previous supervisor on that file left running, and what was done. */
   readonly leftovers: Promise<LeftoverReport | null> = Promise.resolve(null)
@@ -142,14 +66,7 @@ export class Supervisor extends EventEmitter {
     this.#capFixed = fixedCap !== undefined || (process.env.REAPKIT_SHUTDOWN_TIMEOUT_MS ?? '').trim() !== ''
     this.shutdownTimeoutMs = fixedCap ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
     this.#logger = options.logger ?? silentLogger
-    const history = options.history ?? 1000
-    if (typeof history !== 'number') {
-      throw typeError('ERR_INVALID_ARG_TYPE', `The "history" option must be a number. Received ${describe(history)}`)
-    }
-    if (!Number.isSafeInteger(history) || history < 0) {
-      throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${history}`)
-    }
-    this.#history = history
+    this.#registry = new Registry(validateHistory(options.history))
     if (options.stateFile !== undefined) {
       if (typeof options.stateFile !== 'string' || options.stateFile === '') throw typeError('ERR_INVALID_ARG_TYPE', 'The "stateFile" option must be a non-empty string')
       if (process.platform === 'win32') {
@@ -158,22 +75,31 @@ export class Supervisor extends EventEmitter {
       if (options.onLeftovers !== undefined && options.onLeftovers !== 'stop' && options.onLeftovers !== 'adopt') {
         throw typeError('ERR_INVALID_ARG_VALUE', `The "onLeftovers" option must be 'stop' or 'adopt'. Received ${describe(options.onLeftovers)}`)
       }
-      this.#state = new SupervisorState(options.stateFile, options.onLeftovers ?? 'stop', { graceMs: this.graceMs, logger: this.#logger, emit: (r) => this.#emit(r) })
+      const hooks = { graceMs: this.graceMs, logger: this.#logger, emit: (r: ProcessRecord) => this.#event('status', r) }
+      this.#state = new SupervisorState(options.stateFile, options.onLeftovers ?? 'stop', hooks)
       this.leftovers = this.#state.leftovers
     }
-    if (options.backstop !== false) {
-      supervisors.add(this)
-      installBackstop()
-    }
+    if (options.backstop !== false) addToBackstop(this)
   }
 
-  /** Starts a process with reapkit's spawn (own group, kernel death signal) and registers it. */
-  spawn(command: string, args: readonly string[] = [], options: SpawnOptions & { requestId?: string | number } = {}): ChildProcess {
-    const { requestId, ...spawnOptions } = options
+  /**
+   * Starts a process with reapkit's spawn (own group, kernel death signal) and registers it. With
+   * `restart` ('on-failure' or 'always'), an exit the supervisor did not ask for starts it again
+   * (same command, arguments and options) under the same record and request id.
+   */
+  spawn(command: string, args: readonly string[] = [], options: SupervisedSpawnOptions = {}): ChildProcess {
+    const { requestId, restart, backoff, intensity, health, ...spawnOptions } = validateOptions(options)
     if (requestId !== undefined) this.#checkRequestId(requestId)
-    const child = spawn(command, args, this.#withStateToken(spawnOptions))
+    const spec = restartSpec({ restart, backoff, intensity })
+    const checks = healthSpec(health)
+    const withToken = this.#withStateToken(spawnOptions)
+    const child = spawn(command, args, withToken)
     if (child.pid === undefined) return child // the 'error' event tells the caller; nothing to register
-    this.#register(child, command, [...args], requestId ?? null, this.#state !== null)
+    const plan = {
+      restart: spec ? { restarter: new Restarter(spec, this.#state?.recentRestarts(requestId ?? null) ?? []), options: withToken } : null,
+      health: checks ? { spec: checks, monitor: null, unhealthy: false } : null,
+    }
+    this.#register(child, command, [...args], requestId ?? null, this.#state !== null, plan)
     return child
   }
 
@@ -181,6 +107,14 @@ export class Supervisor extends EventEmitter {
   #withStateToken(options: SpawnOptions): SpawnOptions {
     if (!this.#state) return options
     return { ...options, env: { ...(options.env ?? process.env), [STATE_TOKEN_ENV]: this.#state.token } }
+  }
+
+  /** A request id is one child's at a time: refused while a child (or an adopted leftover) holds it. */
+  #checkRequestId(requestId: string | number): void {
+    this.#registry.checkRequestId(requestId)
+    if (this.#state?.find(requestId)?.status === 'adopted') {
+      throw new ReapkitError('ERR_REAPKIT_DUPLICATE_REQUEST', `Request id ${JSON.stringify(requestId)} already has a running process (adopted from the state file)`)
+    }
   }
 
   /**
@@ -192,28 +126,33 @@ export class Supervisor extends EventEmitter {
     if (!isChildProcess(child) || child.pid === undefined) {
       throw typeError('ERR_INVALID_ARG_TYPE', 'adopt() takes a spawned ChildProcess')
     }
-    const known = this.#byChild.get(child)
-    if (known) return { ...known.record }
+    const known = this.#registry.byChild(child)
+    if (known) return copyRecord(known.record)
     if (options.requestId !== undefined) this.#checkRequestId(options.requestId)
     const [command = '', ...args] = child.spawnargs
-    return { ...this.#register(child, child.spawnfile ?? command, args, options.requestId ?? null).record }
+    return copyRecord(this.#register(child, child.spawnfile ?? command, args, options.requestId ?? null).record)
   }
 
   /** Every registered process (copies), oldest first. */
   list(): ProcessRecord[] {
-    return [...(this.#state?.list() ?? []), ...[...this.#entries.values()].map((e) => ({ ...e.record }))]
+    return [...(this.#state?.list() ?? []), ...[...this.#registry.entries.values()].map((e) => copyRecord(e.record))]
   }
 
   /** The record for a pid (the latest process with it) or a request id, or undefined. */
   get(pidOrRequestId: number | string): ProcessRecord | undefined {
-    const entry = this.#find(pidOrRequestId)
-    return entry ? { ...entry.record } : this.#state?.find(pidOrRequestId)
+    const entry = this.#registry.find(pidOrRequestId)
+    return entry ? copyRecord(entry.record) : this.#state?.find(pidOrRequestId)
+  }
+
+  /** A plain snapshot of what this supervisor did (see SupervisorMetrics). */
+  metrics(): SupervisorMetrics {
+    return this.#metrics.snapshot(this.list())
   }
 
   /**
    * Stops one registered process and its group: SIGTERM, bounded wait, SIGKILL. Refuses anything it
    * did not register. A process that already exited keeps its status; members it left in its group
-   * are still stopped.
+   * are still stopped. A child waiting out a restart backoff is not started again.
    */
   async terminate(pidOrRequestId: number | string, options: { reason?: string; graceMs?: number } = {}): Promise<KillResult> {
     options = validateOptions(options)
@@ -223,7 +162,7 @@ export class Supervisor extends EventEmitter {
         `The "pidOrRequestId" argument must be a pid (number) or a request id (string or number). Received ${describe(pidOrRequestId)}`,
       )
     }
-    const entry = this.#find(pidOrRequestId)
+    const entry = this.#registry.find(pidOrRequestId)
     const adopted = entry ? undefined : this.#state?.terminate(pidOrRequestId, validateMs(options.graceMs, 'graceMs') ?? this.graceMs)
     if (adopted) return adopted
     if (!entry) {
@@ -234,11 +173,12 @@ export class Supervisor extends EventEmitter {
     }
     const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
+    this.#quiesce(entry) // a backoff wait ends here, before anything is awaited
     entry.stopping++
     try {
       const result = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
       // Only an exit seen is an end: a stop that could not reach the process leaves it 'running'.
-      if (exited(entry)) this.#settle(entry, result.escalated ? 'killed' : 'terminated')
+      if (exited(entry)) this.#settle(entry, result.escalated ? 'killed' : 'terminated', result)
       return result
     } finally {
       entry.stopping--
@@ -249,11 +189,22 @@ export class Supervisor extends EventEmitter {
   /**
    * Closes every running process (and groups left behind by exited ones) in parallel, each through
    * the two-phase close, under one cap (close + grace + 1 s + 1 ms per process, unless set). Whatever is left at the cap
-   * is SIGKILLed. One report each.
+   * is SIGKILLed. One report each. Pending restarts are cancelled at once, and nothing that exits
+   * meanwhile is restarted.
    */
   async shutdownAll(options: { close?: (child: ChildProcess, record: ProcessRecord) => unknown } = {}): Promise<ShutdownReport[]> {
     options = validateOptions(options)
-    const entries = [...this.#entries.values()]
+    this.#shuttingDown++
+    try {
+      for (const entry of this.#registry.entries.values()) this.#quiesce(entry, 'terminated')
+      return await this.#shutdown(options.close)
+    } finally {
+      this.#shuttingDown--
+    }
+  }
+
+  async #shutdown(close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined): Promise<ShutdownReport[]> {
+    const entries = [...this.#registry.entries.values()]
     const leftovers = await Promise.all(
       entries.map((e) => (running(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
     )
@@ -262,69 +213,16 @@ export class Supervisor extends EventEmitter {
     const capMs = this.#capFixed ? this.shutdownTimeoutMs : this.shutdownTimeoutMs + targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS
     logEvent(this.#logger, 'info', 'shutdown.start', { processes: targets.length, capMs })
     const started = performance.now()
-    let capTimer: NodeJS.Timeout | undefined
-    const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, capMs, 'cap')))
-    // When the cap fires for everyone at once, one listing of the process table serves them all.
-    let capTable: Map<number, number[]> | null | undefined
-    let capTableError: Error | undefined
-    const tableAtCap = (): Map<number, number[]> | null => {
-      if (capTable !== undefined) return capTable
-      try {
-        return (capTable = scanGroups())
-      } catch (err) {
-        capTableError = err as Error
-        return (capTable = null)
-      }
-    }
-    const reports = await Promise.all(
-      targets.map(async (entry): Promise<ShutdownReport> => {
-        const wasRunning = running(entry)
-        entry.stopping++
-        const close = options.close
-        const closing = closeClient(entry.child, {
-          closeTimeoutMs: this.closeTimeoutMs,
-          graceMs: this.graceMs,
-          logger: this.#logger,
-          ...(close ? { close: () => close(entry.child, { ...entry.record }) } : {}),
-        })
-        try {
-          const first = await Promise.race([closing, cap])
-          if (first !== 'cap') {
-            if (wasRunning && exited(entry)) this.#settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated')
-            return { ...first, requestId: entry.record.requestId, capped: false }
-          }
-          const table = tableAtCap()
-          const killed = this.#killSync(entry, table)
-          logEvent(this.#logger, 'warn', 'shutdown.capped', { pid: entry.record.pid, killed })
-          let timer: NodeJS.Timeout | undefined
-          const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
-          clearTimeout(timer)
-          if (wasRunning && exited(entry)) this.#settle(entry, 'killed')
-          const report: CloseReport = late ?? {
-            pid: entry.record.pid,
-            pgid: entry.record.pgid,
-            phase: 'forced',
-            closeCompleted: false,
-            closeError: null,
-            code: entry.record.exitCode,
-            signal: entry.record.signal,
-            signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: performance.now() - started, processes: killed }] : [],
-            escalated: true,
-            survivors: [],
-            uncertain: table === null,
-            error: table === null ? (capTableError ?? null) : null,
-            gracefulMs: this.closeTimeoutMs,
-            durationMs: performance.now() - started,
-          }
-          return { ...report, requestId: entry.record.requestId, capped: true }
-        } finally {
-          entry.stopping--
-          this.#settleIfExited(entry)
-        }
-      }),
-    )
+    const reports = await closeUnderCap(targets, {
+      closeTimeoutMs: this.closeTimeoutMs,
+      graceMs: this.graceMs,
+      capMs,
+      logger: this.#logger,
+      close,
+      settle: (entry, status, report) => this.#settle(entry, status, report),
+      settleIfExited: (entry) => this.#settleIfExited(entry),
+    })
     await adoptedStopped
-    clearTimeout(capTimer)
     logEvent(this.#logger, 'info', 'shutdown.done', { processes: reports.length, elapsedMs: performance.now() - started })
     return reports
   }
@@ -336,7 +234,7 @@ export class Supervisor extends EventEmitter {
    */
   async *changes(options: { signal?: AbortSignal } = {}): AsyncGenerator<ProcessRecord> {
     options = validateOptions(options)
-    yield* eventsUntil<ProcessRecord>(this, 'status', [this.#disposed.signal, options.signal])
+    yield* eventsUntil<ProcessRecord>(this as unknown as EventEmitter, 'status', [this.#disposed.signal, options.signal])
   }
 
   /**
@@ -345,183 +243,202 @@ export class Supervisor extends EventEmitter {
    * (null: list nothing, kill only the pinned leaders).
    */
   killAllSync(table: Map<number, number[]> | null = scanGroupsOrNull()): void {
-    for (const entry of this.#entries.values()) this.#killSync(entry, table)
+    for (const entry of this.#registry.entries.values()) {
+      this.#quiesce(entry)
+      killEntrySync(entry, table)
+    }
     this.#state?.killAllSync()
   }
 
   /**
-   * Stops tracking (and backstopping) this supervisor's processes; they are not signalled. Every
-   * `changes()` iterator ends.
+   * Stops tracking (and backstopping) this supervisor's processes; they are not signalled, and none
+   * is restarted any more. Every `changes()` iterator ends.
    */
   dispose(): void {
-    supervisors.delete(this)
+    removeFromBackstop(this)
+    for (const entry of this.#registry.entries.values()) this.#quiesce(entry, 'exited')
     this.#disposed.abort()
     this.#state?.close()
   }
 
-  /** SIGKILLs what remains of one entry; returns how many processes (or groups) were signalled. */
-  #killSync(entry: Entry, table: Map<number, number[]> | null): number {
-    const { child } = entry
-    const pgid = entry.record.pgid
-    const unreaped = child.exitCode === null && child.signalCode === null
-    let killed = 0
-    if (unreaped && pgid !== null && binding) {
-      // The unreaped leader holds the group id: one atomic killpg, no listing needed.
-      try {
-        binding.killpg(pgid, 9)
-        killed++
-      } catch {
-        // gone already
-      }
-      return killed
-    }
-    if (unreaped && entry.handle && !entry.handle.closed) {
-      try {
-        entry.handle.signal('SIGKILL')
-        killed++
-      } catch {
-        // exited
-      }
-    }
-    // A leader that is gone: its group only under the group-trust rule (spawn.ts).
-    for (const p of pgid !== null && table !== null ? spawnedGroupMembersSync(child, table) : []) {
-      try {
-        const handle = openProcess(p) // pinned, then checked: never a recycled pid
-        try {
-          if (!binding || binding.getpgid(p) === pgid) {
-            handle.signal('SIGKILL')
-            killed++
-          }
-        } finally {
-          handle.close()
-        }
-      } catch {
-        // gone already
-      }
-    }
-    return killed
-  }
-
-  #checkRequestId(requestId: string | number): void {
-    if (typeof requestId !== 'string' && typeof requestId !== 'number') {
-      throw typeError('ERR_INVALID_ARG_TYPE', 'The "requestId" option must be a string or a number')
-    }
-    const holder = this.#byRequest.get(requestId)
-    if (holder && running(holder)) {
-      throw new ReapkitError('ERR_REAPKIT_DUPLICATE_REQUEST', `Request id ${JSON.stringify(requestId)} already has a running process`)
-    }
-  }
-
   /**
-   * A number is first the pid of a running process, then a request id, then the pid of a finished
-   * one (JSON-RPC ids are small integers; so are pids in a container).
+   * No more health checks or restarts of their own for this child: a pending backoff wait ends at
+   * once (the child then settles with `status`, when given).
    */
-  #find(pidOrRequestId: number | string): Entry | undefined {
-    const byPid = typeof pidOrRequestId === 'number' ? this.#byPid.get(pidOrRequestId) : undefined
-    if (byPid && running(byPid)) return byPid
-    return this.#byRequest.get(pidOrRequestId) ?? byPid
+  #quiesce(entry: Entry, status?: ProcessStatus): void {
+    entry.health?.monitor?.stop()
+    if (entry.restart?.restarter.cancel() && status) this.#settle(entry, status)
   }
 
-  #register(child: ChildProcess, command: string, args: string[], requestId: string | number | null, spawnedWithToken = false): Entry {
+  #register(
+    child: ChildProcess,
+    command: string,
+    args: string[],
+    requestId: string | number | null,
+    spawnedWithToken = false,
+    plan: Pick<Entry, 'restart' | 'health'> = { restart: null, health: null },
+  ): Entry {
     const pid = child.pid!
     const exited = child.exitCode !== null || child.signalCode !== null
     // A child spawn() did not start gets the same tracking (pinned handle, group trust), now,
     // before libuv can reap it.
     const info = spawnedInfo(child) ?? (exited ? undefined : trackChild(child))
     const handle: ProcessHandle | null = info?.handle && !info.handle.closed ? info.handle : null
-    const pgid = info?.pgid ?? null
-    const record: ProcessRecord = {
-      pid,
-      pgid,
-      requestId,
-      command,
-      args,
-      status: exited ? 'exited' : 'running',
-      startedAt: new Date(),
-      exitedAt: exited ? new Date() : null,
-      exitCode: child.exitCode,
-      signal: child.signalCode,
-    }
-    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0 }
-    this.#entries.set(entry.id, entry)
-    this.#byPid.set(pid, entry)
-    this.#byChild.set(child, entry)
-    if (requestId !== null) this.#byRequest.set(requestId, entry)
-    if (exited) this.#finished.add(entry)
-    if (!exited) {
-      this.#state?.add(pid, pgid, requestId, command, args, spawnedWithToken)
-      child.once('exit', (code, signal) => {
-        this.#state?.remove(pid)
-        record.exitCode = code
-        record.signal = signal
-        record.exitedAt = new Date()
-        if (entry.stopping === 0) this.#settle(entry, 'exited')
-      })
-    }
-    logEvent(this.#logger, 'info', 'process.started', { pid, pgid, requestId, command })
-    this.#emit(record)
-    this.#prune()
+    const record = newRecord(child, info?.pgid ?? null, requestId, command, args, plan.restart?.restarter.spec.policy ?? 'never')
+    const entry = this.#registry.add(record, child, handle, plan)
+    if (!exited) this.#watch(entry, spawnedWithToken)
+    logEvent(this.#logger, 'info', 'process.started', { pid, pgid: record.pgid, requestId, command })
+    if (!exited) this.#event('spawn', copyRecord(record), child)
+    this.#event('status', copyRecord(record))
+    this.#registry.prune()
     return entry
   }
 
-  #settleIfExited(entry: Entry): void {
-    if (running(entry) && exited(entry)) this.#settle(entry, 'exited')
+  /** Records a running incarnation in the state file, starts its health checks, and follows its exit. */
+  #watch(entry: Entry, spawnedWithToken: boolean): void {
+    const { child, record } = entry
+    const pid = child.pid!
+    this.#state?.add(pid, record.pgid, record.requestId, record.command, record.args, spawnedWithToken)
+    this.#monitor(entry)
+    child.once('exit', (code, signal) => {
+      entry.health?.monitor?.stop()
+      this.#state?.remove(pid)
+      record.exitCode = code
+      record.signal = signal
+      record.exitedAt = new Date()
+      Object.assign(record.incarnations.at(-1)!, { exitCode: code, signal, exitedAt: record.exitedAt })
+      this.#event('exit', copyRecord(record))
+      // A stop the supervisor asked for settles the status itself, and is never restarted.
+      if (entry.stopping === 0) this.#afterExit(entry, code, signal)
+    })
   }
 
-  /** running -> exited | terminated | killed, once: a finished status is final. */
-  #settle(entry: Entry, status: ProcessStatus): void {
-    if (!running(entry) || status === 'running') return
+  /**
+   * An exit nobody here asked for (a stop for failed health checks included): the restart policy
+   * decides (none: it is over).
+   */
+  #afterExit(entry: Entry, code: number | null, signal: NodeJS.Signals | null): void {
+    const unhealthy = entry.health?.unhealthy ?? false
+    if (entry.health) entry.health.unhealthy = false
+    const restarter = entry.restart?.restarter
+    const decision = restarter && this.#shuttingDown === 0 && !this.#disposed.signal.aborted ? restarter.decide(code, signal, unhealthy) : null
+    if (decision?.action === 'restart') return this.#restartLater(entry, decision.delayMs, decision.reason)
+    if (decision?.action === 'give-up') return this.#giveUp(entry)
+    this.#settle(entry, unhealthy ? 'terminated' : 'exited')
+  }
+
+  /** The running incarnation's health checks, when the child has some. */
+  #monitor(entry: Entry): void {
+    const health = entry.health
+    if (!health) return
+    const child = entry.child
+    health.monitor = new HealthMonitor(health.spec, {
+      context: () => ({ child, record: copyRecord(entry.record) }),
+      failed: (error, inARow) => {
+        logEvent(this.#logger, 'warn', 'process.health-fail', { pid: child.pid, requestId: entry.record.requestId, inARow, error: String(error) })
+        this.#event('health-fail', copyRecord(entry.record), error, inARow)
+      },
+      unhealthy: () => this.#stopUnhealthy(entry, child),
+    })
+  }
+
+  /** Failed health checks: the bounded close; the exit then goes to the restart policy. */
+  #stopUnhealthy(entry: Entry, child: ChildProcess): void {
+    if (entry.child !== child || entry.stopping > 0 || !running(entry)) return
+    entry.health!.unhealthy = true
+    logEvent(this.#logger, 'warn', 'process.unhealthy', { pid: child.pid, requestId: entry.record.requestId })
+    closeClient(child, { closeTimeoutMs: this.closeTimeoutMs, graceMs: this.graceMs, logger: this.#logger }).catch((err: Error) =>
+      logEvent(this.#logger, 'warn', 'process.unhealthy-stop-failed', { pid: child.pid, error: err.message }),
+    )
+  }
+
+  #restartLater(entry: Entry, delayMs: number, reason: RestartReason): void {
+    const { record } = entry
+    record.status = 'restarting'
+    record.nextStartAt = new Date(Date.now() + delayMs)
+    logEvent(this.#logger, 'info', 'process.restarting', { pid: record.pid, requestId: record.requestId, delayMs, reason })
+    this.#event('status', copyRecord(record))
+    this.#state?.noteRestarts(record.requestId, entry.restart!.restarter.recent())
+    // What the last incarnation left in its group is stopped before the next one starts.
+    const leftovers = killProcessGracefully(entry.child, { graceMs: this.graceMs, logger: this.#logger })
+    entry.restart!.restarter.schedule(delayMs, leftovers, () => this.#restart(entry, delayMs, reason))
+  }
+
+  /** Starts the next incarnation under the same record. */
+  #restart(entry: Entry, delayMs: number, reason: RestartReason): void {
+    const { record } = entry
+    let child: ChildProcess
+    try {
+      child = spawn(record.command, record.args, entry.restart!.options)
+    } catch (err) {
+      // e.g. out of descriptors: a failure like any other, under the same intensity limit
+      logEvent(this.#logger, 'warn', 'process.restart-failed', { requestId: record.requestId, error: (err as Error).message })
+      return this.#afterExit(entry, null, null)
+    }
+    if (child.pid === undefined) {
+      child.once('error', (err) => logEvent(this.#logger, 'warn', 'process.restart-failed', { requestId: record.requestId, error: err.message }))
+      return this.#afterExit(entry, null, null) // counts as a failure: the intensity limit still applies
+    }
+    child.on('error', (err) => logEvent(this.#logger, 'warn', 'process.error', { pid: child.pid, error: err.message }))
+    const info = spawnedInfo(child)
+    this.#registry.reindex(entry, child, info?.handle && !info.handle.closed ? info.handle : null)
+    startIncarnation(record, child, info?.pgid ?? null, reason, delayMs)
+    this.#watch(entry, this.#state !== null)
+    this.#state?.flush() // now: a crash right after must not hide this incarnation from the next supervisor
+    logEvent(this.#logger, 'info', 'process.restarted', { pid: record.pid, requestId: record.requestId, restarts: record.restarts })
+    this.#event('restart', copyRecord(record), child)
+    this.#event('spawn', copyRecord(record), child)
+    this.#event('status', copyRecord(record))
+  }
+
+  #giveUp(entry: Entry): void {
+    const { record } = entry
+    logEvent(this.#logger, 'warn', 'process.given-up', { pid: record.pid, requestId: record.requestId, restarts: record.restarts })
+    this.#settle(entry, 'given-up')
+    this.#event('give-up', copyRecord(record))
+  }
+
+  #settleIfExited(entry: Entry): void {
+    if (live(entry) && exited(entry)) this.#settle(entry, 'exited')
+  }
+
+  /**
+   * running (or restarting) -> exited | terminated | killed | given-up, once: a finished status is
+   * final. `report`: the stop that ended it, when the supervisor asked for one.
+   */
+  #settle(entry: Entry, status: ProcessStatus, report?: StopReport): void {
+    if (!live(entry) || status === 'running') return
     entry.record.status = status
     entry.record.exitedAt ??= new Date()
-    this.#finished.add(entry)
+    entry.record.nextStartAt = null
     logEvent(this.#logger, 'info', 'process.status', { pid: entry.record.pid, requestId: entry.record.requestId, status })
-    this.#emit(entry.record)
-    this.#prune()
+    this.#event('status', copyRecord(entry.record))
+    if (report) {
+      this.#event('terminate', copyRecord(entry.record), report)
+      if (report.escalated) this.#event('escalate', copyRecord(entry.record), report)
+    }
+    this.#registry.finish(entry)
   }
 
-  #emit(record: ProcessRecord): void {
+  /** Counts it, then emits it. A listener's error must not break the bookkeeping: it is rethrown on the next tick. */
+  #event<K extends keyof SupervisorEvents>(name: K, ...args: SupervisorEvents[K]): void {
+    this.#metrics.observe(name, args)
     try {
-      this.emit('status', { ...record })
+      ;(this.emit as (name: K, ...args: SupervisorEvents[K]) => boolean)(name, ...args)
     } catch (err) {
-      // A listener's error must not break the exit bookkeeping; surface it without throwing here.
       process.nextTick(() => {
         throw err
       })
     }
   }
-
-  /**
-   * Drops the oldest finished records beyond the history limit. O(1) amortized per status change:
-   * it looks only at `#finished` (settled entries, oldest first) and only while there are more of
-   * them than the limit, never at the running ones.
-   */
-  #prune(): void {
-    if (this.#finished.size <= this.#history) return
-    // Finished and provably over: its leader reaped and its group (if any) gone. One that is not
-    // over yet (its group still has members) stays, and is looked at again on a later change.
-    const over = (e: Entry): boolean => {
-      if (e.child.exitCode === null && e.child.signalCode === null) return false
-      const info = spawnedInfo(e.child)
-      return !info || info.pgid === null || info.groupGone
-    }
-    let excess = this.#finished.size - this.#history
-    for (const e of this.#finished) {
-      if (excess <= 0) break
-      if (!over(e)) continue
-      this.#finished.delete(e)
-      this.#entries.delete(e.id)
-      if (this.#byPid.get(e.record.pid) === e) this.#byPid.delete(e.record.pid)
-      if (e.record.requestId !== null && this.#byRequest.get(e.record.requestId) === e) this.#byRequest.delete(e.record.requestId)
-      this.#byChild.delete(e.child)
-      excess--
-    }
-  }
 }
 
-function scanGroupsOrNull(): Map<number, number[]> | null {
-  try {
-    return scanGroups()
-  } catch {
-    return null
+function validateHistory(history: unknown = 1000): number {
+  if (typeof history !== 'number') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "history" option must be a number. Received ${describe(history)}`)
   }
+  if (!Number.isSafeInteger(history) || history < 0) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${history}`)
+  }
+  return history
 }

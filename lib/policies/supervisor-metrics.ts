@@ -1,0 +1,105 @@
+/**
+ * supervisor.metrics(): counters kept from the Supervisor's own events (each event is counted as
+ * it is emitted, so a snapshot matches the events one for one), and the children by status.
+ */
+import type { ProcessRecord, ProcessStatus, StopReport, SupervisorEvents } from './supervisor-record'
+
+/** Upper bounds (ms) of the stop-duration histogram's buckets; the last bucket is Infinity. */
+export const STOP_DURATION_BUCKETS_MS = [10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const
+
+export interface DurationHistogram {
+  count: number
+  /** Sum of all observations, ms. */
+  sum: number
+  /** Cumulative, as Prometheus reads them: how many took at most `le` ms; the last `le` is Infinity. */
+  buckets: Array<{ le: number; count: number }>
+}
+
+export interface SupervisorMetrics {
+  /** The children (and adopted leftovers) by their status now. */
+  children: Record<ProcessStatus, number>
+  /** Incarnations started ('spawn' events): first starts and restarts. */
+  starts: number
+  /** Incarnations that ended ('exit' events), by exit code and by signal. */
+  exits: { total: number; byCode: Record<string, number>; bySignal: Record<string, number> }
+  /** Restarts made by restart policies ('restart' events). */
+  restarts: number
+  /** Children given up by their restart policy ('give-up' events). */
+  givenUp: number
+  /** Failed health checks ('health-fail' events). */
+  healthFailures: number
+  /** Stops the supervisor made (terminate, shutdownAll) that ended a child ('terminate' events). */
+  stops: number
+  /** Of those, how many had to send SIGKILL ('escalate' events). */
+  escalations: number
+  /** Processes those stops left alive (they resisted even SIGKILL). */
+  survivors: number
+  /** How long those stops took. */
+  stopDurationMs: DurationHistogram
+}
+
+const STATUSES: ProcessStatus[] = ['running', 'adopted', 'restarting', 'exited', 'terminated', 'killed', 'given-up']
+
+export class MetricsRecorder {
+  #starts = 0
+  #exits = 0
+  readonly #byCode = new Map<string, number>()
+  readonly #bySignal = new Map<string, number>()
+  #restarts = 0
+  #givenUp = 0
+  #healthFailures = 0
+  #stops = 0
+  #escalations = 0
+  #survivors = 0
+  #stopSum = 0
+  readonly #stopBuckets = new Array<number>(STOP_DURATION_BUCKETS_MS.length + 1).fill(0)
+
+  /** One event, as the Supervisor emits it. */
+  observe<K extends keyof SupervisorEvents>(name: K, args: SupervisorEvents[K]): void {
+    const record = args[0] as ProcessRecord
+    if (name === 'spawn') this.#starts++
+    else if (name === 'restart') this.#restarts++
+    else if (name === 'give-up') this.#givenUp++
+    else if (name === 'escalate') this.#escalations++
+    else if (name === 'health-fail') this.#healthFailures++
+    else if (name === 'exit') this.#exit(record)
+    else if (name === 'terminate') this.#stop(args[1] as StopReport)
+  }
+
+  #exit(record: ProcessRecord): void {
+    this.#exits++
+    if (record.signal !== null) bump(this.#bySignal, record.signal)
+    else bump(this.#byCode, String(record.exitCode))
+  }
+
+  #stop(report: StopReport): void {
+    this.#stops++
+    this.#survivors += report.survivors.length
+    this.#stopSum += report.durationMs
+    const i = STOP_DURATION_BUCKETS_MS.findIndex((le) => report.durationMs <= le)
+    this.#stopBuckets[i === -1 ? STOP_DURATION_BUCKETS_MS.length : i]!++
+  }
+
+  snapshot(records: ProcessRecord[]): SupervisorMetrics {
+    const children = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<ProcessStatus, number>
+    for (const r of records) children[r.status]++
+    let cumulative = 0
+    const buckets = [...STOP_DURATION_BUCKETS_MS, Infinity].map((le, i) => ({ le, count: (cumulative += this.#stopBuckets[i]!) }))
+    return {
+      children,
+      starts: this.#starts,
+      exits: { total: this.#exits, byCode: Object.fromEntries(this.#byCode), bySignal: Object.fromEntries(this.#bySignal) },
+      restarts: this.#restarts,
+      givenUp: this.#givenUp,
+      healthFailures: this.#healthFailures,
+      stops: this.#stops,
+      escalations: this.#escalations,
+      survivors: this.#survivors,
+      stopDurationMs: { count: this.#stops, sum: this.#stopSum, buckets },
+    }
+  }
+}
+
+function bump(map: Map<string, number>, key: string): void {
+  map.set(key, (map.get(key) ?? 0) + 1)
+}

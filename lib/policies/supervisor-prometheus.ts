@@ -1,0 +1,102 @@
+/**
+ * A Supervisor's figures in Prometheus/OpenMetrics text, through prom-client (an optional peer
+ * dependency, loaded only here), on a registry the caller passes. Gauges and counters are read from
+ * supervisor.metrics() at each scrape, so they count from the supervisor's creation; the stop
+ * duration histogram observes each 'terminate' event from registration on.
+ */
+import { ReapkitError, typeError } from '../ground/errors'
+import { describe, validateOptions } from '../ground/validate'
+import type { Supervisor } from './supervisor'
+import { STOP_DURATION_BUCKETS_MS, type SupervisorMetrics } from './supervisor-metrics'
+import type { StopReport } from './supervisor-record'
+
+type PromClient = typeof import('prom-client')
+
+/** A prom-client Registry (typed by shape, so that reapkit's types do not need prom-client installed). */
+export interface PrometheusRegistry {
+  registerMetric(metric: never): void
+  removeSingleMetric(name: string): void
+}
+
+export interface PrometheusOptions {
+  /** Prefix of every metric name. Default 'reapkit_supervisor_' (one supervisor per prefix on a registry). */
+  prefix?: string
+}
+
+function loadPromClient(): PromClient {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('prom-client') as PromClient
+  } catch (err) {
+    throw new ReapkitError('ERR_REAPKIT_MISSING_PEER', 'prom-client is not installed; it is an optional peer dependency of reapkit: npm install prom-client', { cause: err })
+  }
+}
+
+type Counted = Exclude<keyof SupervisorMetrics, 'children' | 'exits' | 'stopDurationMs'>
+const COUNTERS: Array<[Counted, string, string]> = [
+  ['starts', 'starts_total', 'Incarnations started (first starts and restarts)'],
+  ['restarts', 'restarts_total', 'Restarts made by restart policies'],
+  ['givenUp', 'given_up_total', 'Children given up by their restart policy'],
+  ['healthFailures', 'health_failures_total', 'Failed health checks'],
+  ['stops', 'stops_total', 'Stops the supervisor made (terminate, shutdownAll) that ended a child'],
+  ['escalations', 'escalations_total', 'Stops that had to send SIGKILL'],
+  ['survivors', 'survivors_total', 'Processes left alive by those stops'],
+]
+
+/**
+ * Registers `supervisor`'s metrics on `registry` (a prom-client Registry). Returns a function that
+ * removes them again (and stops observing the supervisor).
+ */
+export function registerSupervisorMetrics(supervisor: Supervisor, registry: PrometheusRegistry, options: PrometheusOptions = {}): () => void {
+  options = validateOptions(options)
+  const prefix = options.prefix ?? 'reapkit_supervisor_'
+  if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
+    throw typeError('ERR_INVALID_ARG_VALUE', `The "prefix" option must be a valid Prometheus metric name prefix. Received ${describe(prefix)}`)
+  }
+  if (typeof registry !== 'object' || registry === null || typeof registry.registerMetric !== 'function') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "registry" argument must be a prom-client Registry. Received ${describe(registry)}`)
+  }
+  const client = loadPromClient()
+  const registers = [registry as unknown as import('prom-client').Registry]
+  const names: string[] = []
+  const name = (n: string): string => (names.push(prefix + n), prefix + n)
+  new client.Gauge({
+    name: name('children'),
+    help: 'Children (and adopted leftovers) by status',
+    labelNames: ['status'],
+    registers,
+    collect() {
+      for (const [status, n] of Object.entries(supervisor.metrics().children)) this.set({ status }, n)
+    },
+  })
+  for (const [key, metric, help] of COUNTERS) {
+    new client.Counter({ name: name(metric), help, registers, collect() {
+      this.reset()
+      this.inc(supervisor.metrics()[key])
+    } })
+  }
+  new client.Counter({
+    name: name('exits_total'),
+    help: 'Incarnations that ended, by exit code or signal',
+    labelNames: ['code', 'signal'],
+    registers,
+    collect() {
+      this.reset()
+      const { byCode, bySignal } = supervisor.metrics().exits
+      for (const [code, n] of Object.entries(byCode)) this.inc({ code, signal: '' }, n)
+      for (const [signal, n] of Object.entries(bySignal)) this.inc({ code: '', signal }, n)
+    },
+  })
+  const durations = new client.Histogram({
+    name: name('stop_duration_seconds'),
+    help: 'How long the stops the supervisor made took',
+    buckets: STOP_DURATION_BUCKETS_MS.map((ms) => ms / 1000),
+    registers,
+  })
+  const observe = (_record: unknown, report: StopReport): void => durations.observe(report.durationMs / 1000)
+  supervisor.on('terminate', observe)
+  return () => {
+    supervisor.off('terminate', observe)
+    for (const n of names) registry.removeSingleMetric(n)
+  }
+}

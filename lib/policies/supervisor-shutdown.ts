@@ -1,0 +1,100 @@
+/**
+ * shutdownAll's stop of many entries at once: each through the two-phase close (closeClient), all
+ * in parallel under one cap. Whatever is left at the cap is SIGKILLed from one listing of the
+ * process table shared by every entry.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { type CloseReport, closeClient } from './close'
+import { type Logger, logEvent } from '../ground/logger'
+import { scanGroups } from '../mechanisms/group'
+import { killEntrySync } from './supervisor-backstop'
+import { type Entry, exited, running } from './supervisor-registry'
+import type { ProcessRecord, ProcessStatus, ShutdownReport } from './supervisor-record'
+
+export interface ShutdownContext {
+  closeTimeoutMs: number
+  graceMs: number
+  capMs: number
+  logger: Logger
+  close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined
+  /** The supervisor's status change (running -> final), with the stop that made it. */
+  settle(entry: Entry, status: ProcessStatus, report: ShutdownReport): void
+  settleIfExited(entry: Entry): void
+}
+
+/** When the cap fires for everyone at once, one listing of the process table serves them all. */
+class CapTable {
+  #table: Map<number, number[]> | null | undefined
+  error: Error | undefined
+
+  get(): Map<number, number[]> | null {
+    if (this.#table !== undefined) return this.#table
+    try {
+      return (this.#table = scanGroups())
+    } catch (err) {
+      this.error = err as Error
+      return (this.#table = null)
+    }
+  }
+}
+
+/** Closes every target in parallel under one cap; one report each, in the targets' order. */
+export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Promise<ShutdownReport[]> {
+  const started = performance.now()
+  let capTimer: NodeJS.Timeout | undefined
+  const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, ctx.capMs, 'cap')))
+  const table = new CapTable()
+  try {
+    return await Promise.all(targets.map((entry) => closeOne(entry, cap, table, started, ctx)))
+  } finally {
+    clearTimeout(capTimer)
+  }
+}
+
+async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, started: number, ctx: ShutdownContext): Promise<ShutdownReport> {
+  const wasRunning = running(entry)
+  entry.stopping++
+  const close = ctx.close
+  const closing = closeClient(entry.child, {
+    closeTimeoutMs: ctx.closeTimeoutMs,
+    graceMs: ctx.graceMs,
+    logger: ctx.logger,
+    ...(close ? { close: () => close(entry.child, { ...entry.record }) } : {}),
+  })
+  try {
+    const first = await Promise.race([closing, cap])
+    if (first !== 'cap') {
+      const report = { ...first, requestId: entry.record.requestId, capped: false }
+      if (wasRunning && exited(entry)) ctx.settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated', report)
+      return report
+    }
+    const table = capTable.get()
+    const killed = killEntrySync(entry, table)
+    logEvent(ctx.logger, 'warn', 'shutdown.capped', { pid: entry.record.pid, killed })
+    let timer: NodeJS.Timeout | undefined
+    const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
+    clearTimeout(timer)
+    const report: CloseReport = late ?? {
+      pid: entry.record.pid,
+      pgid: entry.record.pgid,
+      phase: 'forced',
+      closeCompleted: false,
+      closeError: null,
+      code: entry.record.exitCode,
+      signal: entry.record.signal,
+      signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: performance.now() - started, processes: killed }] : [],
+      escalated: true,
+      survivors: [],
+      uncertain: table === null,
+      error: table === null ? (capTable.error ?? null) : null,
+      gracefulMs: ctx.closeTimeoutMs,
+      durationMs: performance.now() - started,
+    }
+    const capped = { ...report, requestId: entry.record.requestId, capped: true }
+    if (wasRunning && exited(entry)) ctx.settle(entry, 'killed', capped)
+    return capped
+  } finally {
+    entry.stopping--
+    ctx.settleIfExited(entry)
+  }
+}
