@@ -22,7 +22,7 @@ import { logEvent, type Logger } from '../ground/logger'
 import { binding } from '../ground/native'
 import { signalName } from '../ground/validate'
 import { childExit, settlesWithin, settlesWithinUnlessAborted } from '../ground/wait'
-import type { KillResult, Pinned, SignalSent } from './kill'
+import type { KillGroupResult, Pinned, SignalSent } from './kill'
 
 export interface WindowsStop {
   pid: number
@@ -44,7 +44,7 @@ export interface WindowsStop {
 
 const now = (): number => performance.now()
 
-export async function stopOnWindows(s: WindowsStop): Promise<KillResult> {
+export async function stopOnWindows(s: WindowsStop): Promise<KillGroupResult> {
   const { pid, child, leader } = s
   const signalsSent: SignalSent[] = []
   let uncertain = false

@@ -19,6 +19,7 @@ import { type Logger, logEvent } from '../ground/logger'
 import { type ProcessHandle, ProcessHandle as Handle, openProcess } from './handle'
 import { binding } from '../ground/native'
 import { stopOnWindows } from './kill-win32'
+import { containerStopsOf, type ContainerResult, withContainers } from './container/child'
 import { spawnedGroupMembers, spawnedInfo } from './spawn'
 import { childExit, settlesWithin, settlesWithinUnlessAborted } from '../ground/wait'
 import { isSelf, type SignalLike, signalName, signalNumber, validateAbortSignal, validateMs, validatePid, validateOptions } from '../ground/validate'
@@ -62,7 +63,8 @@ export interface SignalSent {
   job?: boolean
 }
 
-export interface KillResult {
+/** The group's part of a KillResult. */
+export interface KillGroupResult {
   pid: number
   /** The group that was signalled, or null when only the process itself was. */
   pgid: number | null
@@ -86,6 +88,13 @@ export interface KillResult {
   error: Error | null
   durationMs: number
 }
+
+/**
+ * What a stop reports (killProcessGracefully, Supervisor.terminate): the group's stop, and for a
+ * container client that spawn() started, its container's (`containers`, `containerSurvivors`: a
+ * container not confirmed gone is a survivor, and an engine that did not answer makes it `uncertain`).
+ */
+export type KillResult = KillGroupResult & ContainerResult
 
 /** What the stop needs of a pinned process: a ProcessHandle, or our own unreaped child when none could be opened. */
 export type Pinned = Pick<ProcessHandle, 'pid' | 'closed' | 'exited' | 'signal' | 'ref' | 'unref' | 'close'>
@@ -169,12 +178,16 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     }
   }
 
+  // A container client's container is stopped through its engine, alongside (container/child.ts).
+  const containers = containerStopsOf(child, { graceMs, confirmMs, abortSignal: abort, logger: options.logger })
+
   // Windows: no groups, no signals; the Job object is the group (kill-win32.ts).
   if (process.platform === 'win32') {
-    return stopOnWindows({
+    const result = await stopOnWindows({
       pid, child, leader, ownLeader, job: child !== null && spawnedInfo(child)?.job === true,
       first, last, graceMs, confirmMs, abort, logger: options.logger, started,
     })
+    return withContainers(result, await containers)
   }
 
   // Alive, by its pidfd (signal 0 fails once it has exited): its pid, and a group id equal to it, are held.
@@ -398,18 +411,8 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     }
     if (info) ({ code, signal: termSignal } = info)
   }
-  return {
-    pid,
-    pgid,
-    signalsSent,
-    escalated,
-    code,
-    signal: termSignal,
-    survivors,
-    uncertain,
-    error: resourceError,
-    durationMs: now() - started,
-  }
+  const result = { pid, pgid, signalsSent, escalated, code, signal: termSignal, survivors, uncertain, error: resourceError, durationMs: 0 }
+  return { ...withContainers(result, await containers), durationMs: now() - started }
 }
 
 /** ESRCH (and the kernel's EINVAL race, mapped to ESRCH natively): the process is gone. Anything else is not. */

@@ -21,6 +21,7 @@ import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, kil
 import { type CloseReport, closeClient } from './close'
 import { ReapkitError, rangeError, systemError, typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
+import { containersAtCap } from '../mechanisms/container/child'
 import { scanGroups } from '../mechanisms/group'
 import { type ProcessHandle, openProcess } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
@@ -300,6 +301,7 @@ export class Supervisor extends EventEmitter {
           const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
           clearTimeout(timer)
           if (wasRunning && exited(entry)) this.#settle(entry, 'killed')
+          const atCap = containersAtCap(entry.child, capMs) // its container is not known to be gone
           const report: CloseReport = late ?? {
             pid: entry.record.pid,
             pgid: entry.record.pgid,
@@ -311,8 +313,10 @@ export class Supervisor extends EventEmitter {
             signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: performance.now() - started, processes: killed }] : [],
             escalated: true,
             survivors: [],
-            uncertain: table === null,
-            error: table === null ? (capTableError ?? null) : null,
+            uncertain: table === null || atCap.uncertain,
+            error: table === null ? (capTableError ?? null) : atCap.error,
+            containers: atCap.containers,
+            containerSurvivors: atCap.containerSurvivors,
             gracefulMs: this.closeTimeoutMs,
             durationMs: performance.now() - started,
           }

@@ -93,12 +93,13 @@ export async function containerStatus(client: EngineClient, id: string, timeoutM
 }
 
 /**
- * The engine's own stop: STOPSIGNAL, then its SIGKILL after `seconds`. Bounded by those seconds
+ * The engine's own stop (`stop -t`, which every client spells so; docker 28 deprecates `--time`):
+ * STOPSIGNAL, then its SIGKILL after `seconds`. Bounded by those seconds
  * plus `slackMs` for the engine's own work.
  */
 export async function stopContainers(client: EngineClient, ids: readonly string[], seconds: number, slackMs: number = ENGINE_CALL_MS_DEFAULT): Promise<void> {
   if (ids.length === 0) return
-  await engineCall(client, ['stop', '--time', String(seconds), ...ids], seconds * 1000 + slackMs)
+  await engineCall(client, ['stop', '-t', String(seconds), ...ids], seconds * 1000 + slackMs)
 }
 
 /** `rm -f`: kill and remove. */
