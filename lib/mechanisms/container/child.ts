@@ -67,17 +67,38 @@ export function prepareContainerRun(
   return { args: labelledRunArgs(args, run, { runId, owner }), record }
 }
 
-const underway = new WeakMap<ContainerRecord, Promise<ContainerOutcome>>()
+/** A step under way: its outcome, and the abort that ends its grace early (the engine's kill now). */
+interface Underway {
+  step: Promise<ContainerOutcome>
+  hurry: AbortController
+}
+const underway = new WeakMap<ContainerRecord, Underway>()
 
-/** The container step for `record`, or the one already under way for it. */
+/**
+ * The container step for `record`, or the one already under way for it (one at a time per run).
+ * A caller that joins one keeps its own bounds: at the end of its grace (or when its abortSignal
+ * fires) the step's grace ends too, and the engine is told to kill.
+ */
 export function stopRecordedContainer(record: ContainerRecord, options: { graceMs: number; confirmMs: number; abortSignal?: AbortSignal; logger?: Logger }): Promise<ContainerOutcome> {
-  const current = underway.get(record)
-  if (current) return current
-  const step = stopContainerRun(record, options).finally(() => {
-    if (underway.get(record) === step) underway.delete(record)
+  let current = underway.get(record)
+  let timer: NodeJS.Timeout | undefined
+  if (!current) {
+    const hurry = new AbortController()
+    const step = stopContainerRun(record, { ...options, abortSignal: hurry.signal }).finally(() => {
+      if (underway.get(record) === current) underway.delete(record)
+    })
+    underway.set(record, (current = { step, hurry }))
+  } else {
+    timer = setTimeout(() => current!.hurry.abort(), options.graceMs)
+  }
+  const { hurry, step } = current
+  const onAbort = (): void => hurry.abort()
+  if (options.abortSignal?.aborted) onAbort()
+  else options.abortSignal?.addEventListener('abort', onAbort, { once: true })
+  return step.finally(() => {
+    clearTimeout(timer)
+    options.abortSignal?.removeEventListener('abort', onAbort)
   })
-  underway.set(record, step)
-  return step
 }
 
 /**

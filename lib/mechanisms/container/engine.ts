@@ -41,8 +41,12 @@ export class EngineError extends ReapkitError {
 /** Default bound of one engine call that does not wait on a container (list, inspect, kill, rm). */
 export const ENGINE_CALL_MS_DEFAULT = 10_000
 
-/** Runs `<bin> <globals> <args>`; resolves to its stdout, rejects with EngineError or TimeoutError. */
-export function engineCall(client: EngineClient, args: readonly string[], timeoutMs: number = ENGINE_CALL_MS_DEFAULT): Promise<string> {
+/**
+ * Runs `<bin> <globals> <args>`; resolves to its stdout, rejects with EngineError or TimeoutError
+ * (or Node's AbortError when `signal` fires: the client is then SIGKILLed, the engine's own work
+ * goes on).
+ */
+export function engineCall(client: EngineClient, args: readonly string[], timeoutMs: number = ENGINE_CALL_MS_DEFAULT, signal?: AbortSignal): Promise<string> {
   // Loaded on first use, as spawn.ts does: a program that never meets a container never pays for it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { execFile } = require('node:child_process') as typeof import('node:child_process')
@@ -52,9 +56,10 @@ export function engineCall(client: EngineClient, args: readonly string[], timeou
     execFile(
       client.bin,
       argv,
-      { env: client.env, ...(client.cwd ? { cwd: client.cwd } : {}), timeout: Math.max(1, timeoutMs), killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, windowsHide: true },
+      { env: client.env, ...(client.cwd ? { cwd: client.cwd } : {}), ...(signal ? { signal } : {}), timeout: Math.max(1, Math.ceil(timeoutMs)), killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, windowsHide: true },
       (err: ExecFileException | null, stdout: string, stderr: string) => {
         if (!err) return resolve(stdout)
+        if (err.name === 'AbortError') return reject(err)
         if (err.killed && err.signal === 'SIGKILL') return reject(new TimeoutError(`${what} did not answer within ${timeoutMs} ms`, timeoutMs))
         const code = typeof err.code === 'number' ? err.code : null
         const detail = stderr.trim() || err.message
@@ -102,10 +107,13 @@ export async function stopContainers(client: EngineClient, ids: readonly string[
   await engineCall(client, ['stop', '-t', String(seconds), ...ids], seconds * 1000 + slackMs)
 }
 
-/** `rm -f`: kill and remove. */
+/**
+ * `rm -f`: kill and remove. podman's `rm -f` first stops with the container's stop timeout (10 s by
+ * default), so it is told `-t 0`: a forced removal kills at once, as docker's does.
+ */
 export async function removeContainers(client: EngineClient, ids: readonly string[], timeoutMs?: number): Promise<void> {
   if (ids.length === 0) return
-  await engineCall(client, ['rm', '-f', ...ids], timeoutMs)
+  await engineCall(client, ['rm', '-f', ...(client.engine === 'podman' ? ['-t', '0'] : []), ...ids], timeoutMs)
 }
 
 /** `kill`: SIGKILL through the engine (the container stays, stopped). */

@@ -4,8 +4,8 @@
  *
  *   resolve   the run's containers, by its `reapkit.run` label (all, and the running ones);
  *   signal    the engine's own stop with the grace (`stop -t`: STOPSIGNAL, then its SIGKILL);
- *   escalate  what is still there: `rm -f` with `--rm` (podman's own cleanup died with its client),
- *             else `kill`;
+ *   escalate  the engine's kill of what still runs; with `--rm`, `rm -f` of an exited leftover
+ *             (podman's own cleanup died with its client);
  *   confirm   bounded looks: with `--rm`, gone once nothing is listed; without, once nothing listed
  *             runs (the stopped container stays, as the user asked);
  *   report    'gone', 'survived' (with the ids), or 'uncertain' when the engine did not answer:
@@ -78,20 +78,31 @@ async function look(record: ContainerRecord, timeoutMs: number): Promise<Look> {
 /** What still keeps the run from being gone. */
 const remaining = (record: ContainerRecord, seen: Look): string[] => (record.autoRemove ? seen.all : seen.running)
 
-/** Escalate: `rm -f` with `--rm` (what is listed), else `kill` (what runs). Errors are the confirm's to judge. */
-async function force(record: ContainerRecord, seen: Look, timeoutMs: number): Promise<Error | undefined> {
+/**
+ * Escalate: the engine's kill of what runs. Never `rm -f` of a running container: podman 4 removes
+ * the record of a container that a stop is ending without killing it (its conmon and PID 1 run on,
+ * unlisted). Errors are the confirm's to judge.
+ */
+async function force(record: ContainerRecord, running: readonly string[], timeoutMs: number): Promise<Error | undefined> {
   try {
-    if (record.autoRemove) await removeContainers(record, seen.all, timeoutMs)
-    else await killContainers(record, seen.running, timeoutMs)
+    await killContainers(record, running, timeoutMs)
     return undefined
   } catch (err) {
     return isNoSuchContainer(err) ? undefined : asError(err)
   }
 }
 
-/** Confirm: looks until nothing remains or `deadline`, forcing once what the stop left. */
+/** With --rm, an exited leftover (podman's cleanup died with its client; a never-started one) is removed. */
+async function removeLeftovers(record: ContainerRecord, seen: Look, done: Set<string>, timeoutMs: number): Promise<void> {
+  const leftovers = seen.all.filter((id) => !seen.running.includes(id) && !done.has(id))
+  for (const id of leftovers) done.add(id)
+  await removeContainers(record, leftovers, timeoutMs).catch(() => {}) // docker may be removing it already: the looks judge
+}
+
+/** Confirm: looks until nothing remains or `deadline`, killing once what the stop left running. */
 async function confirm(record: ContainerRecord, deadline: number, callMs: number, forced: { done: boolean }): Promise<{ left: string[] | null; error?: Error }> {
   let error: Error | undefined
+  const removed = new Set<string>()
   for (;;) {
     let seen: Look | null = null
     try {
@@ -103,12 +114,40 @@ async function confirm(record: ContainerRecord, deadline: number, callMs: number
     const left = seen ? remaining(record, seen) : null
     if (left !== null && left.length === 0) return { left }
     if (now() >= deadline) return { left, ...(error ? { error } : {}) }
-    if (seen && !forced.done) {
+    if (seen && seen.running.length > 0 && !forced.done) {
       forced.done = true
-      error = await force(record, seen, callMs)
+      error = await force(record, seen.running, callMs)
       continue
     }
+    if (seen && record.autoRemove) await removeLeftovers(record, seen, removed, callMs)
     await sleep(CONFIRM_POLL_MS)
+  }
+}
+
+/**
+ * Signal: the engine's stop with the grace in whole seconds. When `abortSignal` fires first, the
+ * grace is over: the engine's kill, now (the stop then returns as the container exits). Resolves
+ * to the stop's error, if any.
+ */
+async function signal(record: ContainerRecord, first: Look, options: ContainerStopOptions, forced: { done: boolean }, callMs: number): Promise<Error | undefined> {
+  const seconds = Math.max(0, Math.floor(options.graceMs / 1000))
+  logEvent(options.logger, 'info', 'container.stop', { engine: record.engine, runId: record.runId, ids: first.running, seconds })
+  let forcing: Promise<unknown> = Promise.resolve()
+  const onAbort = (): void => {
+    forced.done = true
+    logEvent(options.logger, 'warn', 'container.kill', { engine: record.engine, runId: record.runId, ids: first.running, reason: 'grace ended early' })
+    forcing = force(record, first.running, callMs)
+  }
+  if (options.abortSignal?.aborted) onAbort()
+  else options.abortSignal?.addEventListener('abort', onAbort, { once: true })
+  try {
+    await stopContainers(record, first.running, seconds, callMs)
+    return undefined
+  } catch (err) {
+    return isNoSuchContainer(err) ? undefined : asError(err)
+  } finally {
+    options.abortSignal?.removeEventListener('abort', onAbort)
+    await forcing
   }
 }
 
@@ -129,30 +168,13 @@ export async function stopContainerRun(record: ContainerRecord, options: Contain
     return report({ ...base, ids: [], state: 'uncertain', survivors: [], stopped: false, error: asError(err) })
   }
   const ids = first.all
-  if (remaining(record, first).length === 0) {
-    // Exited on its own; with --rm and a dead client, podman's own cleanup may never come.
-    if (ids.length === 0 || !record.autoRemove) return report({ ...base, ids, state: 'gone', survivors: [], stopped: false })
-  }
+  // Nothing there (or, without --rm, nothing running): gone. An exited --rm leftover (podman's own
+  // cleanup died with its client) is removed by the confirm step.
+  if (remaining(record, first).length === 0) return report({ ...base, ids, state: 'gone', survivors: [], stopped: false })
   const stopped = first.running.length > 0
   const forced = { done: false }
   let stopError: Error | undefined
-  if (first.running.length > 0) {
-    const seconds = Math.max(0, Math.floor(options.graceMs / 1000))
-    logEvent(logger, 'info', 'container.stop', { ...base, ids: first.running, seconds })
-    const onAbort = (): void => {
-      forced.done = true
-      void force(record, first, callMs)
-    }
-    if (options.abortSignal?.aborted) onAbort()
-    else options.abortSignal?.addEventListener('abort', onAbort, { once: true })
-    try {
-      await stopContainers(record, first.running, seconds, callMs)
-    } catch (err) {
-      if (!isNoSuchContainer(err)) stopError = asError(err)
-    } finally {
-      options.abortSignal?.removeEventListener('abort', onAbort)
-    }
-  }
+  if (first.running.length > 0) stopError = await signal(record, first, options, forced, callMs)
   const { left, error } = await confirm(record, now() + options.confirmMs, callMs, forced)
   if (left !== null && left.length === 0) return report({ ...base, ids, state: 'gone', survivors: [], stopped })
   if (left === null) return report({ ...base, ids, state: 'uncertain', survivors: ids, stopped, error: error ?? stopError ?? new Error('the engine did not answer') })
