@@ -92,10 +92,16 @@ async function force(record: ContainerRecord, running: readonly string[], timeou
   }
 }
 
-/** With --rm, an exited leftover (podman's cleanup died with its client; a never-started one) is removed. */
+/**
+ * With --rm, a leftover that is not running (podman's cleanup died with its client; one never
+ * started) is removed: killed first, since podman 4 lists a container a dead stop left 'stopping'
+ * as not running, and its `rm -f` would drop the record and leave the processes.
+ */
 async function removeLeftovers(record: ContainerRecord, seen: Look, done: Set<string>, timeoutMs: number): Promise<void> {
   const leftovers = seen.all.filter((id) => !seen.running.includes(id) && !done.has(id))
+  if (leftovers.length === 0) return
   for (const id of leftovers) done.add(id)
+  await killContainers(record, leftovers, timeoutMs).catch(() => {}) // "not running": as expected
   await removeContainers(record, leftovers, timeoutMs).catch(() => {}) // docker may be removing it already: the looks judge
 }
 
