@@ -2,6 +2,8 @@
 // What is recognized gets two labels after `run`; anything reapkit cannot read for certain is a
 // plain command, exactly as before.
 import { describe, expect, it } from 'vitest'
+import { spawn, spawnedInfo } from '../lib/index'
+import { prepareContainerRun } from '../lib/mechanisms/container/child'
 import { engineOf, labelledRunArgs, parseContainerRun } from '../lib/mechanisms/container/command'
 import { formatOwner, ownerAlive, ownerOf, ownerStatus, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
 
@@ -141,5 +143,23 @@ describe('owner', () => {
 
   it('a "-" start time and boot (non-Linux) parse', () => {
     expect(parseOwner('mac/-/123/-')).toEqual({ hostname: 'mac', bootId: '-', pid: 123, startTime: '-' })
+  })
+})
+
+describe('spawn() option container', () => {
+  it.each([['yes'], [1], [null], [{}]])('container: %j is refused before anything starts', (value) => {
+    expect(() => spawn('docker', ['run', 'img'], { container: value as never })).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }))
+  })
+
+  it('a shell command is never rewritten (a shell string is not read)', () => {
+    const child = spawn('docker', ['run', '-i', '--rm', 'img'], { shell: true, stdio: 'ignore', env: { ...process.env, PATH: '/nonexistent' } })
+    expect(spawnedInfo(child)?.container).toBe(undefined)
+    expect(child.spawnargs.join(' ')).not.toContain('reapkit.run')
+    child.kill('SIGKILL')
+  })
+
+  it("arguments that are not strings are not read (Node's spawn judges them)", () => {
+    expect(prepareContainerRun('docker', ['run', 5 as unknown as string, 'img'], {})).toBe(null)
+    expect(prepareContainerRun('docker', ['run', 'img'], {})).not.toBe(null)
   })
 })

@@ -4,7 +4,8 @@
 // group) was stopped, the result said no survivors, and the container ran on (PID 1 ignores SIGTERM;
 // with podman the record stayed Up and the name taken).
 import { describe, expect, it } from 'vitest'
-import { killProcessGracefully, spawnedInfo } from '../lib/index'
+import { EngineError, killProcessGracefully, spawnedInfo } from '../lib/index'
+import { containerStatus, engineCall, listRun } from '../lib/mechanisms/container/engine'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
 import { containerState, containersWith, engineRun, enginesSkipReason, testEngines, waitForEngine } from './containers'
 import { containerTestContext, DRAINS_ON_TERM, IGNORES_TERM } from './containers-lib'
@@ -16,17 +17,33 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
 
   for (const engine of testEngines()) {
     describe(engine.name, () => {
-      it('spawn() labels the run with its id and owner and records how to reach the engine', async () => {
-        t.run(engine, ['--rm'], IGNORES_TERM)
+      it('engine calls: same globals and env; a fractional bound is fine; a failure carries ERR_REAPKIT_ENGINE and stderr; the bound gives ETIMEDOUT', async () => {
+        const client = { engine: engine.name, bin: engine.bin, globals: [], env: engine.env }
+        expect(await listRun(client, 'no-such-run', { timeoutMs: 10_000.5 })).toEqual([])
+        expect(await containerStatus(client, 'reapkit-no-such-container')).toBe('gone')
+        const bad = engine.name === 'docker' ? { ...client, globals: ['-H', 'unix:///nonexistent/docker.sock'] } : { ...client, globals: ['--url', 'unix:///nonexistent/podman.sock'] }
+        const failed = await listRun(bad, 'x').then(() => null, (err: unknown) => err as EngineError)
+        expect(failed).toBeInstanceOf(EngineError)
+        expect(failed!.code).toBe('ERR_REAPKIT_ENGINE')
+        expect(failed!.stderr).toMatch(/nonexistent/)
+        const missing = await listRun({ ...client, bin: '/nonexistent/docker' }, 'x').then(() => null, (err: unknown) => err as EngineError)
+        expect(missing?.code).toBe('ERR_REAPKIT_ENGINE')
+        const slow = await engineCall(client, ['ps'], 1).then(() => null, (err: unknown) => err as Error & { code: string })
+        expect(slow?.code).toBe('ETIMEDOUT')
+      })
+
+      it('spawn() labels the run with its id and owner and records how to reach the engine; container: false opts out', async () => {
+        const labelled = t.run(engine, ['--rm'], IGNORES_TERM)
         const [id] = await t.running(engine)
-        const child = t.run(engine, [], ['true'], { container: false })
-        const record = spawnedInfo(t.run(engine, ['--rm'], IGNORES_TERM))?.container
-        expect(spawnedInfo(child)?.container).toBe(undefined)
-        expect(child.spawnargs.join(' ')).not.toContain('reapkit.run')
+        const record = spawnedInfo(labelled)?.container
         expect(record).toMatchObject({ engine: engine.name, bin: engine.bin, globals: [], autoRemove: true, owner: formatOwner(ownerOf()) })
         const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout) as Record<string, string>
         expect(labels['reapkit.owner']).toBe(formatOwner(ownerOf()))
-        expect(labels['reapkit.run']).toMatch(/^[0-9a-f-]{36}$/)
+        expect(labels['reapkit.run']).toBe(record!.runId)
+        const plain = t.run(engine, ['--rm'], ['true'], { container: false })
+        expect(spawnedInfo(plain)?.container).toBe(undefined)
+        expect(plain.spawnargs.join(' ')).not.toContain('reapkit.run')
+        expect(await new Promise((res) => plain.once('exit', res))).toBe(0)
       })
 
       it('PID 1 ignoring SIGTERM, --rm: the engine stops it after the grace, and it is confirmed removed', async () => {
@@ -52,7 +69,9 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         const child = t.run(engine, [], DRAINS_ON_TERM)
         const [id] = await t.running(engine)
         const result = await killProcessGracefully(child, { graceMs: 20_000 })
-        expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone', stopped: true })])
+        // Whoever's SIGTERM came first (the engine's stop, or the client's signal proxy forwarding the
+        // group's), the container drained and is confirmed gone.
+        expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone' })])
         expect(result.durationMs).toBeLessThan(15_000)
         expect(containerState(engine, id!)).toBe('exited')
         expect(engineRun(engine, ['inspect', '--format', '{{.State.ExitCode}}', id!]).stdout.trim()).toBe('0')
