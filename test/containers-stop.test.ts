@@ -9,6 +9,7 @@ import { containerStatus, engineCall, listRun } from '../lib/mechanisms/containe
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
 import { containerState, containersWith, engineRun, enginesSkipReason, testEngines, waitForEngine } from './containers'
 import { containerTestContext, DRAINS_ON_TERM, IGNORES_TERM } from './containers-lib'
+import { exitOf, spawnFixture } from './helpers'
 
 const skip = enginesSkipReason()
 
@@ -98,6 +99,16 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         expect(result.containers[0]!.ids).toHaveLength(1)
         expect(containerState(engine, result.containers[0]!.ids[0]!)).toBe('exited')
       })
+
+      for (const mode of ['exit', 'throw'] as const) {
+        it(`the host ends by ${mode === 'exit' ? 'process.exit()' : 'an uncaught exception'} with the client running: its 'exit' kills the container through the engine`, async () => {
+          const host = spawnFixture('container-host.cjs', [engine.bin, engine.image, t.label, mode], { env: engine.env, stdio: ['pipe', 'ignore', 'ignore'] })
+          await t.running(engine)
+          host.stdin!.write('go\n')
+          expect((await exitOf(host, 30_000)).code).toBe(mode === 'exit' ? 0 : 1)
+          await waitForEngine(() => containersWith(engine, t.label).length === 0, 30_000, 'the container to be removed')
+        })
+      }
 
       it('the client SIGKILLed by someone else: its own exit stops the container through the engine', async () => {
         const saved = process.env.REAPKIT_KILL_GRACE_MS

@@ -4,6 +4,8 @@
  *
  * - spawn(): `prepareContainerRun` rewrites the run's args and builds its record
  *   (SpawnedInfo.container);
+ * - this process's 'exit' (process.exit, an uncaught exception): exit-backstop.ts kills, synchronously,
+ *   what still runs under this process's owner label;
  * - the client's own exit (`attachContainer`): when the docker/podman client ends while its
  *   container still runs (it was SIGKILLed, say), the container is stopped through the engine,
  *   bounded, with the kill grace: nothing the client started outlives it;
@@ -18,6 +20,7 @@ import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from '../../ground/config'
 import { TimeoutError } from '../../ground/errors'
 import type { Logger } from '../../ground/logger'
 import { labelledRunArgs, parseContainerRun } from './command'
+import { releaseLiveContainer, trackLiveContainer } from './exit-backstop'
 import { formatOwner, ownerOf } from './owner'
 import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from './stop'
 
@@ -109,7 +112,9 @@ export function stopRecordedContainer(record: ContainerRecord, options: { graceM
  */
 export function attachContainer(child: ChildProcess, record: ContainerRecord): void {
   records.set(child, record)
+  trackLiveContainer(record) // this process's exit: exit-backstop.ts
   child.once('exit', () => {
+    releaseLiveContainer(record)
     void stopRecordedContainer(record, { graceMs: killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT }).then((outcome) => {
       if (outcome.state === 'gone') return
       process.emitWarning(
