@@ -158,6 +158,13 @@ describe('spawn() option container', () => {
     child.kill('SIGKILL')
   })
 
+  it('a client that cannot be started (ENOENT) records no container', async () => {
+    const child = spawn('/nonexistent/bin/docker', ['run', '-i', 'img'], { stdio: 'ignore' })
+    const err = await new Promise<NodeJS.ErrnoException>((res) => child.once('error', res))
+    expect(err.code).toBe('ENOENT')
+    expect(spawnedInfo(child)?.container).toBe(undefined)
+  })
+
   it("arguments that are not strings are not read (Node's spawn judges them)", () => {
     expect(prepareContainerRun('docker', ['run', 5 as unknown as string, 'img'], {})).toBe(null)
     expect(prepareContainerRun('docker', ['run', 'img'], {})).not.toBe(null)

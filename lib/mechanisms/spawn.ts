@@ -374,7 +374,7 @@ export function spawn(
   if (run) args = run.args
   const withContainer = (child: ChildProcess): ChildProcess => {
     const info = spawned.get(child)
-    if (run && info) attachContainer(child, (info.container = run.record))
+    if (run && info && child.pid !== undefined) attachContainer(child, (info.container = run.record))
     return child
   }
 
