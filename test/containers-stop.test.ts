@@ -4,7 +4,7 @@
 // group) was stopped, the result said no survivors, and the container ran on (PID 1 ignores SIGTERM;
 // with podman the record stayed Up and the name taken).
 import { describe, expect, it } from 'vitest'
-import { EngineError, killProcessGracefully, spawnedInfo } from '../lib/index'
+import { EngineError, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { containerStatus, engineCall, listRun } from '../lib/mechanisms/container/engine'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
 import { containerState, containersWith, engineRun, enginesSkipReason, testEngines, waitForEngine } from './containers'
@@ -55,6 +55,22 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         expect(result.containerSurvivors).toEqual([])
         expect(result.uncertain).toBe(false)
         expect(containersWith(engine, t.label)).toEqual([])
+      })
+
+      it('global flags before run (docker -H, podman --log-level) reach every engine call', async () => {
+        const env = { ...engine.env }
+        delete env.DOCKER_HOST
+        const globals = engine.name === 'docker' ? ['-H', engine.env.DOCKER_HOST!] : ['--log-level', 'error']
+        const child = spawn(engine.bin, [...globals, 'run', '-i', '--rm', '--label', t.label, engine.image, ...IGNORES_TERM], { env, stdio: ['pipe', 'ignore', 'ignore'] })
+        try {
+          expect(spawnedInfo(child)?.container?.globals).toEqual(globals)
+          const [id] = await t.running(engine)
+          const result = await killProcessGracefully(child, { graceMs: 1000 })
+          expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone' })])
+          expect(containersWith(engine, t.label)).toEqual([])
+        } finally {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+        }
       })
 
       it('PID 1 ignoring SIGTERM, no --rm: stopped and confirmed not running; the stopped container stays, as asked', async () => {
