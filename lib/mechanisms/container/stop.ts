@@ -93,22 +93,28 @@ async function force(record: ContainerRecord, running: readonly string[], timeou
 }
 
 /**
- * With --rm, a leftover that is not running (podman's cleanup died with its client; one never
- * started) is removed: killed first, since podman 4 lists a container a dead stop left 'stopping'
- * as not running, and its `rm -f` would drop the record and leave the processes.
+ * With --rm, a leftover that is not running on two looks in a row (docker removes its own a moment
+ * after the exit; podman's cleanup may have died with its client; one never started) is removed:
+ * killed first, since podman 4 lists a container a dead stop left 'stopping' as not running, and
+ * its `rm -f` would drop the record and leave the processes.
  */
-async function removeLeftovers(record: ContainerRecord, seen: Look, done: Set<string>, timeoutMs: number): Promise<void> {
-  const leftovers = seen.all.filter((id) => !seen.running.includes(id) && !done.has(id))
+async function removeLeftovers(record: ContainerRecord, seen: Look, tally: Map<string, number>, timeoutMs: number): Promise<void> {
+  const leftovers: string[] = []
+  for (const id of seen.all) {
+    if (seen.running.includes(id)) continue
+    const looks = (tally.get(id) ?? 0) + 1
+    tally.set(id, looks)
+    if (looks === 2) leftovers.push(id)
+  }
   if (leftovers.length === 0) return
-  for (const id of leftovers) done.add(id)
   await killContainers(record, leftovers, timeoutMs).catch(() => {}) // "not running": as expected
-  await removeContainers(record, leftovers, timeoutMs).catch(() => {}) // docker may be removing it already: the looks judge
+  await removeContainers(record, leftovers, timeoutMs).catch(() => {}) // the engine may be removing it already: the looks judge
 }
 
 /** Confirm: looks until nothing remains or `deadline`, killing once what the stop left running. */
 async function confirm(record: ContainerRecord, deadline: number, callMs: number, forced: { done: boolean }): Promise<{ left: string[] | null; error?: Error }> {
   let error: Error | undefined
-  const removed = new Set<string>()
+  const notRunning = new Map<string, number>()
   for (;;) {
     let seen: Look | null = null
     try {
@@ -125,7 +131,7 @@ async function confirm(record: ContainerRecord, deadline: number, callMs: number
       error = await force(record, seen.running, callMs)
       continue
     }
-    if (seen && record.autoRemove) await removeLeftovers(record, seen, removed, callMs)
+    if (seen && record.autoRemove) await removeLeftovers(record, seen, notRunning, callMs)
     await sleep(CONFIRM_POLL_MS)
   }
 }
