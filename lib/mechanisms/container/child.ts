@@ -105,10 +105,11 @@ export function stopRecordedContainer(record: ContainerRecord, options: { graceM
 }
 
 /**
- * Records `child` as the client of `record`'s run, and watches the client's own exit: once it has exited, its container must not run on. A client that exited
- * because its container did costs one look at the engine; one that was killed gets the engine's stop
- * with the kill grace (REAPKIT_KILL_GRACE_MS). A container left running (or an engine that did not
- * answer) is reported as a process warning, since no caller is there to read an outcome.
+ * Records `child` as the client of `record`'s run, and watches the client's own exit: once it has
+ * exited, its container must not run on. A client that exited because its container did costs one
+ * look at the engine; one that was killed gets the engine's stop with the kill grace
+ * (REAPKIT_KILL_GRACE_MS). A container left running (or an engine that did not answer) is reported
+ * as a process warning, since no caller is there to read an outcome.
  */
 export function attachContainer(child: ChildProcess, record: ContainerRecord): void {
   records.set(child, record)
@@ -126,7 +127,7 @@ export function attachContainer(child: ChildProcess, record: ContainerRecord): v
   })
 }
 
-/** Starts the container step of a stop of `target` (alongside its group's); resolves to [] when it has no container. */
+/** Starts the container step of a stop of `child` (alongside its group's); resolves to [] when it has none. */
 export function containerStopsOf(
   child: ChildProcess | null,
   options: { graceMs: number; confirmMs: number; abortSignal?: AbortSignal | undefined; logger?: Logger | undefined },
