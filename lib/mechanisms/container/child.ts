@@ -116,15 +116,19 @@ export function attachContainer(child: ChildProcess, record: ContainerRecord): v
   trackLiveContainer(record) // this process's exit: exit-backstop.ts
   child.once('exit', () => {
     releaseLiveContainer(record)
-    void stopRecordedContainer(record, { graceMs: killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT }).then((outcome) => {
-      if (outcome.state === 'gone') return
-      process.emitWarning(
-        `reapkit: the ${record.engine} container of run ${record.runId} is ${outcome.state} after its client exited` +
-          `${outcome.survivors.length > 0 ? ` (${outcome.survivors.join(', ')})` : ''}${outcome.error ? `: ${outcome.error.message}` : ''}`,
-        { code: 'REAPKIT_CONTAINER_LEFT' },
-      )
-    })
+    void stopOnClientExit(record)
   })
+}
+
+/** The client-exit step: the container step with the kill grace, its trouble told as a warning. */
+async function stopOnClientExit(record: ContainerRecord): Promise<void> {
+  const outcome = await stopRecordedContainer(record, { graceMs: killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT })
+  if (outcome.state === 'gone') return
+  process.emitWarning(
+    `reapkit: the ${record.engine} container of run ${record.runId} is ${outcome.state} after its client exited` +
+      `${outcome.survivors.length > 0 ? ` (${outcome.survivors.join(', ')})` : ''}${outcome.error ? `: ${outcome.error.message}` : ''}`,
+    { code: 'REAPKIT_CONTAINER_LEFT' },
+  )
 }
 
 /** Starts the container step of a stop of `child` (alongside its group's); resolves to [] when it has none. */
