@@ -3,4 +3,4 @@
  * this path stays the one the rest of the library imports.
  */
 export { killProcessGracefully } from './stop/kill'
-export type { KillOptions, KillResult, Pinned, SignalSent } from './stop/types'
+export type { KillGroupResult, KillOptions, KillResult, Pinned, SignalSent } from './stop/types'

@@ -32,6 +32,8 @@ import { type GroupListing, groupListingSoon } from './group'
 import { foregroundTerminal, followForeground } from './terminal'
 import { type ProcessHandle, openProcess } from './handle'
 import { spawnInJob } from './spawn-win32'
+import { attachContainer, prepareContainerRun } from './container/child'
+import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
@@ -52,6 +54,13 @@ export interface SpawnOptions extends NodeSpawnOptions {
    * stops its tree on its own); `false` or `null` for none. Ignored where the kernel has no such thing.
    */
   parentDeathSignal?: SignalLike | false | null
+  /**
+   * A `docker|podman|nerdctl run` (or `container run`) command, without `shell`, is a client of a
+   * container the engine runs: reapkit labels the run (`reapkit.run`, `reapkit.owner`) and stops the
+   * container through the engine on every stop path (see SpawnedInfo.container). Default true;
+   * `false` runs it as a plain command.
+   */
+  container?: boolean
 }
 
 /** What spawn() applied to a child. */
@@ -82,6 +91,11 @@ export interface SpawnedInfo {
    * else's group, so reapkit never lists or signals it again.
    */
   groupGone: boolean
+  /**
+   * The container run this child is the client of (a recognized `docker|podman|nerdctl run`):
+   * how to reach its engine and the label that finds its container. Absent for any other command.
+   */
+  container?: ContainerRecord
 }
 
 const spawned = new WeakMap<ChildProcess, SpawnedInfo>()
@@ -334,7 +348,7 @@ export function spawn(
   maybeOptions?: SpawnOptions,
 ): ChildProcess {
   validateFileLikeNode(command)
-  const args = Array.isArray(argsOrOptions) ? [...(argsOrOptions as readonly string[])] : []
+  let args = Array.isArray(argsOrOptions) ? [...(argsOrOptions as readonly string[])] : []
   // Like Node: spawn(cmd, options), spawn(cmd, args, options) and spawn(cmd, null | undefined, options).
   // Like Node: args that are neither an array nor null/undefined are refused, and so are options
   // that are not an object (null included).
@@ -348,13 +362,14 @@ export function spawn(
   // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
   // is therefore no death signal; an explicit option still wins.
   const defaultDeathSignal = isSupervisor(command) ? false : 'SIGKILL'
-  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, ...nodeOptions } = options
+  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, container = true, ...nodeOptions } = options
   // The rest is a plain object again: own properties only, as validateOptions made them, so that an
   // option set on Object.prototype (shell, uid, argv0...) is never read below.
   Object.setPrototypeOf(nodeOptions, null)
   validateConsumedOptionsLikeNode(nodeOptions)
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   if (typeof handOver !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "foreground" option must be a boolean')
+  if (typeof container !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "container" option must be a boolean. Received ${describe(container)}`)
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
 
@@ -363,10 +378,19 @@ export function spawn(
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const childProcess = require('node:child_process') as typeof import('node:child_process')
 
+  // A container run gets its labels, and its record once the client runs (container/child.ts).
+  const run = container && !nodeOptions.shell ? prepareContainerRun(command, args, nodeOptions) : null
+  if (run) args = run.args
+  const withContainer = (child: ChildProcess): ChildProcess => {
+    const info = spawned.get(child)
+    if (run && info && child.pid !== undefined) attachContainer(child, (info.container = run.record))
+    return child
+  }
+
   // Windows: no groups and no death signal, a kill-on-close Job object instead (spawn-win32.ts).
   if (process.platform === 'win32') {
     const inJob = group ? spawnInJob(childProcess, command, args, nodeOptions, wanted > 0) : null
-    return pinAndRegister(inJob ?? childProcess.spawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null, startup: 'none' })
+    return withContainer(pinAndRegister(inJob ?? childProcess.spawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null, startup: 'none' }))
   }
 
   // A shell command is run by the shell, as Node does it (the helper then execs the shell).
@@ -387,7 +411,7 @@ export function spawn(
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
     const started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, file, argv0, argv, nodeOptions })
     if (started) {
-      const child = registerHelperSpawn(started)
+      const child = withContainer(registerHelperSpawn(started))
       if (terminal !== null && started.startup !== 'none') followForeground(child, terminal)
       return child
     }
@@ -396,7 +420,7 @@ export function spawn(
   // spawn, so its own errors ('error' with ENOENT...) reach the caller unchanged. A group then comes
   // from setsid, which libuv applies before its exec, and its spawn returns after that exec: exact too.
   const child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
-  return pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none' })
+  return withContainer(pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none' }))
 }
 
 /** Pins and registers a child the helper started; a late confirmation (startup 'timeout') updates its info. */

@@ -6,13 +6,18 @@
  * 2. Forced: killProcessGracefully on the child's process group (SIGTERM, `graceMs`, SIGKILL). Also
  *    when the child did exit in phase 1 but left members of its group behind (a server started
  *    through `sh -c` or npx whose wrapper exited first).
+ * 3. A container client's container (spawn() recorded it) is stopped through its engine with phase
+ *    2 (killProcessGracefully does it), or on its own when the client left in phase 1: a client that
+ *    exits does not mean its container did.
  *
  * It never waits on pipes: waiting for 'close' would also wait for any grandchild that holds the
  * child's stdout open, possibly forever. At the end it destroys this process's ends of the child's
  * stdio, so nothing the child left behind can keep this process from exiting.
  */
 import type { ChildProcess } from 'node:child_process'
-import { closeTimeoutMs as envCloseTimeoutMs } from '../ground/config'
+import { KILL_CONFIRM_MS_DEFAULT, closeTimeoutMs as envCloseTimeoutMs, killGraceMs } from '../ground/config'
+import { containerStopsOf, type ContainerResult, withContainers } from '../mechanisms/container/child'
+import type { ContainerOutcome } from '../mechanisms/container/stop'
 import { typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
 import { type KillResult, killProcessGracefully, type SignalSent } from '../mechanisms/kill'
@@ -36,7 +41,12 @@ export interface CloseClientOptions {
   logger?: Logger
 }
 
-export interface CloseReport {
+/**
+ * The close's report. For a container client spawn() started, `containers` and `containerSurvivors`
+ * say what became of its container (see KillResult); a client that left in phase 1 while its
+ * container still ran makes the close 'forced' (the container was stopped through the engine).
+ */
+export interface CloseReport extends ContainerResult {
   pid: number
   pgid: number | null
   /** 'graceful': it left on its own in phase 1; 'forced': phase 2 was needed; 'already-exited'. */
@@ -106,6 +116,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
   let closeCompleted = false
   let closeError: unknown = null
   let kill: KillResult | null = null
+  let containers: ContainerOutcome[] = []
   let gracefulMs = 0
   try {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -140,6 +151,9 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
         ...(options.killSignal !== undefined ? { killSignal: options.killSignal } : {}),
         ...(logger ? { logger } : {}),
       })
+    } else {
+      containers = await containerStopsOf(child, { graceMs: graceMs ?? killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT, logger })
+      if (containers.some((c) => c.stopped) && phase === 'graceful') phase = 'forced'
     }
   } finally {
     exited.dispose()
@@ -154,7 +168,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     releaseStdio(child)
   }
   const status = child.exitCode !== null || child.signalCode !== null ? { code: child.exitCode, signal: child.signalCode } : null
-  return {
+  return withContainers({
     pid,
     pgid,
     phase,
@@ -169,5 +183,5 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     error: kill?.error ?? null,
     gracefulMs,
     durationMs: now() - started,
-  }
+  }, kill?.containers ?? containers)
 }

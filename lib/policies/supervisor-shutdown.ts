@@ -5,6 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { type CloseReport, closeClient } from './close'
+import { containersAtCap } from '../mechanisms/container/child'
 import { type Logger, logEvent } from '../ground/logger'
 import { scanGroups } from '../mechanisms/group'
 import { killEntrySync } from './supervisor-backstop'
@@ -74,6 +75,7 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
     let timer: NodeJS.Timeout | undefined
     const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
     clearTimeout(timer)
+    const atCap = containersAtCap(entry.child, ctx.capMs) // its container is not known to be gone
     const report: CloseReport = late ?? {
       pid: entry.record.pid,
       pgid: entry.record.pgid,
@@ -85,8 +87,10 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
       signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: performance.now() - started, processes: killed }] : [],
       escalated: true,
       survivors: [],
-      uncertain: table === null,
-      error: table === null ? (capTable.error ?? null) : null,
+      uncertain: table === null || atCap.uncertain,
+      error: table === null ? (capTable.error ?? null) : atCap.error,
+      containers: atCap.containers,
+      containerSurvivors: atCap.containerSurvivors,
       gracefulMs: ctx.closeTimeoutMs,
       durationMs: performance.now() - started,
     }

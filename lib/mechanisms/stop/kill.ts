@@ -8,9 +8,11 @@
  *
  * The stop is a few named steps (resolve, pin, signal and settle, escalate and confirm, report)
  * over its units (unit.ts): the target's process group on POSIX (group-unit.ts), its Job object on
- * Windows (job-unit.ts). Every member is pinned (a pidfd on Linux) before it is signalled, and
+ * Windows (job-unit.ts). A container client's container is stopped alongside, through its engine
+ * (container/child.ts), and its outcome is merged into the result. Every member is pinned (a pidfd on Linux) before it is signalled, and
  * signalled through that handle: a member that exits and whose pid is reused is never hit.
  */
+import { containerStopsOf, withContainers } from '../container/child'
 import type { ProcessTarget } from '../exit'
 import { stopUnits, type StopOutcome } from './escalate'
 import { GroupUnit } from './group-unit'
@@ -32,13 +34,15 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   const unit: TargetUnit = process.platform === 'win32'
     ? new JobUnit(pinned, journal)
     : new GroupUnit(pinned, resolveGroup(pinned, opts), journal)
-  // The target's unit first; a unit to be stopped alongside it (a container) joins this list.
   const units: StopUnit[] = [unit]
+  // A container client's container goes alongside, through its engine (container/child.ts).
+  const containers = containerStopsOf(pinned.child, { graceMs: opts.graceMs, confirmMs: opts.confirmMs, abortSignal: opts.abort, logger: opts.logger })
   let outcome: StopOutcome
   try {
     outcome = await stopUnits(units, opts, journal)
   } finally {
     for (const u of units) u.close()
   }
-  return report(pinned, unit, outcome, journal)
+  const result = await report(pinned, unit, outcome, journal)
+  return { ...withContainers(result, await containers), durationMs: journal.elapsed() }
 }

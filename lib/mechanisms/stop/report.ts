@@ -1,15 +1,15 @@
-/** The report step: a stop's KillResult, with the target's own exit status where it is known. */
+/** The report step: a stop's result (its group's part of the KillResult), with the target's own exit status where it is known. */
 import type { ChildProcess } from 'node:child_process'
 import { childExit, settlesWithin } from '../../ground/wait'
 import type { StopOutcome } from './escalate'
 import type { StopJournal } from './journal'
 import type { PinnedTarget } from './pin'
-import type { KillResult } from './types'
+import type { KillGroupResult } from './types'
 import type { TargetUnit } from './unit'
 
 type Status = { code: number | null; signal: NodeJS.Signals | null }
 
-export async function report(target: PinnedTarget, unit: TargetUnit, outcome: StopOutcome, journal: StopJournal): Promise<KillResult> {
+export async function report(target: PinnedTarget, unit: TargetUnit, outcome: StopOutcome, journal: StopJournal): Promise<KillGroupResult> {
   const { child } = target
   const status = child && outcome.survivors.length === 0 ? await childStatus(child, unit.targetGone()) : null
   return {

@@ -2,6 +2,7 @@
 import type { Logger } from '../../ground/logger'
 import type { ProcessHandle } from '../handle'
 import type { SignalLike } from '../../ground/validate'
+import type { ContainerResult } from '../container/child'
 
 export interface KillOptions {
   /** The first signal, sent to the whole group. Default 'SIGTERM'. */
@@ -42,7 +43,8 @@ export interface SignalSent {
   job?: boolean
 }
 
-export interface KillResult {
+/** The stop's own part of a KillResult: the target's process group (or job). */
+export interface KillGroupResult {
   pid: number
   /** The group that was signalled, or null when only the process itself was. */
   pgid: number | null
@@ -66,6 +68,13 @@ export interface KillResult {
   error: Error | null
   durationMs: number
 }
+
+/**
+ * What a stop reports (killProcessGracefully, Supervisor.terminate): the group's stop, and for a
+ * container client that spawn() started, its container's (`containers`, `containerSurvivors`: a
+ * container not confirmed gone is a survivor, and an engine that did not answer makes it `uncertain`).
+ */
+export type KillResult = KillGroupResult & ContainerResult
 
 /** What the stop needs of a pinned process: a ProcessHandle, or our own unreaped child when none could be opened. */
 export type Pinned = Pick<ProcessHandle, 'pid' | 'closed' | 'exited' | 'signal' | 'ref' | 'unref' | 'close'>

@@ -1,0 +1,171 @@
+/**
+ * A spawned container client and its container: what spawn() does to a recognized run (labels it
+ * and records it), and the container steps of the stop paths that hold the child.
+ *
+ * - spawn(): `prepareContainerRun` rewrites the run's args and builds its record
+ *   (SpawnedInfo.container);
+ * - this process's 'exit' (process.exit, an uncaught exception): exit-backstop.ts kills, synchronously,
+ *   what still runs under this process's owner label;
+ * - the client's own exit (`attachContainer`): when the docker/podman client ends while its
+ *   container still runs (it was SIGKILLed, say), the container is stopped through the engine,
+ *   bounded, with the kill grace: nothing the client started outlives it;
+ * - killProcessGracefully and closeClient: `containerStopsOf` runs the container step alongside the
+ *   group's stop, and `withContainers` puts its outcome in their result.
+ * One step runs per record at a time: a stop path that finds one under way gets its outcome.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
+import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from '../../ground/config'
+import { TimeoutError } from '../../ground/errors'
+import type { Logger } from '../../ground/logger'
+import { labelledRunArgs, parseContainerRun } from './command'
+import { releaseLiveContainer, trackLiveContainer } from './exit-backstop'
+import { formatOwner, ownerOf } from './owner'
+import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from './stop'
+
+/** The container fields of a stop's result (KillResult, CloseReport). */
+export interface ContainerResult {
+  /** The container step's outcome for each container run of the target (empty when it has none). */
+  containers: ContainerOutcome[]
+  /** Ids of containers not confirmed gone: survivors, and those an unanswering engine left unknown. */
+  containerSurvivors: string[]
+}
+
+/** The record of each spawned client (also on its SpawnedInfo, spawn.ts, which this module cannot import). */
+const records = new WeakMap<ChildProcess, ContainerRecord>()
+
+/** The container record of a child spawn() started as a container client, or undefined. */
+export function containerOf(child: ChildProcess): ContainerRecord | undefined {
+  return records.get(child)
+}
+
+/**
+ * For spawn(): when `command args` is a container run, the args with reapkit's labels and the
+ * run's record; else null (a plain command). `env` and `cwd` are the client's, as spawn passes them.
+ */
+export function prepareContainerRun(
+  command: string,
+  args: readonly string[],
+  options: { env?: NodeJS.ProcessEnv | undefined; cwd?: string | URL | undefined },
+): { args: string[]; record: ContainerRecord } | null {
+  // Arguments of the wrong type are Node's spawn's to refuse, with its own error.
+  if (!args.every((a) => typeof a === 'string')) return null
+  const run = parseContainerRun(command, args)
+  if (run === null) return null
+  const runId = randomUUID()
+  const owner = formatOwner(ownerOf())
+  const cwd = options.cwd === undefined ? undefined : typeof options.cwd === 'string' ? options.cwd : fileURLToPath(options.cwd)
+  const record: ContainerRecord = {
+    engine: run.engine,
+    bin: run.bin,
+    globals: run.globals,
+    // A copy: the engine is spoken to with the environment the client got, whatever changes later.
+    env: { ...(options.env ?? process.env) },
+    ...(cwd !== undefined ? { cwd } : {}),
+    runId,
+    owner,
+    autoRemove: run.autoRemove,
+  }
+  return { args: labelledRunArgs(args, run, { runId, owner }), record }
+}
+
+/** A step under way: its outcome, and the abort that ends its grace early (the engine's kill now). */
+interface Underway {
+  step: Promise<ContainerOutcome>
+  hurry: AbortController
+}
+const underway = new WeakMap<ContainerRecord, Underway>()
+
+/**
+ * The container step for `record`, or the one already under way for it (one at a time per run).
+ * A caller that joins one keeps its own bounds: at the end of its grace (or when its abortSignal
+ * fires) the step's grace ends too, and the engine is told to kill.
+ */
+export function stopRecordedContainer(record: ContainerRecord, options: { graceMs: number; confirmMs: number; abortSignal?: AbortSignal; logger?: Logger }): Promise<ContainerOutcome> {
+  let current = underway.get(record)
+  let timer: NodeJS.Timeout | undefined
+  if (!current) {
+    const hurry = new AbortController()
+    const step = stopContainerRun(record, { ...options, abortSignal: hurry.signal }).finally(() => {
+      if (underway.get(record) === current) underway.delete(record)
+    })
+    underway.set(record, (current = { step, hurry }))
+  } else {
+    timer = setTimeout(() => current!.hurry.abort(), options.graceMs)
+  }
+  const { hurry, step } = current
+  const onAbort = (): void => hurry.abort()
+  if (options.abortSignal?.aborted) onAbort()
+  else options.abortSignal?.addEventListener('abort', onAbort, { once: true })
+  return step.finally(() => {
+    clearTimeout(timer)
+    options.abortSignal?.removeEventListener('abort', onAbort)
+  })
+}
+
+/**
+ * Records `child` as the client of `record`'s run, and watches the client's own exit: once it has
+ * exited, its container must not run on. A client that exited because its container did costs one
+ * look at the engine; one that was killed gets the engine's stop with the kill grace
+ * (REAPKIT_KILL_GRACE_MS). A container left running (or an engine that did not answer) is reported
+ * as a process warning, since no caller is there to read an outcome.
+ */
+export function attachContainer(child: ChildProcess, record: ContainerRecord): void {
+  records.set(child, record)
+  trackLiveContainer(record) // this process's exit: exit-backstop.ts
+  child.once('exit', () => {
+    releaseLiveContainer(record)
+    void stopOnClientExit(record)
+  })
+}
+
+/** The client-exit step: the container step with the kill grace, its trouble told as a warning. */
+async function stopOnClientExit(record: ContainerRecord): Promise<void> {
+  const outcome = await stopRecordedContainer(record, { graceMs: killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT })
+  if (outcome.state === 'gone') return
+  process.emitWarning(
+    `reapkit: the ${record.engine} container of run ${record.runId} is ${outcome.state} after its client exited` +
+      `${outcome.survivors.length > 0 ? ` (${outcome.survivors.join(', ')})` : ''}${outcome.error ? `: ${outcome.error.message}` : ''}`,
+    { code: 'REAPKIT_CONTAINER_LEFT' },
+  )
+}
+
+/** Starts the container step of a stop of `child` (alongside its group's); resolves to [] when it has none. */
+export function containerStopsOf(
+  child: ChildProcess | null,
+  options: { graceMs: number; confirmMs: number; abortSignal?: AbortSignal | undefined; logger?: Logger | undefined },
+): Promise<ContainerOutcome[]> {
+  const record = child ? records.get(child) : undefined
+  if (!record) return Promise.resolve([])
+  const { abortSignal, logger, graceMs, confirmMs } = options
+  return stopRecordedContainer(record, { graceMs, confirmMs, ...(abortSignal ? { abortSignal } : {}), ...(logger ? { logger } : {}) }).then((o) => [o])
+}
+
+/** `result` with the container outcomes merged in: a container not confirmed gone is never a success. */
+export function withContainers<T extends { uncertain: boolean; error: Error | null }>(result: T, outcomes: ContainerOutcome[]): T & ContainerResult {
+  const uncertain = outcomes.find((o) => o.state === 'uncertain')
+  return {
+    ...result,
+    containers: outcomes,
+    containerSurvivors: outcomes.flatMap((o) => (o.state === 'gone' ? [] : o.survivors)),
+    uncertain: result.uncertain || uncertain !== undefined,
+    error: result.error ?? uncertain?.error ?? null,
+  }
+}
+
+/**
+ * For a report made without waiting for the container step (shutdownAll's cap ran out): its
+ * container, if it has one, is not known to be gone.
+ */
+export function containersAtCap(child: ChildProcess, capMs: number): ContainerResult & { uncertain: boolean; error: Error | null } {
+  const record = records.get(child)
+  if (!record) return { containers: [], containerSurvivors: [], uncertain: false, error: null }
+  const error = new TimeoutError(`the ${record.engine} container of run ${record.runId} was not confirmed gone within the ${capMs} ms cap`, capMs)
+  return {
+    containers: [{ engine: record.engine, runId: record.runId, ids: [], state: 'uncertain', survivors: [], stopped: true, error }],
+    containerSurvivors: [],
+    uncertain: true,
+    error,
+  }
+}

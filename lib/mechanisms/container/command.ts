@@ -1,0 +1,209 @@
+/**
+ * Recognizing a container run in an argv, and the two labels reapkit adds to it (issue 18's
+ * contract, shared with the C wrapper and doctor).
+ *
+ * `docker run -i --rm IMAGE` is a client: the container belongs to the engine's daemon, not to our
+ * process tree. So a command whose program is docker, podman or nerdctl running `run` (or
+ * `container run`) gets two labels right after the `run` token: `reapkit.run=<id>` (the run's
+ * identity: the container is found by it, without a race and without a cidfile) and
+ * `reapkit.owner=<owner>` (who stops it: owner.ts). Nothing else about the run changes.
+ *
+ * Parsing follows the clients' own flag parser (pflag): a value flag takes the next argument
+ * unless written `--flag=value`; short flags may be clustered (`-it`, `-dit`, `-eFOO=1`); parsing of
+ * the run's flags stops at the first positional argument (the image) or `--`. Whatever reapkit does
+ * not know for certain is left alone: an unknown flag (global or run), `-d` (the user asked the
+ * container to outlive its client), a `run` without an image, `--help`. Such a command is run as a
+ * plain command, exactly as before.
+ */
+
+export type ContainerEngine = 'docker' | 'podman' | 'nerdctl'
+
+/** What a recognized `run` command says about its container. */
+export interface ContainerRun {
+  engine: ContainerEngine
+  /** The client program, as given (argv[0]): the engine is spoken to through the same one. */
+  bin: string
+  /** The global flags before the subcommand, verbatim: every engine call repeats them. */
+  globals: string[]
+  /** Index in `args` (argv without argv[0]) of the `run` token; the labels go right after it. */
+  runAt: number
+  /** `--rm` was given: the engine removes the container once it exits. */
+  autoRemove: boolean
+}
+
+/** The label that identifies one run (its value: a fresh random id). */
+export const RUN_LABEL = 'reapkit.run'
+/** The label that names the run's owner (its value: owner.ts's `host/boot_id/pid/starttime`). */
+export const OWNER_LABEL = 'reapkit.owner'
+
+interface FlagTable {
+  /** Flags that take a value (next argument, or after `=`; a short one also the rest of its cluster). */
+  values: ReadonlySet<string>
+  /** Flags that take none (`--flag=true|false` allowed). */
+  booleans: ReadonlySet<string>
+}
+
+const table = (values: string, booleans: string): FlagTable => ({
+  values: new Set(values.split(' ').filter(Boolean)),
+  booleans: new Set(booleans.split(' ').filter(Boolean)),
+})
+
+/** Global flags, per client (the contract's lists; anything else before the subcommand: not ours). */
+const GLOBALS: Record<ContainerEngine, FlagTable> = {
+  docker: table('-H --host -c --context --config -l --log-level --tlscacert --tlscert --tlskey', '-D --debug --tls --tlsverify'),
+  podman: table(
+    '-c --connection --url --identity --root --runroot --storage-driver --storage-opt --cgroup-manager --runtime ' +
+      '--runtime-flag --log-level --events-backend --tmpdir --conmon --network-cmd-path --hooks-dir --module ' +
+      '--network-config-dir --volumepath --imagestore --ssh --registries-conf --db-backend --namespace',
+    '-r --remote --syslog --noout --transient-store',
+  ),
+  nerdctl: table('-n --namespace -a --address --host --snapshotter --storage-driver --cgroup-manager --data-root', '--debug --debug-full --insecure-registry --experimental'),
+}
+
+/**
+ * The run flags of docker 20-28, podman 4-5 and nerdctl (one table for all three: where a name is
+ * shared, it is of the same kind in each). An unknown one makes the command a plain one.
+ */
+const RUN_FLAGS: FlagTable = table(
+  '-a -c -e -h -l -m -p -u -v -w ' +
+    '--add-host --annotation --arch --attach --authfile --blkio-weight --blkio-weight-device --cap-add --cap-drop ' +
+    '--cert-dir --cgroup-conf --cgroup-parent --cgroupns --cgroups --chrootdirs --cidfile --conmon-pidfile ' +
+    '--cpu-count --cpu-percent --cpu-period --cpu-quota --cpu-rt-period --cpu-rt-runtime --cpu-shares --cpus ' +
+    '--cpuset-cpus --cpuset-mems --credentialspec --creds --decryption-key --detach-keys --device ' +
+    '--device-cgroup-rule --device-read-bps --device-read-iops --device-write-bps --device-write-iops --dns ' +
+    '--dns-opt --dns-option --dns-search --domainname --entrypoint --env --env-file --env-merge --expose ' +
+    '--gidmap --gpus --group-add --group-entry --health-cmd --health-interval --health-log-destination ' +
+    '--health-max-log-count --health-max-log-size --health-on-failure --health-retries --health-start-interval ' +
+    '--health-start-period --health-startup-cmd --health-startup-interval --health-startup-retries ' +
+    '--health-startup-success --health-startup-timeout --health-timeout --hostname --hostuser --image-volume ' +
+    '--init-path --io-maxbandwidth --io-maxiops --ip --ip6 --ipc --isolation --kernel-memory --label ' +
+    '--label-file --link --link-local-ip --log-driver --log-opt --mac-address --memory --memory-reservation ' +
+    '--memory-swap --memory-swappiness --mount --name --net --net-alias --network --network-alias ' +
+    '--oom-score-adj --os --passwd-entry --personality --pid --pidfile --pids-limit --platform --pod ' +
+    '--pod-id-file --preserve-fd --preserve-fds --publish --pull --rdt-class --requires --restart --retry ' +
+    '--retry-delay --runtime --sdnotify --seccomp-policy --secret --security-opt --shm-size --shm-size-systemd ' +
+    '--stop-signal --stop-timeout --storage-opt --subgidname --subuidname --sysctl --systemd --timeout --tmpfs ' +
+    '--tz --uidmap --ulimit --umask --unsetenv --user --userns --uts --variant --volume --volume-driver ' +
+    '--volumes-from --workdir',
+  '-d -i -t -P -q ' +
+    '--detach --disable-content-trust --env-host --help --http-proxy --init --interactive --no-healthcheck ' +
+    '--no-hosts --oom-kill-disable --passwd --privileged --publish-all --quiet --read-only --read-only-tmpfs ' +
+    '--replace --rm --rmi --rootfs --sig-proxy --tls-verify --tty --unsetenv-all --use-api-socket',
+)
+
+/** The engine named by a program path (any directory, `/` or `\`; `.exe` and case ignored), or null. */
+export function engineOf(program: string): ContainerEngine | null {
+  const base = program.slice(Math.max(program.lastIndexOf('/'), program.lastIndexOf('\\')) + 1).toLowerCase()
+  const name = base.endsWith('.exe') ? base.slice(0, -4) : base
+  return name === 'docker' || name === 'podman' || name === 'nerdctl' ? name : null
+}
+
+/** One flag as pflag reads it: its name(s), whether it was given a value inline, and where parsing resumes. */
+interface Flag {
+  /** `--name` for a long flag; each `-x` of a short cluster, in order. */
+  names: string[]
+  /** The value each name received: for booleans 'true'/'false' (or the inline value), for value flags the value. */
+  values: string[]
+  /** Index of the next unread argument. */
+  next: number
+}
+
+/**
+ * Reads the flag at `args[i]` against `flags`; null when a name is unknown or a value is missing
+ * (the command is then not one we can read for certain).
+ */
+function readFlag(args: readonly string[], i: number, flags: FlagTable): Flag | null {
+  const arg = args[i]!
+  if (arg.startsWith('--')) {
+    const eq = arg.indexOf('=')
+    const name = eq < 0 ? arg : arg.slice(0, eq)
+    if (flags.booleans.has(name)) return { names: [name], values: [eq < 0 ? 'true' : arg.slice(eq + 1)], next: i + 1 }
+    if (!flags.values.has(name)) return null
+    if (eq >= 0) return { names: [name], values: [arg.slice(eq + 1)], next: i + 1 }
+    return i + 1 < args.length ? { names: [name], values: [args[i + 1]!], next: i + 2 } : null
+  }
+  // A short cluster: booleans, then at most one value flag, which takes the rest (or the next argument).
+  const out: Flag = { names: [], values: [], next: i + 1 }
+  for (let k = 1; k < arg.length; k++) {
+    const name = `-${arg[k]}`
+    if (flags.booleans.has(name)) {
+      if (arg[k + 1] === '=') return { names: [...out.names, name], values: [...out.values, arg.slice(k + 2)], next: i + 1 }
+      out.names.push(name)
+      out.values.push('true')
+      continue
+    }
+    if (!flags.values.has(name)) return null
+    let rest = arg.slice(k + 1)
+    if (rest.startsWith('=')) rest = rest.slice(1)
+    if (rest !== '') return { names: [...out.names, name], values: [...out.values, rest], next: i + 1 }
+    if (i + 1 >= args.length) return null
+    return { names: [...out.names, name], values: [...out.values, args[i + 1]!], next: i + 2 }
+  }
+  return out
+}
+
+/** pflag's reading of a boolean's inline value ('1', 't', 'true', 'TRUE', 'True'...); null if none of them. */
+function boolValue(value: string): boolean | null {
+  if (/^(1|t|true)$/i.test(value)) return true
+  if (/^(0|f|false)$/i.test(value)) return false
+  return null
+}
+
+const isFlag = (arg: string): boolean => arg.length > 1 && arg.startsWith('-')
+
+/** Index of the `run` token after the globals starting at args[0], and the globals; null if not a run. */
+function findRun(args: readonly string[], globals: FlagTable): { runAt: number; globals: string[] } | null {
+  let i = 0
+  while (i < args.length && isFlag(args[i]!) && args[i] !== '--') {
+    const flag = readFlag(args, i, globals)
+    if (flag === null) return null // an unknown global flag: never guess
+    i = flag.next
+  }
+  if (args[i] === 'run') return { runAt: i, globals: args.slice(0, i) }
+  if (args[i] === 'container' && args[i + 1] === 'run') return { runAt: i + 1, globals: args.slice(0, i) }
+  return null
+}
+
+/** `--rm` given (and true) among the run flags from args[from]; null when the run is not ours to handle. */
+function readRunFlags(args: readonly string[], from: number): { autoRemove: boolean } | null {
+  let autoRemove = false
+  let i = from
+  while (i < args.length && isFlag(args[i]!)) {
+    if (args[i] === '--') {
+      i++
+      break
+    }
+    const flag = readFlag(args, i, RUN_FLAGS)
+    if (flag === null) return null
+    for (let k = 0; k < flag.names.length; k++) {
+      const name = flag.names[k]!
+      if (!RUN_FLAGS.booleans.has(name)) continue
+      const on = boolValue(flag.values[k]!)
+      if (on === null) return null // `--rm=maybe`: the client refuses it; not ours to read
+      if (on && (name === '-d' || name === '--detach' || name === '--help')) return null
+      if (name === '--rm') autoRemove = on
+    }
+    i = flag.next
+  }
+  return i < args.length ? { autoRemove } : null // no image: the client fails on its own
+}
+
+/**
+ * The container run that `command args` is, or null for anything else (then it is a plain command).
+ * Pure: reads nothing but its arguments.
+ */
+export function parseContainerRun(command: string, args: readonly string[]): ContainerRun | null {
+  const engine = engineOf(command)
+  if (engine === null) return null
+  const found = findRun(args, GLOBALS[engine])
+  if (found === null) return null
+  const flags = readRunFlags(args, found.runAt + 1)
+  if (flags === null) return null
+  return { engine, bin: command, globals: found.globals, runAt: found.runAt, autoRemove: flags.autoRemove }
+}
+
+/** `args` with reapkit's two labels inserted right after the `run` token (a new array). */
+export function labelledRunArgs(args: readonly string[], run: Pick<ContainerRun, 'runAt'>, labels: { runId: string; owner: string }): string[] {
+  const at = run.runAt + 1
+  return [...args.slice(0, at), '--label', `${RUN_LABEL}=${labels.runId}`, '--label', `${OWNER_LABEL}=${labels.owner}`, ...args.slice(at)]
+}

@@ -1,0 +1,172 @@
+// Recognizing a container run in an argv (issue 18's contract): pure parsing, no engine needed.
+// What is recognized gets two labels after `run`; anything reapkit cannot read for certain is a
+// plain command, exactly as before.
+import { describe, expect, it } from 'vitest'
+import { spawn, spawnedInfo } from '../lib/index'
+import { prepareContainerRun } from '../lib/mechanisms/container/child'
+import { engineOf, labelledRunArgs, parseContainerRun } from '../lib/mechanisms/container/command'
+import { formatOwner, ownerAlive, ownerOf, ownerStatus, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
+
+const parse = (argv: string[]) => parseContainerRun(argv[0]!, argv.slice(1))
+
+describe('engineOf', () => {
+  it.each([
+    ['docker', 'docker'],
+    ['podman', 'podman'],
+    ['nerdctl', 'nerdctl'],
+    ['/usr/local/bin/docker', 'docker'],
+    ['./bin/podman', 'podman'],
+    ['docker.exe', 'docker'],
+    ['Docker.EXE', 'docker'],
+    ['C:\\Program Files\\Docker\\Docker\\resources\\bin\\docker.exe', 'docker'],
+    ['C:/tools/podman.exe', 'podman'],
+  ])('%s is %s', (program, engine) => expect(engineOf(program)).toBe(engine))
+
+  it.each(['dockerd', 'docker-compose', 'mydocker', 'docker.sh', '/usr/bin/docker/', 'podman-remote', 'node', ''])(
+    '%s is no engine client',
+    (program) => expect(engineOf(program)).toBe(null),
+  )
+})
+
+describe('parseContainerRun: recognized', () => {
+  const cases: Array<[string, string[], { globals: string[]; runAt: number; autoRemove: boolean }]> = [
+    ['the usual MCP server', ['docker', 'run', '-i', '--rm', 'mcp/time'], { globals: [], runAt: 0, autoRemove: true }],
+    ['without --rm', ['podman', 'run', '-i', 'img', 'sleep', '1000'], { globals: [], runAt: 0, autoRemove: false }],
+    ['container run', ['docker', 'container', 'run', '--rm', '-i', 'img'], { globals: [], runAt: 1, autoRemove: true }],
+    ['-H value', ['docker', '-H', 'unix:///x.sock', 'run', '--rm', 'img'], { globals: ['-H', 'unix:///x.sock'], runAt: 2, autoRemove: true }],
+    ['--host=value', ['docker', '--host=tcp://h:2375', 'run', 'img'], { globals: ['--host=tcp://h:2375'], runAt: 1, autoRemove: false }],
+    ['-Hvalue attached', ['docker', '-Hunix:///x', 'run', 'img'], { globals: ['-Hunix:///x'], runAt: 1, autoRemove: false }],
+    ['--context and -D', ['docker', '--context', 'remote', '-D', 'run', '-i', 'img'], { globals: ['--context', 'remote', '-D'], runAt: 3, autoRemove: false }],
+    ['-c context, -l level, --tlsverify', ['docker', '-c', 'ctx', '-l', 'debug', '--tlsverify', 'container', 'run', '--rm', 'img'], { globals: ['-c', 'ctx', '-l', 'debug', '--tlsverify'], runAt: 6, autoRemove: true }],
+    ['--config dir', ['docker', '--config', '/tmp/cfg', 'run', 'img'], { globals: ['--config', '/tmp/cfg'], runAt: 2, autoRemove: false }],
+    ['podman --url', ['podman', '--url', 'unix:///run/p.sock', 'run', '--rm', 'img'], { globals: ['--url', 'unix:///run/p.sock'], runAt: 2, autoRemove: true }],
+    ['podman -c connection, --remote', ['podman', '--remote', '-c', 'machine', 'run', 'img'], { globals: ['--remote', '-c', 'machine'], runAt: 3, autoRemove: false }],
+    ['podman --root --runroot --log-level=', ['podman', '--root', '/r', '--runroot', '/rr', '--log-level=debug', 'run', '--rm', 'img'], { globals: ['--root', '/r', '--runroot', '/rr', '--log-level=debug'], runAt: 5, autoRemove: true }],
+    ['nerdctl -n namespace', ['nerdctl', '-n', 'k8s.io', 'run', '--rm', '-i', 'img'], { globals: ['-n', 'k8s.io'], runAt: 2, autoRemove: true }],
+    ['nerdctl --address', ['nerdctl', '--address', '/run/c.sock', 'run', 'img'], { globals: ['--address', '/run/c.sock'], runAt: 2, autoRemove: false }],
+    ['.exe and a Windows path', ['C:\\Program Files\\Docker\\docker.exe', 'run', '-i', '--rm', 'img'], { globals: [], runAt: 0, autoRemove: true }],
+    ['clustered -it', ['docker', 'run', '-it', '--rm', 'img'], { globals: [], runAt: 0, autoRemove: true }],
+    ['--rm=true', ['docker', 'run', '--rm=true', '-i', 'img'], { globals: [], runAt: 0, autoRemove: true }],
+    ['--rm=false', ['docker', 'run', '--rm=false', '-i', 'img'], { globals: [], runAt: 0, autoRemove: false }],
+    ['--rm then --rm=false', ['docker', 'run', '--rm', '--rm=false', 'img'], { globals: [], runAt: 0, autoRemove: false }],
+    ['-d=false', ['docker', 'run', '-d=false', '--rm', 'img'], { globals: [], runAt: 0, autoRemove: true }],
+    ['--detach=false', ['docker', 'run', '--detach=false', 'img'], { globals: [], runAt: 0, autoRemove: false }],
+    ['value flags before --rm', ['docker', 'run', '-e', 'A=1', '--name', 'x', '-v', '/a:/b', '--rm', 'img'], { globals: [], runAt: 0, autoRemove: true }],
+    ['-eA=1 attached and --env=B', ['docker', 'run', '-eA=1', '--env=B=2', '--rm', 'img'], { globals: [], runAt: 0, autoRemove: true }],
+    ['a cluster ending in a value flag', ['docker', 'run', '-ie', 'A=1', '--rm', 'img'], { globals: [], runAt: 0, autoRemove: true }],
+    ['a value that looks like a flag', ['docker', 'run', '--name', '--rm', 'img'], { globals: [], runAt: 0, autoRemove: false }],
+    ['--rm after the image is the command\'s', ['docker', 'run', '-i', 'img', 'cmd', '--rm'], { globals: [], runAt: 0, autoRemove: false }],
+    ['-d after the image is the command\'s', ['docker', 'run', '-i', 'img', 'cmd', '-d'], { globals: [], runAt: 0, autoRemove: false }],
+    ['-- ends the flags', ['docker', 'run', '--rm', '--', 'img'], { globals: [], runAt: 0, autoRemove: true }],
+    ['--init, --cidfile, --label of the user', ['docker', 'run', '--init', '--cidfile', '/tmp/c', '--label', 'a=b', '-i', 'img'], { globals: [], runAt: 0, autoRemove: false }],
+    ['podman --replace --tls-verify=false', ['podman', 'run', '--replace', '--tls-verify=false', '--rm', 'img'], { globals: [], runAt: 0, autoRemove: true }],
+  ]
+  it.each(cases)('%s', (_what, argv, expected) => {
+    const run = parse(argv)
+    expect(run).not.toBe(null)
+    expect({ globals: run!.globals, runAt: run!.runAt, autoRemove: run!.autoRemove }).toEqual(expected)
+    expect(run!.bin).toBe(argv[0])
+  })
+})
+
+describe('parseContainerRun: a plain command', () => {
+  const cases: Array<[string, string[]]> = [
+    ['not an engine', ['node', 'run', 'img']],
+    ['-d', ['docker', 'run', '-d', '--rm', 'img']],
+    ['--detach', ['docker', 'run', '--detach', 'img']],
+    ['--detach=true', ['podman', 'run', '--detach=true', 'img']],
+    ['-d in a cluster', ['docker', 'run', '-dit', 'img']],
+    ['-d later in the flags', ['docker', 'run', '-i', '--rm', '-d', 'img']],
+    ['exec', ['docker', 'exec', '-i', 'c', 'sh']],
+    ['start -a', ['docker', 'start', '-a', 'c']],
+    ['compose', ['docker', 'compose', 'up']],
+    ['container exec', ['docker', 'container', 'exec', 'c', 'sh']],
+    ['an unknown global flag', ['docker', '--frobnicate', 'run', 'img']],
+    ['an unknown global with a value', ['docker', '--frob=1', 'run', 'img']],
+    ['a podman-only global given to docker', ['docker', '--url', 'x', 'run', 'img']],
+    ['a docker-only global given to podman', ['podman', '-H', 'x', 'run', 'img']],
+    ['a global value missing', ['docker', '-H']],
+    ['an unknown run flag', ['docker', 'run', '--frobnicate', 'img']],
+    ['an unknown short run flag', ['docker', 'run', '-Z', 'img']],
+    ['no image', ['docker', 'run', '--rm', '-i']],
+    ['a run flag value missing', ['docker', 'run', '--name']],
+    ['--help', ['docker', 'run', '--help']],
+    ['--rm with a non-boolean value', ['docker', 'run', '--rm=maybe', 'img']],
+    ['no subcommand', ['docker']],
+    ['-- before the subcommand', ['docker', '--', 'run', 'img']],
+    ['--version global', ['docker', '--version', 'run', 'img']],
+  ]
+  it.each(cases)('%s', (_what, argv) => expect(parse(argv)).toBe(null))
+})
+
+describe('labelledRunArgs', () => {
+  it('inserts the two labels right after the run token, nothing else changes', () => {
+    const args = ['-H', 'unix:///x', 'container', 'run', '-i', '--rm', '--name', 'n', 'img', 'sleep', '1']
+    const run = parseContainerRun('docker', args)!
+    const out = labelledRunArgs(args, run, { runId: 'RID', owner: 'h/b/1/2' })
+    expect(out).toEqual(['-H', 'unix:///x', 'container', 'run', '--label', 'reapkit.run=RID', '--label', 'reapkit.owner=h/b/1/2', '-i', '--rm', '--name', 'n', 'img', 'sleep', '1'])
+    expect(args).toHaveLength(11) // not mutated
+    // The labelled argv is still read the same way.
+    const again = parseContainerRun('docker', out)!
+    expect({ runAt: again.runAt, autoRemove: again.autoRemove, globals: again.globals }).toEqual({ runAt: 3, autoRemove: true, globals: ['-H', 'unix:///x'] })
+  })
+})
+
+describe('owner', () => {
+  it('formats and parses back', () => {
+    const me = ownerOf()
+    expect(parseOwner(formatOwner(me))).toEqual(me)
+    expect(me.pid).toBe(process.pid)
+  })
+
+  it.runIf(process.platform === 'linux')('names this process by its start time and boot', () => {
+    const me = ownerOf()
+    expect(me.startTime).toMatch(/^[0-9]+$/)
+    expect(me.bootId).toMatch(/^[0-9a-f-]{36}$/)
+    expect(me.startTime).toBe(processStartTime(process.pid))
+    expect(ownerStatus(me)).toBe('alive')
+    expect(ownerAlive(me)).toBe(true)
+  })
+
+  it.runIf(process.platform === 'linux')('a recycled pid, a dead pid, an earlier boot: gone; another host: unknown', () => {
+    const me = ownerOf()
+    expect(ownerStatus({ ...me, startTime: String(Number(me.startTime) + 1) })).toBe('gone')
+    expect(ownerStatus({ ...me, pid: 2 ** 22 + 12345 })).toBe('gone') // beyond pid_max's default
+    expect(ownerStatus({ ...me, bootId: '00000000-0000-0000-0000-000000000000' })).toBe('gone')
+    expect(ownerStatus({ ...me, hostname: `${me.hostname}-elsewhere` })).toBe('unknown')
+    expect(ownerAlive({ ...me, hostname: `${me.hostname}-elsewhere` })).toBe(false)
+  })
+
+  it.each(['', 'a/b/c', 'a/b/c/d/e', 'h/b/0/1', 'h/b/x/1', 'h/b/12/x', '/b/1/2', 'h//1/2', 'h/b/-1/2'])('%j is no owner', (value) =>
+    expect(parseOwner(value)).toBe(null),
+  )
+
+  it('a "-" start time and boot (non-Linux) parse', () => {
+    expect(parseOwner('mac/-/123/-')).toEqual({ hostname: 'mac', bootId: '-', pid: 123, startTime: '-' })
+  })
+})
+
+describe('spawn() option container', () => {
+  it.each([['yes'], [1], [null], [{}]])('container: %j is refused before anything starts', (value) => {
+    expect(() => spawn('docker', ['run', 'img'], { container: value as never })).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }))
+  })
+
+  it('a shell command is never rewritten (a shell string is not read)', () => {
+    const child = spawn('docker', ['run', '-i', '--rm', 'img'], { shell: true, stdio: 'ignore', env: { ...process.env, PATH: '/nonexistent' } })
+    expect(spawnedInfo(child)?.container).toBe(undefined)
+    expect(child.spawnargs.join(' ')).not.toContain('reapkit.run')
+    child.kill('SIGKILL')
+  })
+
+  it('a client that cannot be started (ENOENT) records no container', async () => {
+    const child = spawn('/nonexistent/bin/docker', ['run', '-i', 'img'], { stdio: 'ignore' })
+    const err = await new Promise<NodeJS.ErrnoException>((res) => child.once('error', res))
+    expect(err.code).toBe('ENOENT')
+    expect(spawnedInfo(child)?.container).toBe(undefined)
+  })
+
+  it("arguments that are not strings are not read (Node's spawn judges them)", () => {
+    expect(prepareContainerRun('docker', ['run', 5 as unknown as string, 'img'], {})).toBe(null)
+    expect(prepareContainerRun('docker', ['run', 'img'], {})).not.toBe(null)
+  })
+})

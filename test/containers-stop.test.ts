@@ -1,0 +1,144 @@
+// Issue 18: a `docker|podman run -i` started through reapkit's spawn() is a client; its container
+// belongs to the engine. killProcessGracefully and the client's own exit must end the container
+// through the engine and confirm it, on every engine that runs here. Before: the client (and its
+// group) was stopped, the result said no survivors, and the container ran on (PID 1 ignores SIGTERM;
+// with podman the record stayed Up and the name taken).
+import { describe, expect, it } from 'vitest'
+import { EngineError, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
+import { containerStatus, engineCall, listRun } from '../lib/mechanisms/container/engine'
+import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
+import { containerState, containersWith, engineRun, enginesSkipReason, testEngines, waitForEngine } from './containers'
+import { containerTestContext, DRAINS_ON_TERM, IGNORES_TERM } from './containers-lib'
+import { exitOf, spawnFixture } from './helpers'
+
+const skip = enginesSkipReason()
+
+describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client's own exit${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  const t = containerTestContext()
+
+  for (const engine of testEngines()) {
+    describe(engine.name, () => {
+      it('engine calls: same globals and env; a fractional bound is fine; a failure carries ERR_REAPKIT_ENGINE and stderr; the bound gives ETIMEDOUT', async () => {
+        const client = { engine: engine.name, bin: engine.bin, globals: [], env: engine.env }
+        expect(await listRun(client, 'no-such-run', { timeoutMs: 10_000.5 })).toEqual([])
+        expect(await containerStatus(client, 'reapkit-no-such-container')).toBe('gone')
+        const bad = engine.name === 'docker' ? { ...client, globals: ['-H', 'unix:///nonexistent/docker.sock'] } : { ...client, globals: ['--url', 'unix:///nonexistent/podman.sock'] }
+        const failed = await listRun(bad, 'x').then(() => null, (err: unknown) => err as EngineError)
+        expect(failed).toBeInstanceOf(EngineError)
+        expect(failed!.code).toBe('ERR_REAPKIT_ENGINE')
+        expect(failed!.stderr).toMatch(/nonexistent/)
+        const missing = await listRun({ ...client, bin: '/nonexistent/docker' }, 'x').then(() => null, (err: unknown) => err as EngineError)
+        expect(missing?.code).toBe('ERR_REAPKIT_ENGINE')
+        const slow = await engineCall(client, ['ps'], 1).then(() => null, (err: unknown) => err as Error & { code: string })
+        expect(slow?.code).toBe('ETIMEDOUT')
+      })
+
+      it('spawn() labels the run with its id and owner and records how to reach the engine; container: false opts out', async () => {
+        const labelled = t.run(engine, ['--rm'], IGNORES_TERM)
+        const [id] = await t.running(engine)
+        const record = spawnedInfo(labelled)?.container
+        expect(record).toMatchObject({ engine: engine.name, bin: engine.bin, globals: [], autoRemove: true, owner: formatOwner(ownerOf()) })
+        const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout) as Record<string, string>
+        expect(labels['reapkit.owner']).toBe(formatOwner(ownerOf()))
+        expect(labels['reapkit.run']).toBe(record!.runId)
+        const plain = t.run(engine, ['--rm'], ['true'], { container: false })
+        expect(spawnedInfo(plain)?.container).toBe(undefined)
+        expect(plain.spawnargs.join(' ')).not.toContain('reapkit.run')
+        expect(await new Promise((res) => plain.once('exit', res))).toBe(0)
+      })
+
+      it('PID 1 ignoring SIGTERM, --rm: the engine stops it after the grace, and it is confirmed removed', async () => {
+        const child = t.run(engine, ['--rm'], IGNORES_TERM)
+        const [id] = await t.running(engine)
+        const result = await killProcessGracefully(child, { graceMs: 2000 })
+        expect(result.containers).toEqual([expect.objectContaining({ engine: engine.name, ids: [id], state: 'gone', stopped: true, survivors: [] })])
+        expect(result.containerSurvivors).toEqual([])
+        expect(result.uncertain).toBe(false)
+        expect(containersWith(engine, t.label)).toEqual([])
+      })
+
+      it('global flags before run (docker -H, podman --log-level) reach every engine call', async () => {
+        const env = { ...engine.env }
+        delete env.DOCKER_HOST
+        const globals = engine.name === 'docker' ? ['-H', engine.env.DOCKER_HOST!] : ['--log-level', 'error']
+        const child = spawn(engine.bin, [...globals, 'run', '-i', '--rm', '--label', t.label, engine.image, ...IGNORES_TERM], { env, stdio: ['pipe', 'ignore', 'ignore'] })
+        try {
+          expect(spawnedInfo(child)?.container?.globals).toEqual(globals)
+          const [id] = await t.running(engine)
+          const result = await killProcessGracefully(child, { graceMs: 1000 })
+          expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone' })])
+          expect(containersWith(engine, t.label)).toEqual([])
+        } finally {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+        }
+      })
+
+      it('PID 1 ignoring SIGTERM, no --rm: stopped and confirmed not running; the stopped container stays, as asked', async () => {
+        const child = t.run(engine, [], IGNORES_TERM)
+        const [id] = await t.running(engine)
+        const result = await killProcessGracefully(child, { graceMs: 2000 })
+        expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone', stopped: true })])
+        expect(result.containerSurvivors).toEqual([])
+        expect(containerState(engine, id!)).toBe('exited')
+      })
+
+      it('PID 1 draining on SIGTERM: it exits from its own trap within the grace (exit 0, not the engine\'s SIGKILL)', async () => {
+        const child = t.run(engine, [], DRAINS_ON_TERM)
+        const [id] = await t.running(engine)
+        const result = await killProcessGracefully(child, { graceMs: 20_000 })
+        // Whoever's SIGTERM came first (the engine's stop, or the client's signal proxy forwarding the
+        // group's), the container drained and is confirmed gone.
+        expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone' })])
+        expect(result.durationMs).toBeLessThan(15_000)
+        expect(containerState(engine, id!)).toBe('exited')
+        expect(engineRun(engine, ['inspect', '--format', '{{.State.ExitCode}}', id!]).stdout.trim()).toBe('0')
+      })
+
+      it('--name is free again right after the stop: the next run with the same name starts', async () => {
+        const name = `reapkit-test-${t.label.slice(-12)}`
+        const first = t.run(engine, ['--rm', '--name', name], IGNORES_TERM)
+        await t.running(engine)
+        const result = await killProcessGracefully(first, { graceMs: 1000 })
+        expect(result.containerSurvivors).toEqual([])
+        const second = t.run(engine, ['--rm', '--name', name], IGNORES_TERM)
+        const [id] = await t.running(engine)
+        expect(engineRun(engine, ['inspect', '--format', '{{.Name}}', id!]).stdout.trim().replace(/^\//, '')).toBe(name)
+        expect(second.exitCode).toBe(null)
+      })
+
+      it('a container that exits by itself: reported gone, nothing stopped, and (no --rm) left as the user asked', async () => {
+        const child = t.run(engine, [], ['sh', '-c', 'exit 3'])
+        const code = await new Promise<number | null>((res) => child.once('exit', res))
+        expect(code).toBe(3)
+        const result = await killProcessGracefully(child, { graceMs: 1000 })
+        expect(result.containers).toEqual([expect.objectContaining({ state: 'gone', stopped: false })])
+        expect(result.containers[0]!.ids).toHaveLength(1)
+        expect(containerState(engine, result.containers[0]!.ids[0]!)).toBe('exited')
+      })
+
+      for (const mode of ['exit', 'throw'] as const) {
+        it(`the host ends by ${mode === 'exit' ? 'process.exit()' : 'an uncaught exception'} with the client running: its 'exit' kills the container through the engine`, async () => {
+          const host = spawnFixture('container-host.cjs', [engine.bin, engine.image, t.label, mode], { env: engine.env, stdio: ['pipe', 'ignore', 'ignore'] })
+          await t.running(engine)
+          host.stdin!.write('go\n')
+          expect((await exitOf(host, 30_000)).code).toBe(mode === 'exit' ? 0 : 1)
+          await waitForEngine(() => containersWith(engine, t.label).length === 0, 30_000, 'the container to be removed')
+        })
+      }
+
+      it('the client SIGKILLed by someone else: its own exit stops the container through the engine', async () => {
+        const saved = process.env.REAPKIT_KILL_GRACE_MS
+        process.env.REAPKIT_KILL_GRACE_MS = '1000' // the own-exit step's grace
+        try {
+          const child = t.run(engine, ['--rm'], IGNORES_TERM)
+          await t.running(engine)
+          process.kill(child.pid!, 'SIGKILL')
+          await waitForEngine(() => containersWith(engine, t.label).length === 0, 45_000, 'the container to be removed')
+        } finally {
+          if (saved === undefined) delete process.env.REAPKIT_KILL_GRACE_MS
+          else process.env.REAPKIT_KILL_GRACE_MS = saved
+        }
+      })
+    })
+  }
+})
