@@ -16,6 +16,11 @@
  *   with adopt() (spawned elsewhere, without the token) cannot prove itself: its record is dropped
  *   as 'unproven' by the next incarnation, never signalled.
  * A torn or unreadable file is reported, not thrown.
+ *
+ * A child that is a container client also records its run (supervisor-state-containers.ts): the
+ * container outlives a SIGKILLed supervisor, so the next incarnation stops it through the engine.
+ * A run stays in the file (top-level `containers`) after its client exits until its container is
+ * confirmed gone.
  */
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -23,7 +28,11 @@ import { ReapkitError } from '../ground/errors'
 import { openProcess, type ProcessHandle } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent } from '../ground/logger'
+import { KILL_CONFIRM_MS_DEFAULT } from '../ground/config'
 import { processRow } from '../mechanisms/proctable'
+import { stopRecordedContainer, withContainers } from '../mechanisms/container/child'
+import type { ContainerOutcome, ContainerRecord } from '../mechanisms/container/stop'
+import { parseStateContainer, type StateContainer, stopLeftoverContainer, toStateContainer } from './supervisor-state-containers'
 import { checkStateFolder, readTrustedStateFile } from './state-file-trust'
 import type { ProcessRecord } from './supervisor'
 
@@ -38,6 +47,8 @@ interface StateRecord {
   args: string[]
   /** The token of the incarnation that spawned it, found in its environment; null: adopted, unprovable. */
   token: string | null
+  /** Its container run, when it is a container client. */
+  container?: StateContainer
 }
 
 /** The environment variable that carries an incarnation's token into the children it spawns. */
@@ -57,6 +68,11 @@ export interface LeftoverReport {
   adopted: ProcessRecord[]
   /** True when the file could not be parsed (e.g. torn by a crash mid-write): nothing was acted on. */
   corrupt: boolean
+  /**
+   * The container step for each container run the file named whose client was not adopted (its
+   * client gone, stopped, or unproven): stopped through its engine, by its run label.
+   */
+  containers: ContainerOutcome[]
 }
 
 interface Adopted {
@@ -82,29 +98,39 @@ const START_RE = /^[\w :.-]+$/
 
 const TOKEN_RE = /^[0-9a-f]{32}$/
 
-function readRecords(file: string): { records: StateRecord[]; owner: Owner | null; corrupt: boolean } {
+interface FileContents {
+  records: StateRecord[]
+  /** Container runs whose clients had exited before their containers were confirmed gone. */
+  containers: StateContainer[]
+  owner: Owner | null
+  corrupt: boolean
+}
+
+function readRecords(file: string): FileContents {
+  const none = (corrupt: boolean): FileContents => ({ records: [], containers: [], owner: null, corrupt })
   let text: string | null
   try {
     text = readTrustedStateFile(file)
   } catch (err) {
     if ((err as ReapkitError).code === 'ERR_REAPKIT_STATE_FILE_UNSAFE') throw err
-    return { records: [], owner: null, corrupt: true }
+    return none(true)
   }
-  if (text === null) return { records: [], owner: null, corrupt: false }
+  if (text === null) return none(false)
   try {
-    const data = JSON.parse(text) as { version?: unknown; processes?: unknown; owner?: Partial<Owner> }
-    if (data.version !== 1 || !Array.isArray(data.processes)) return { records: [], owner: null, corrupt: true }
+    const data = JSON.parse(text) as { version?: unknown; processes?: unknown; owner?: Partial<Owner>; containers?: unknown }
+    if (data.version !== 1 || !Array.isArray(data.processes)) return none(true)
     const ok = (r: Partial<StateRecord>): r is StateRecord =>
       Number.isSafeInteger(r.pid) && (r.pid as number) > 0 && typeof r.start === 'string' && START_RE.test(r.start)
     const o = data.owner
     const owner = o && Number.isSafeInteger(o.pid) && typeof o.start === 'string' && START_RE.test(o.start) ? (o as Owner) : null
-    const records = (data.processes as Partial<StateRecord>[]).filter(ok).map((r) => ({
-      ...r,
-      token: typeof r.token === 'string' && TOKEN_RE.test(r.token) ? r.token : null,
-    }))
-    return { records, owner, corrupt: false }
+    const records = (data.processes as Partial<StateRecord>[]).filter(ok).map(({ container, ...r }) => {
+      const run = container === undefined ? null : parseStateContainer(container)
+      return { ...r, token: typeof r.token === 'string' && TOKEN_RE.test(r.token) ? r.token : null, ...(run ? { container: run } : {}) }
+    })
+    const containers = (Array.isArray(data.containers) ? data.containers : []).map(parseStateContainer).filter((c) => c !== null)
+    return { records, containers, owner, corrupt: false }
   } catch {
-    return { records: [], owner: null, corrupt: true }
+    return none(true)
   }
 }
 
@@ -140,6 +166,10 @@ export class SupervisorState {
   readonly #hooks: StateHooks
   readonly #records = new Map<number, StateRecord>()
   readonly #adopted = new Map<number, Adopted>()
+  /** Container runs whose client has exited (or was a predecessor's), by run id, until confirmed gone. */
+  readonly #retiring = new Map<string, StateContainer>()
+  /** This incarnation's container clients: their live records (a stop under way is joined through them). */
+  readonly #live = new Map<number, ContainerRecord>()
   #writeQueued = false
   #closed = false
 
@@ -153,7 +183,7 @@ export class SupervisorState {
     // Through its real folder from here on (never a symlinked one someone could retarget).
     this.#file = checkStateFolder(resolve(file))
     this.#hooks = hooks
-    const { records, owner, corrupt } = readRecords(this.#file)
+    const { records, containers, owner, corrupt } = readRecords(this.#file)
     // A file whose writer still runs is not a crash's leftovers: its processes are that supervisor's,
     // alive and in use. Refuse it rather than stop (or steal) them.
     if (held.has(this.#file) || (owner !== null && owner.pid !== process.pid && ownerAlive(owner))) {
@@ -165,15 +195,18 @@ export class SupervisorState {
     held.add(this.#file)
     const self = processRow(process.pid)
     this.#owner = self ? { pid: process.pid, start: self.start } : null
-    const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt }
+    const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt, containers: [] }
     if (corrupt) logEvent(hooks.logger, 'warn', 'state.corrupt', { file })
     const live: Array<{ rec: StateRecord; handle: ProcessHandle }> = []
+    // A predecessor's container runs, except those of clients adopted below: stopped through the engine.
+    const retired: StateContainer[] = [...containers]
     for (const rec of records) {
       let handle: ProcessHandle
       try {
         handle = openProcess(rec.pid)
       } catch {
         report.dropped.push({ pid: rec.pid, reason: 'gone' })
+        if (rec.container) retired.push(rec.container)
         continue
       }
       // Checked after the pidfd exists: a match means the pidfd pins the recorded process. The
@@ -184,22 +217,26 @@ export class SupervisorState {
       if (!row || row.state === 'Z' || row.start !== rec.start) {
         handle.close()
         report.dropped.push({ pid: rec.pid, reason: !row || row.state === 'Z' ? 'gone' : 'recycled' })
+        if (rec.container) retired.push(rec.container)
         continue
       }
       if (proof === 'unproven') {
         handle.close()
         report.dropped.push({ pid: rec.pid, reason: 'unproven' })
         logEvent(hooks.logger, 'warn', 'state.unproven', { file, pid: rec.pid })
+        if (rec.container) retired.push(rec.container) // the container has its own proof (its labels)
         continue
       }
       report.found.push({ pid: rec.pid, pgid: rec.pgid, requestId: rec.requestId, command: rec.command })
       live.push({ rec, handle })
+      if (rec.container && onLeftovers === 'stop') retired.push(rec.container)
     }
+    const containerSteps = Promise.all(retired.map((c) => this.#retire(c)))
     if (onLeftovers === 'adopt') {
       for (const { rec, handle } of live) report.adopted.push({ ...this.#adopt(rec, handle).record })
-      this.leftovers = Promise.resolve(report)
+      this.leftovers = containerSteps.then((outcomes) => ({ ...report, containers: outcomes }))
     } else {
-      this.leftovers = Promise.all(
+      const stopping = Promise.all(
         live.map(async ({ handle }) => {
           try {
             return await killProcessGracefully(handle, { graceMs: hooks.graceMs, logger: hooks.logger })
@@ -207,7 +244,8 @@ export class SupervisorState {
             handle.close()
           }
         }),
-      ).then((stopped) => ({ ...report, stopped }))
+      )
+      this.leftovers = Promise.all([stopping, containerSteps]).then(([stopped, outcomes]) => ({ ...report, stopped, containers: outcomes }))
     }
     logEvent(hooks.logger, 'info', 'state.leftovers', { file, found: report.found.length, dropped: report.dropped.length, action: onLeftovers })
     this.#write() // the file now describes this incarnation (the adopted, if any), not the last one
@@ -238,29 +276,56 @@ export class SupervisorState {
     return a
   }
 
-  #settle(a: Adopted, status: ProcessRecord['status']): void {
-    if (a.record.status !== 'adopted') return
+  /** Returns the container step its exit started, if it had a container run. */
+  #settle(a: Adopted, status: ProcessRecord['status']): Promise<ContainerOutcome> | undefined {
+    if (a.record.status !== 'adopted') return undefined
     a.record.status = status
     a.record.exitedAt = new Date()
     a.handle.close()
-    this.remove(a.record.pid)
+    const step = this.remove(a.record.pid)
     this.#hooks.emit({ ...a.record })
+    return step
+  }
+
+  /**
+   * A container run whose client is gone: kept in the file until its container step confirms it
+   * gone (this incarnation's joins the step the client's exit started; a predecessor's is resolved
+   * by its labels first).
+   */
+  #retire(c: StateContainer, live?: ContainerRecord): Promise<ContainerOutcome> {
+    this.#retiring.set(c.runId, c)
+    this.#queueWrite()
+    const { graceMs, logger } = this.#hooks
+    const step = live ? stopRecordedContainer(live, { graceMs, confirmMs: KILL_CONFIRM_MS_DEFAULT, logger }) : stopLeftoverContainer(c, { graceMs, logger })
+    return step.then((outcome) => {
+      // Written at once, not on the next turn: a caller may exit right after the leftovers report.
+      if (outcome.state === 'gone' && this.#retiring.delete(c.runId) && !this.#closed) this.#write()
+      return outcome
+    })
   }
 
   /**
    * Records a process the supervisor just registered; `spawnedWithToken` when it was spawned with
    * this incarnation's token in its environment (adopted children were not).
    */
-  add(pid: number, pgid: number | null, requestId: string | number | null, command: string, args: string[], spawnedWithToken: boolean): void {
+  add(pid: number, pgid: number | null, requestId: string | number | null, command: string, args: string[], spawnedWithToken: boolean, container?: ContainerRecord): void {
     const row = processRow(pid)
-    if (!row) return // already gone: nothing can be left of it under this pid
-    this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args, token: spawnedWithToken ? this.token : null })
+    // Already gone: nothing can be left of it under this pid; its container (if any) may be.
+    if (!row) return void (container && this.#retire(toStateContainer(container), container))
+    const run = container ? { container: toStateContainer(container) } : {}
+    if (container) this.#live.set(pid, container)
+    this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args, token: spawnedWithToken ? this.token : null, ...run })
     this.#queueWrite()
   }
 
-  /** Forgets a process that exited. */
-  remove(pid: number): void {
-    if (this.#records.delete(pid)) this.#queueWrite()
+  /** Forgets a process that exited; its container run, if any, stays until its container is gone (the step returned). */
+  remove(pid: number): Promise<ContainerOutcome> | undefined {
+    const rec = this.#records.get(pid)
+    const live = this.#live.get(pid)
+    this.#live.delete(pid)
+    if (!rec || !this.#records.delete(pid)) return undefined
+    this.#queueWrite()
+    return rec.container ? this.#retire(rec.container, live) : undefined
   }
 
   /** The adopted processes' records (copies). */
@@ -290,8 +355,8 @@ export class SupervisorState {
     a.stopping++
     try {
       const result = await killProcessGracefully(a.handle, { graceMs, logger: this.#hooks.logger })
-      this.#settle(a, result.escalated ? 'killed' : 'terminated')
-      return result
+      const step = this.#settle(a, result.escalated ? 'killed' : 'terminated')
+      return step ? withContainers(result, [await step]) : result
     } finally {
       a.stopping--
     }
@@ -334,7 +399,8 @@ export class SupervisorState {
 
   #write(): void {
     const tmp = `${this.#file}.${process.pid}.tmp`
-    const data = JSON.stringify({ version: 1, owner: this.#owner, processes: [...this.#records.values()] })
+    const containers = [...this.#retiring.values()]
+    const data = JSON.stringify({ version: 1, owner: this.#owner, processes: [...this.#records.values()], ...(containers.length > 0 ? { containers } : {}) })
     try {
       // A fresh file of our own (never through a link someone left at the temporary name), 0600.
       rmSync(tmp, { force: true })

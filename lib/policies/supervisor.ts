@@ -453,7 +453,7 @@ export class Supervisor extends EventEmitter {
     if (requestId !== null) this.#byRequest.set(requestId, entry)
     if (exited) this.#finished.add(entry)
     if (!exited) {
-      this.#state?.add(pid, pgid, requestId, command, args, spawnedWithToken)
+      this.#state?.add(pid, pgid, requestId, command, args, spawnedWithToken, info?.container)
       child.once('exit', (code, signal) => {
         this.#state?.remove(pid)
         record.exitCode = code
