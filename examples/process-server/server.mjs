@@ -82,6 +82,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { createKeepalive, Supervisor } from 'reapkit'
 import { withKeepalive } from 'reapkit/mcp'
+import { containerConfig } from './container.mjs'
 import { createProcessTools } from './tools.mjs'
 import { usage } from './usage.mjs'
 
@@ -103,6 +104,11 @@ try {
       'allow-origin': { type: 'string', multiple: true, default: [] },
       'max-body-bytes': { type: 'string', default: String(1024 * 1024) },
       'session-idle-ms': { type: 'string', default: String(10 * 60_000) },
+      container: { type: 'string' },
+      engine: { type: 'string' },
+      'container-network': { type: 'string' },
+      'container-memory': { type: 'string' },
+      'container-label': { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', short: 'h', default: false },
     },
   }))
@@ -128,19 +134,41 @@ const childEnv = Object.fromEntries(
   ['PATH', 'HOME', 'LANG', ...flags['pass-env']].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]),
 )
 childEnv.PATH ??= '/usr/local/bin:/usr/bin:/bin'
+let container
+try {
+  container = containerConfig(flags, flags['pass-env'])
+} catch (err) {
+  fail(err.message)
+}
 const httpMode = flags.http === undefined ? null : {
   port: integer('http', flags.http, 0, 65535),
   maxBodyBytes: integer('max-body-bytes', flags['max-body-bytes'], 1, 1024 ** 3),
   sessionIdleMs: integer('session-idle-ms', flags['session-idle-ms'], 1, 2 ** 31 - 1),
 }
 
-const supervisor = new Supervisor({ closeTimeoutMs: 1000, ...(flags['state-file'] ? { stateFile: flags['state-file'] } : {}) })
+// The drain's stop (shutdownAll). In container mode it goes straight to the engine's stop with a
+// 1 s grace (`stop -t 1`, then the engine's kill: a PID 1 without a SIGTERM handler ignores it),
+// so that the containers are confirmed gone within the 4 s an MCP host's stdio client gives a
+// server between the end of its stdin and SIGKILL (the SDK's close()).
+const supervisor = new Supervisor({
+  ...(container ? { closeTimeoutMs: 0, graceMs: 1000 } : { closeTimeoutMs: 1000 }),
+  ...(flags['state-file'] ? { stateFile: flags['state-file'] } : {}),
+})
 const leftovers = await supervisor.leftovers // null without a state file
 if (leftovers) {
-  const { found, corrupt } = leftovers // stopped before any new request is taken
-  if (found.length > 0 || corrupt) process.stderr.write(`process-server: ${found.length} left by a crashed run stopped${corrupt ? '; the state file was unreadable' : ''}\n`)
+  // Stopped before any new request is taken: processes, and containers through their engine.
+  const { found, corrupt, containers } = leftovers
+  const gone = containers.filter((c) => c.state === 'gone' && c.ids.length > 0).length
+  const left = containers.filter((c) => c.state !== 'gone')
+  if (found.length > 0 || corrupt || gone > 0 || left.length > 0) {
+    process.stderr.write(
+      `process-server: ${found.length} left by a crashed run stopped, ${gone} container(s)` +
+        `${left.length > 0 ? `; not confirmed gone: ${left.map((c) => `${c.engine} ${c.survivors.join(',') || c.runId} (${c.state})`).join(', ')}` : ''}` +
+        `${corrupt ? '; the state file was unreadable' : ''}\n`,
+    )
+  }
 }
-const tools = createProcessTools({ supervisor, allowAny, allowed, childEnv })
+const tools = createProcessTools({ supervisor, allowAny, allowed, childEnv, container })
 // `logging`: run_command's output lines go out as logging notifications.
 const newServer = () => new McpServer({ name: 'reapkit-process-server', version: '0.1.0' }, { capabilities: { logging: {} } })
 
