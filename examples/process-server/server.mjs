@@ -69,6 +69,17 @@
 //   --max-body-bytes <n> the largest request body. Default: 1048576 (1 MiB)
 //   --session-idle-ms <n> close a session after this long with no request and no open stream.
 //                       Default: 600000 (10 minutes)
+//   --container <image> container mode (container.mjs): every run_command runs in a fresh container,
+//                       `<engine> run --rm --network none --memory 512m IMAGE command args...`,
+//                       instead of under the native supervisor. Cancel, terminate_process, the
+//                       timeout, session end and the drain stop the container through the engine
+//                       and confirm it gone before the call is answered; list_processes shows its
+//                       id; --state-file records the runs, so a restart stops a crashed run's
+//                       containers. The command gets the image's environment plus --pass-env's.
+//   --engine <name>     docker or podman (default docker), resolved on PATH
+//   --container-network <name>  Default: none
+//   --container-memory <size>   Default: 512m
+//   --container-label <key=value> a label on every container (repeatable)
 //   Liveness and readiness: GET /livez and /readyz (no token needed: they tell only up or draining).
 //
 // Installed with reapkit, it is the `reapkit-process-server` command (bin/reapkit-process-server.mjs,

@@ -72,7 +72,9 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, co
       'run_command',
       {
         description:
-          "Run a command (no shell) as the server's user and return its exit status (128 + n: it died of signal n) and output. " +
+          (container
+            ? `Run a command (no shell) in a fresh ${container.engine} container of ${container.image} and return its exit status and output. `
+            : "Run a command (no shell) as the server's user and return its exit status (128 + n: it died of signal n) and output. ") +
           'Only commands the server was started with --allow for (or any, under --allow-any). It gets a minimal environment. ' +
           'Each output line is sent while it runs, as a logging notification (and as progress, given a progress token). ' +
           'Cancelling the request stops the process.',
