@@ -4,8 +4,10 @@
 // label (--container-label), and the cleanup removes by that label only.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
-import type { ChildProcess } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -143,8 +145,30 @@ describe.skipIf(skip !== null)(`example server --container${skip ? ` (skipped: $
         s.server.kill('SIGTERM')
         expect(await exitOf(s.server, 30_000)).toEqual({ code: 0, signal: null })
         expect(containersWith(engine, label)).toEqual([])
-        expect(parse(await inFlight).container.id).toMatch(/^[0-9a-f]{12,}$/)
+        expect(parse(await inFlight).container).toMatchObject({ id: expect.stringMatching(/^[0-9a-f]{12,}$/), state: 'gone' })
         expect(s.stderr()).toMatch(/"abandoned":0/)
+      })
+
+      it('HTTP: a session that ends (DELETE) stops its running container; the server keeps serving', async () => {
+        const token = randomBytes(24).toString('base64url')
+        const flags = ['--http', '0', '--token', token, '--allow', 'sleep', '--container', engine.image, '--engine', engine.bin, '--container-label', label]
+        const server = spawn(process.execPath, [SERVER, ...flags], { env: engine.env, stdio: ['ignore', 'ignore', 'pipe'] })
+        let stderr = ''
+        server.stderr!.on('data', (d) => (stderr += d))
+        const client = new Client({ name: 'reapkit-test', version: '1.0.0' })
+        started.push({ client, server, notes: [], stderr: () => stderr })
+        const listening = /listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/
+        await waitForEngine(() => listening.test(stderr) || server.exitCode !== null, 20_000, 'the server to listen')
+        const transport = new StreamableHTTPClientTransport(new URL(listening.exec(stderr)![1]!), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
+        await client.connect(transport)
+        const s = { client, server, notes: [], stderr: () => stderr }
+        void call(s, 'run_command', { command: 'sleep', args: ['1000'], tags: ['h'] }).catch(() => {})
+        const { container } = await runningRow(s, 'h')
+        await waitForEngine(() => running(engine).length === 1, 60_000, 'the container to run')
+        expect(running(engine)).toEqual([container.id])
+        await transport.terminateSession()
+        await waitForEngine(() => containersWith(engine, label).length === 0, 30_000, 'the session\'s container to be gone')
+        expect(server.exitCode).toBe(null)
       })
 
       it("a server SIGKILLed and started again on the same --state-file stops its predecessor's container", async () => {
