@@ -151,6 +151,34 @@ function carriesToken(pid: number, token: string | null): 'proven' | 'unproven' 
   return environ.split('\0').includes(`${STATE_TOKEN_ENV}=${token}`) ? 'proven' : 'unproven'
 }
 
+/**
+ * Is a record's process a leftover? A handle pinning it when it runs with the recorded start time
+ * and proves it is ours; otherwise why its record is dropped, unsignalled.
+ */
+function examine(rec: StateRecord, file: string, logger: Logger): ProcessHandle | 'gone' | 'recycled' | 'unproven' {
+  let handle: ProcessHandle
+  try {
+    handle = openProcess(rec.pid)
+  } catch {
+    return 'gone'
+  }
+  // Checked after the pidfd exists: a match means the pidfd pins the recorded process. The
+  // environment is read before the start time: if the start time still matches after it, the
+  // environment read was the recorded process's own.
+  const proof = carriesToken(rec.pid, rec.token)
+  const row = processRow(rec.pid)
+  if (!row || row.state === 'Z' || row.start !== rec.start) {
+    handle.close()
+    return !row || row.state === 'Z' ? 'gone' : 'recycled'
+  }
+  if (proof === 'unproven') {
+    handle.close()
+    logEvent(logger, 'warn', 'state.unproven', { file, pid: rec.pid })
+    return 'unproven'
+  }
+  return handle
+}
+
 /** Is the recorded owner still running (same pid, same start time)? */
 function ownerAlive(owner: Owner): boolean {
   const row = processRow(owner.pid)
@@ -201,30 +229,10 @@ export class SupervisorState {
     // A predecessor's container runs, except those of clients adopted below: stopped through the engine.
     const retired: StateContainer[] = [...containers]
     for (const rec of records) {
-      let handle: ProcessHandle
-      try {
-        handle = openProcess(rec.pid)
-      } catch {
-        report.dropped.push({ pid: rec.pid, reason: 'gone' })
-        if (rec.container) retired.push(rec.container)
-        continue
-      }
-      // Checked after the pidfd exists: a match means the pidfd pins the recorded process. The
-      // environment is read before the start time: if the start time still matches after it, the
-      // environment read was the recorded process's own.
-      const proof = carriesToken(rec.pid, rec.token)
-      const row = processRow(rec.pid)
-      if (!row || row.state === 'Z' || row.start !== rec.start) {
-        handle.close()
-        report.dropped.push({ pid: rec.pid, reason: !row || row.state === 'Z' ? 'gone' : 'recycled' })
-        if (rec.container) retired.push(rec.container)
-        continue
-      }
-      if (proof === 'unproven') {
-        handle.close()
-        report.dropped.push({ pid: rec.pid, reason: 'unproven' })
-        logEvent(hooks.logger, 'warn', 'state.unproven', { file, pid: rec.pid })
-        if (rec.container) retired.push(rec.container) // the container has its own proof (its labels)
+      const handle = examine(rec, file, hooks.logger)
+      if (typeof handle === 'string') {
+        report.dropped.push({ pid: rec.pid, reason: handle })
+        if (rec.container) retired.push(rec.container) // the container has its own proof: its labels
         continue
       }
       report.found.push({ pid: rec.pid, pgid: rec.pgid, requestId: rec.requestId, command: rec.command })
