@@ -130,7 +130,7 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, co
           child.once('spawn', () => resolve(null))
           child.once('error', (err) => resolve(err))
         })
-        if (started) return failure(`cannot run ${command}: ${started.message}`)
+        if (started) return failure(`cannot run ${container ? `${container.engine} for ${command}` : command}: ${started.message}`)
         // Cancellation (and the timeout) stop the process gracefully: SIGTERM to its group, then SIGKILL.
         const cancel = (reason) => stop(key, reason).catch(() => {})
         if (extra.signal.aborted) cancel('cancelled')
