@@ -19,7 +19,8 @@ const HOST = `
 const { Supervisor } = require(process.argv[1])
 const [file, bin, ...args] = process.argv.slice(2)
 const s = new Supervisor({ stateFile: file, backstop: false })
-s.leftovers.then(() => { s.spawn(bin, args, { stdio: 'ignore' }); setInterval(() => {}, 1000) })
+const keep = process.env.KEEP_CLIENT === '1' ? { parentDeathSignal: false } : {} // the client outlives its host
+s.leftovers.then(() => { s.spawn(bin, args, { stdio: 'ignore', ...keep }); setInterval(() => {}, 1000) })
 `
 
 describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skipped: ${skip})` : ''}`, () => {
@@ -65,6 +66,42 @@ describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skip
           }
         } finally {
           host.kill('SIGKILL')
+        }
+      })
+
+      it("adopted (onLeftovers 'adopt'): a predecessor's client that still runs is adopted with its container, and terminate() stops both", async () => {
+        const env = { ...engine.env, KEEP_CLIENT: '1' }
+        const host = nodeSpawn(process.execPath, ['-e', HOST, DIST, file, engine.bin, 'run', '--rm', '--label', label, engine.image, 'sleep', '1000'], { env, stdio: 'ignore' })
+        let clientPid = 0
+        try {
+          await waitForEngine(() => containersWith(engine, label, false).length === 1, 60_000, 'the container to run')
+          const [id] = containersWith(engine, label)
+          await waitForEngine(() => readFileSync(file, 'utf8').includes('"container"'), 10_000, 'the run in the state file')
+          clientPid = JSON.parse(readFileSync(file, 'utf8')).processes[0].pid
+          host.kill('SIGKILL')
+          await exitOf(host)
+          const sup = new Supervisor({ stateFile: file, graceMs: 1000, onLeftovers: 'adopt', backstop: false })
+          try {
+            const report = (await sup.leftovers)!
+            expect(report.adopted).toEqual([expect.objectContaining({ pid: clientPid, status: 'adopted' })])
+            expect(report.containers).toEqual([]) // its container is the adopted record's
+            expect(containersWith(engine, label, false)).toEqual([id])
+            const result = await sup.terminate(clientPid, { graceMs: 1000 })
+            expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone' })])
+            expect(result.containerSurvivors).toEqual([])
+            expect(containersWith(engine, label)).toEqual([])
+          } finally {
+            sup.dispose()
+          }
+        } finally {
+          host.kill('SIGKILL')
+          if (clientPid > 0) {
+            try {
+              process.kill(clientPid, 'SIGKILL') // ours: the client the host spawned (still its record's pid)
+            } catch {
+              // gone
+            }
+          }
         }
       })
 
