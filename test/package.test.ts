@@ -93,7 +93,7 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(tarballFiles).toContain('package/LICENSE')
     const license = readFileSync(join(project, 'node_modules', 'reapkit', 'LICENSE'), 'utf8')
     expect(license).toMatch(/^MIT License\n\nCopyright \(c\) 2026 the reapkit authors\n/)
-    for (const f of ['server.mjs', 'tools.mjs', 'http.mjs', 'usage.mjs']) expect(tarballFiles).toContain(`package/examples/process-server/${f}`)
+    for (const f of ['server.mjs', 'tools.mjs', 'http.mjs', 'usage.mjs', 'container.mjs']) expect(tarballFiles).toContain(`package/examples/process-server/${f}`)
     expect(tarballFiles.filter((f) => f.startsWith('package/examples/') && !f.startsWith('package/examples/process-server/'))).toEqual([])
     expect(tarballFiles.filter((f) => /\.test\./.test(f) || f.startsWith('package/test/'))).toEqual([])
     expect(tarballFiles).toContain('package/bin/reapkit-process-server.mjs')

@@ -76,6 +76,17 @@
 //   --output-bytes <n>  get_output keeps the newest n bytes of each stream of a process. Default: 65536
 //   --output-total-bytes <n> the budget of all output kept: when it is full, ended processes' output
 //                       goes first, oldest first. Default: 16777216 (16 MiB)
+//   --container <image> container mode (container.mjs): every run_command runs in a fresh container,
+//                       `<engine> run --rm --network none --memory 512m IMAGE command args...`,
+//                       instead of under the native supervisor. Cancel, terminate_process, the
+//                       timeout, session end and the drain stop the container through the engine
+//                       and confirm it gone before the call is answered; list_processes shows its
+//                       id; --state-file records the runs, so a restart stops a crashed run's
+//                       containers. The command gets the image's environment plus --pass-env's.
+//   --engine <name>     docker or podman (default docker), resolved on PATH
+//   --container-network <name>  Default: none
+//   --container-memory <size>   Default: 512m
+//   --container-label <key=value> a label on every container (repeatable)
 //   Liveness and readiness: GET /livez and /readyz (no token needed: they tell only up or draining).
 //   Metrics: GET /metrics (a token needed), the supervisor's figures in Prometheus text (with prom-client installed).
 //
@@ -91,6 +102,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { createKeepalive, registerSupervisorMetrics, Supervisor } from 'reapkit'
 import { withKeepalive } from 'reapkit/mcp'
 import { createOutputHistory } from './output.mjs'
+import { containerConfig } from './container.mjs'
 import { createProcessTools } from './tools.mjs'
 import { usage } from './usage.mjs'
 
@@ -114,6 +126,11 @@ try {
       'session-idle-ms': { type: 'string', default: String(10 * 60_000) },
       'output-bytes': { type: 'string', default: String(64 * 1024) },
       'output-total-bytes': { type: 'string', default: String(16 * 1024 * 1024) },
+      container: { type: 'string' },
+      engine: { type: 'string' },
+      'container-network': { type: 'string' },
+      'container-memory': { type: 'string' },
+      'container-label': { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', short: 'h', default: false },
     },
   }))
@@ -139,21 +156,43 @@ const childEnv = Object.fromEntries(
   ['PATH', 'HOME', 'LANG', ...flags['pass-env']].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]),
 )
 childEnv.PATH ??= '/usr/local/bin:/usr/bin:/bin'
+let container
+try {
+  container = containerConfig(flags, flags['pass-env'])
+} catch (err) {
+  fail(err.message)
+}
 const httpMode = flags.http === undefined ? null : {
   port: integer('http', flags.http, 0, 65535),
   maxBodyBytes: integer('max-body-bytes', flags['max-body-bytes'], 1, 1024 ** 3),
   sessionIdleMs: integer('session-idle-ms', flags['session-idle-ms'], 1, 2 ** 31 - 1),
 }
 
-const supervisor = new Supervisor({ closeTimeoutMs: 1000, ...(flags['state-file'] ? { stateFile: flags['state-file'] } : {}) })
+// The drain's stop (shutdownAll). In container mode it goes straight to the engine's stop with a
+// 1 s grace (`stop -t 1`, then the engine's kill: a PID 1 without a SIGTERM handler ignores it),
+// so that the containers are confirmed gone within the 4 s an MCP host's stdio client gives a
+// server between the end of its stdin and SIGKILL (the SDK's close()).
+const supervisor = new Supervisor({
+  ...(container ? { closeTimeoutMs: 0, graceMs: 1000 } : { closeTimeoutMs: 1000 }),
+  ...(flags['state-file'] ? { stateFile: flags['state-file'] } : {}),
+})
 const leftovers = await supervisor.leftovers // null without a state file
 if (leftovers) {
-  const { found, corrupt } = leftovers // stopped before any new request is taken
-  if (found.length > 0 || corrupt) process.stderr.write(`process-server: ${found.length} left by a crashed run stopped${corrupt ? '; the state file was unreadable' : ''}\n`)
+  // Stopped before any new request is taken: processes, and containers through their engine.
+  const { found, corrupt, containers } = leftovers
+  const gone = containers.filter((c) => c.state === 'gone' && c.ids.length > 0).length
+  const left = containers.filter((c) => c.state !== 'gone')
+  if (found.length > 0 || corrupt || gone > 0 || left.length > 0) {
+    process.stderr.write(
+      `process-server: ${found.length} left by a crashed run stopped, ${gone} container(s)` +
+        `${left.length > 0 ? `; not confirmed gone: ${left.map((c) => `${c.engine} ${c.survivors.join(',') || c.runId} (${c.state})`).join(', ')}` : ''}` +
+        `${corrupt ? '; the state file was unreadable' : ''}\n`,
+    )
+  }
 }
 const perProcessBytes = integer('output-bytes', flags['output-bytes'], 0, 1024 ** 3)
 const output = createOutputHistory({ perProcessBytes, totalBytes: integer('output-total-bytes', flags['output-total-bytes'], perProcessBytes, 16 * 1024 ** 3) })
-const tools = createProcessTools({ supervisor, allowAny, allowed, childEnv, output })
+const tools = createProcessTools({ supervisor, allowAny, allowed, childEnv, output, container })
 // `logging`: run_command's output lines go out as logging notifications.
 const newServer = () => new McpServer({ name: 'reapkit-process-server', version: '0.1.0' }, { capabilities: { logging: {} } })
 

@@ -2,8 +2,9 @@
 // its stdio and HTTP modes. In stdio mode there is one client, which owns everything the server
 // runs. In HTTP mode every process belongs to the session that started it: a session sees and stops
 // only its own (another session's process gets the same "not found" as a pid never started).
-import { capabilities, supervisorPath } from 'reapkit'
+import { capabilities, killProcessGracefully, spawnedInfo, supervisorPath } from 'reapkit'
 import { z } from 'zod'
+import { containerArgv, learnContainerId } from './container.mjs'
 
 // The native supervisor in front of every command: it adopts descendants that daemonize (a subreaper)
 // and stops them with the rest, so a setsid escapee is no orphan. Its grace is well inside ours, so
@@ -31,9 +32,10 @@ const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref())
 /**
  * The tools over one Supervisor. `register(server, { ownerOf })` adds them to an McpServer;
  * `ownerOf(extra)` names the caller (HTTP mode: its session id; stdio mode: null, the one client).
- * `endSession(owner)` stops what an owner still runs (its session ended).
+ * `endSession(owner)` stops what an owner still runs (its session ended). `container` (container.mjs's
+ * containerConfig, or null): run every command in a fresh container instead.
  */
-export function createProcessTools({ supervisor, allowAny, allowed, childEnv, output }) {
+export function createProcessTools({ supervisor, allowAny, allowed, childEnv, output, container = null }) {
   // What the supervisor does not know: who started a process, the id its client knows, its tags.
   // Keyed by the supervisor's requestId and the pid (a client may reuse a request id once its
   // process has ended; both together are one process).
@@ -50,14 +52,20 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
   }
   // The supervisor exits 128 + n when the command died of signal n, as a shell reports it; that is
   // not told apart from a command that exits 128 + n itself, so the status is passed on as it is.
-  /** A record as the client sees it: the command it asked for (not the supervisor in front), its own request id. */
+  /**
+   * A record as the client sees it: the command it asked for (not the supervisor or the container
+   * client in front), its own request id; in container mode its container (id null until learned).
+   */
   const view = (record, meta) => {
     let { pid, requestId, command, args, status, exitCode, signal, startedAt, exitedAt } = record
     if (SUPERVISOR && command === SUPERVISOR) [command, ...args] = args.slice(args.indexOf('--') + 1)
+    if (meta?.asked) ({ command, args } = meta.asked)
     if (meta) requestId = meta.requestId
     const durationMs = exitedAt ? exitedAt.getTime() - startedAt.getTime() : null // null while it runs
-    return { pid, requestId, command, args, status, exitCode, signal, durationMs, tags: meta?.tags ?? [] }
+    return { pid, requestId, command, args, status, exitCode, signal, durationMs, tags: meta?.tags ?? [], ...(meta?.container ? { container: { ...meta.container } } : {}) }
   }
+  /** The program and args to spawn for what the client asked. */
+  const argvOf = (command, args) => (container ? containerArgv(container, command, args) : wrap(command, args))
   const stop = (key, reason) => supervisor.terminate(key, { reason, graceMs: STOP_GRACE_MS })
 
   function register(server, { ownerOf = () => null } = {}) {
@@ -65,7 +73,9 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
       'run_command',
       {
         description:
-          "Run a command (no shell) as the server's user and return its exit status (128 + n: it died of signal n) and output. " +
+          (container
+            ? `Run a command (no shell) in a fresh ${container.engine} container of ${container.image} and return its exit status and output. `
+            : "Run a command (no shell) as the server's user and return its exit status (128 + n: it died of signal n) and output. ") +
           'Only commands the server was started with --allow for (or any, under --allow-any). It gets a minimal environment. ' +
           'Each output line is sent while it runs, as a logging notification (and as progress, given a progress token). ' +
           'Cancelling the request stops the process.',
@@ -87,14 +97,21 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
         }
         let child
         try {
-          const [file, argv] = wrap(command, args)
-          child = supervisor.spawn(file, argv, { requestId: key, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv })
+          const [file, argv] = argvOf(command, args)
+          // Container mode: the engine's client gets this server's environment (container.mjs).
+          child = supervisor.spawn(file, argv, { requestId: key, stdio: ['ignore', 'pipe', 'pipe'], env: container ? process.env : childEnv })
         } catch (err) {
           return failure(String(err.message ?? err))
         }
+        const meta = { owner, requestId, tags, ...(container ? { asked: { command, args }, container: null } : {}) }
         if (child.pid !== undefined) {
           if (metas.size > 2 * 1000) prune()
-          metas.set(metaKey(key, child.pid), { owner, requestId, tags })
+          metas.set(metaKey(key, child.pid), meta)
+          const run = container ? spawnedInfo(child)?.container : undefined
+          if (run) {
+            meta.container = { engine: run.engine, image: container.image, runId: run.runId, id: null }
+            void learnContainerId(run, child, (id) => (meta.container.id = id))
+          }
         }
         const history = child.pid !== undefined ? output.start({ owner, pid: child.pid, requestId }) : null
         const closed = new Promise((resolve) => child.once('close', resolve))
@@ -117,7 +134,7 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
           child.once('spawn', () => resolve(null))
           child.once('error', (err) => resolve(err))
         })
-        if (started) return failure(`cannot run ${command}: ${started.message}`)
+        if (started) return failure(`cannot run ${container ? `${container.engine} for ${command}` : command}: ${started.message}`)
         // Cancellation (and the timeout) stop the process gracefully: SIGTERM to its group, then SIGKILL.
         const cancel = (reason) => stop(key, reason).catch(() => {})
         if (extra.signal.aborted) cancel('cancelled')
@@ -130,7 +147,13 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
         // is left, so every line goes out before the result.
         await Promise.race([closed, delay(PIPE_CLOSE_MS)])
         const dropped = await lines.finish()
-        return text({ pid: child.pid, requestId, exitCode: code, signal, stdout, stderr, ...(dropped > 0 ? { droppedLines: dropped } : {}) })
+        // A container outlives its client's exit by a moment at least (docker removes a --rm one
+        // asynchronously), and more when the client was killed: answer once the library's container
+        // step (the one a stop started, or the one the client's exit started) has confirmed it gone,
+        // so that an answered call, and a drain that waited for it, leaves no container behind.
+        if (meta.container) meta.container.state = await containerEnd(child)
+        const ran = meta.container ? { container: { ...meta.container } } : {}
+        return text({ pid: child.pid, requestId, exitCode: code, signal, stdout, stderr, ...ran, ...(dropped > 0 ? { droppedLines: dropped } : {}) })
       },
     )
 
@@ -220,6 +243,16 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
   }
 
   return { register, endSession }
+}
+
+/** Joins the container step of an exited container client: 'gone', 'survived' or 'uncertain'. */
+async function containerEnd(child) {
+  try {
+    const { containers } = await killProcessGracefully(child, { graceMs: STOP_GRACE_MS })
+    return containers[0]?.state ?? 'gone'
+  } catch {
+    return 'uncertain'
+  }
 }
 
 /**

@@ -20,6 +20,14 @@ Options:
   --session-idle-ms <n>  close an idle HTTP session after this long. Default: 600000
   --output-bytes <n>     get_output keeps the newest n bytes of each stream of a process. Default: 65536
   --output-total-bytes <n>  the budget of all kept output; ended processes' go first. Default: 16777216
+  --container <image>    run every command in a fresh container of this image instead:
+                         <engine> run --rm --network none --memory 512m IMAGE command args...
+                         Every stop (cancel, terminate_process, timeout, session end, drain) stops
+                         the container through the engine; --state-file records containers too
+  --engine <name>        docker or podman. Default: docker
+  --container-network <n> the containers' network. Default: none
+  --container-memory <s> the containers' memory limit. Default: 512m
+  --container-label <k=v> a label on every container (repeatable)
   --help                 this text
 
 It drains on SIGTERM, SIGINT, SIGHUP (stdio: also stdin end and its host's death): calls in flight

@@ -20,6 +20,10 @@
  * Children with a restart policy also leave their recent restarts in it (by request id): the next
  * supervisor's spawn() of the same request id continues that intensity window rather than start a
  * fresh one, so a host that crash-loops with its child cannot restart it without limit.
+ * A child that is a container client also records its run (supervisor-state-containers.ts): the
+ * container outlives a SIGKILLed supervisor, so the next incarnation stops it through the engine.
+ * A run stays in the file (top-level `containers`) after its client exits until its container is
+ * confirmed gone.
  */
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -27,7 +31,11 @@ import { ReapkitError } from '../ground/errors'
 import { openProcess, type ProcessHandle } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent } from '../ground/logger'
+import { KILL_CONFIRM_MS_DEFAULT } from '../ground/config'
 import { processRow } from '../mechanisms/proctable'
+import { stopRecordedContainer, withContainers } from '../mechanisms/container/child'
+import type { ContainerOutcome, ContainerRecord } from '../mechanisms/container/stop'
+import { parseStateContainer, type StateContainer, stopLeftoverContainer, toStateContainer } from './supervisor-state-containers'
 import { checkStateFolder, readTrustedStateFile } from './state-file-trust'
 import { copyRecord, type ProcessRecord } from './supervisor-record'
 
@@ -42,6 +50,8 @@ interface StateRecord {
   args: string[]
   /** The token of the incarnation that spawned it, found in its environment; null: adopted, unprovable. */
   token: string | null
+  /** Its container run, when it is a container client. */
+  container?: StateContainer
 }
 
 /** The environment variable that carries an incarnation's token into the children it spawns. */
@@ -61,6 +71,11 @@ export interface LeftoverReport {
   adopted: ProcessRecord[]
   /** True when the file could not be parsed (e.g. torn by a crash mid-write): nothing was acted on. */
   corrupt: boolean
+  /**
+   * The container step for each container run the file named whose client was not adopted (its
+   * client gone, stopped, or unproven): stopped through its engine, by its run label.
+   */
+  containers: ContainerOutcome[]
 }
 
 interface Adopted {
@@ -103,29 +118,40 @@ function readRestarts(value: unknown): RecentRestarts {
   return recent
 }
 
-function readRecords(file: string): { records: StateRecord[]; owner: Owner | null; corrupt: boolean; restarts: RecentRestarts } {
+interface FileContents {
+  records: StateRecord[]
+  /** Container runs whose clients had exited before their containers were confirmed gone. */
+  containers: StateContainer[]
+  owner: Owner | null
+  corrupt: boolean
+  restarts: RecentRestarts
+}
+
+function readRecords(file: string): FileContents {
+  const none = (corrupt: boolean): FileContents => ({ records: [], containers: [], owner: null, corrupt, restarts: new Map() })
   let text: string | null
   try {
     text = readTrustedStateFile(file)
   } catch (err) {
     if ((err as ReapkitError).code === 'ERR_REAPKIT_STATE_FILE_UNSAFE') throw err
-    return { records: [], owner: null, corrupt: true, restarts: new Map() }
+    return none(true)
   }
-  if (text === null) return { records: [], owner: null, corrupt: false, restarts: new Map() }
+  if (text === null) return none(false)
   try {
-    const data = JSON.parse(text) as { version?: unknown; processes?: unknown; owner?: Partial<Owner>; restarts?: unknown }
-    if (data.version !== 1 || !Array.isArray(data.processes)) return { records: [], owner: null, corrupt: true, restarts: new Map() }
+    const data = JSON.parse(text) as { version?: unknown; processes?: unknown; owner?: Partial<Owner>; containers?: unknown; restarts?: unknown }
+    if (data.version !== 1 || !Array.isArray(data.processes)) return none(true)
     const ok = (r: Partial<StateRecord>): r is StateRecord =>
       Number.isSafeInteger(r.pid) && (r.pid as number) > 0 && typeof r.start === 'string' && START_RE.test(r.start)
     const o = data.owner
     const owner = o && Number.isSafeInteger(o.pid) && typeof o.start === 'string' && START_RE.test(o.start) ? (o as Owner) : null
-    const records = (data.processes as Partial<StateRecord>[]).filter(ok).map((r) => ({
-      ...r,
-      token: typeof r.token === 'string' && TOKEN_RE.test(r.token) ? r.token : null,
-    }))
-    return { records, owner, corrupt: false, restarts: readRestarts(data.restarts) }
+    const records = (data.processes as Partial<StateRecord>[]).filter(ok).map(({ container, ...r }) => {
+      const run = container === undefined ? null : parseStateContainer(container)
+      return { ...r, token: typeof r.token === 'string' && TOKEN_RE.test(r.token) ? r.token : null, ...(run ? { container: run } : {}) }
+    })
+    const containers = (Array.isArray(data.containers) ? data.containers : []).map(parseStateContainer).filter((c) => c !== null)
+    return { records, containers, owner, corrupt: false, restarts: readRestarts(data.restarts) }
   } catch {
-    return { records: [], owner: null, corrupt: true, restarts: new Map() }
+    return none(true)
   }
 }
 
@@ -146,6 +172,34 @@ function carriesToken(pid: number, token: string | null): 'proven' | 'unproven' 
   return environ.split('\0').includes(`${STATE_TOKEN_ENV}=${token}`) ? 'proven' : 'unproven'
 }
 
+/**
+ * Is a record's process a leftover? A handle pinning it when it runs with the recorded start time
+ * and proves it is ours; otherwise why its record is dropped, unsignalled.
+ */
+function examine(rec: StateRecord, file: string, logger: Logger): ProcessHandle | 'gone' | 'recycled' | 'unproven' {
+  let handle: ProcessHandle
+  try {
+    handle = openProcess(rec.pid)
+  } catch {
+    return 'gone'
+  }
+  // Checked after the pidfd exists: a match means the pidfd pins the recorded process. The
+  // environment is read before the start time: if the start time still matches after it, the
+  // environment read was the recorded process's own.
+  const proof = carriesToken(rec.pid, rec.token)
+  const row = processRow(rec.pid)
+  if (!row || row.state === 'Z' || row.start !== rec.start) {
+    handle.close()
+    return !row || row.state === 'Z' ? 'gone' : 'recycled'
+  }
+  if (proof === 'unproven') {
+    handle.close()
+    logEvent(logger, 'warn', 'state.unproven', { file, pid: rec.pid })
+    return 'unproven'
+  }
+  return handle
+}
+
 /** Is the recorded owner still running (same pid, same start time)? */
 function ownerAlive(owner: Owner): boolean {
   const row = processRow(owner.pid)
@@ -162,6 +216,10 @@ export class SupervisorState {
   readonly #records = new Map<number, StateRecord>()
   readonly #adopted = new Map<number, Adopted>()
   #restarts: RecentRestarts = new Map()
+  /** Container runs whose client has exited (or was a predecessor's), by run id, until confirmed gone. */
+  readonly #retiring = new Map<string, StateContainer>()
+  /** This incarnation's container clients: their live records (a stop under way is joined through them). */
+  readonly #live = new Map<number, ContainerRecord>()
   #writeQueued = false
   #closed = false
 
@@ -175,7 +233,7 @@ export class SupervisorState {
     // Through its real folder from here on (never a symlinked one someone could retarget).
     this.#file = checkStateFolder(resolve(file))
     this.#hooks = hooks
-    const { records, owner, corrupt, restarts } = readRecords(this.#file)
+    const { records, containers, owner, corrupt, restarts } = readRecords(this.#file)
     // A file whose writer still runs is not a crash's leftovers: its processes are that supervisor's,
     // alive and in use. Refuse it rather than stop (or steal) them.
     if (held.has(this.#file) || (owner !== null && owner.pid !== process.pid && ownerAlive(owner))) {
@@ -188,41 +246,28 @@ export class SupervisorState {
     this.#restarts = restarts
     const self = processRow(process.pid)
     this.#owner = self ? { pid: process.pid, start: self.start } : null
-    const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt }
+    const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt, containers: [] }
     if (corrupt) logEvent(hooks.logger, 'warn', 'state.corrupt', { file })
     const live: Array<{ rec: StateRecord; handle: ProcessHandle }> = []
+    // A predecessor's container runs, except those of clients adopted below: stopped through the engine.
+    const retired: StateContainer[] = [...containers]
     for (const rec of records) {
-      let handle: ProcessHandle
-      try {
-        handle = openProcess(rec.pid)
-      } catch {
-        report.dropped.push({ pid: rec.pid, reason: 'gone' })
-        continue
-      }
-      // Checked after the pidfd exists: a match means the pidfd pins the recorded process. The
-      // environment is read before the start time: if the start time still matches after it, the
-      // environment read was the recorded process's own.
-      const proof = carriesToken(rec.pid, rec.token)
-      const row = processRow(rec.pid)
-      if (!row || row.state === 'Z' || row.start !== rec.start) {
-        handle.close()
-        report.dropped.push({ pid: rec.pid, reason: !row || row.state === 'Z' ? 'gone' : 'recycled' })
-        continue
-      }
-      if (proof === 'unproven') {
-        handle.close()
-        report.dropped.push({ pid: rec.pid, reason: 'unproven' })
-        logEvent(hooks.logger, 'warn', 'state.unproven', { file, pid: rec.pid })
+      const handle = examine(rec, file, hooks.logger)
+      if (typeof handle === 'string') {
+        report.dropped.push({ pid: rec.pid, reason: handle })
+        if (rec.container) retired.push(rec.container) // the container has its own proof: its labels
         continue
       }
       report.found.push({ pid: rec.pid, pgid: rec.pgid, requestId: rec.requestId, command: rec.command })
       live.push({ rec, handle })
+      if (rec.container && onLeftovers === 'stop') retired.push(rec.container)
     }
+    const containerSteps = Promise.all(retired.map((c) => this.#retire(c)))
     if (onLeftovers === 'adopt') {
       for (const { rec, handle } of live) report.adopted.push(copyRecord(this.#adopt(rec, handle).record))
-      this.leftovers = Promise.resolve(report)
+      this.leftovers = containerSteps.then((outcomes) => ({ ...report, containers: outcomes }))
     } else {
-      this.leftovers = Promise.all(
+      const stopping = Promise.all(
         live.map(async ({ handle }) => {
           try {
             return await killProcessGracefully(handle, { graceMs: hooks.graceMs, logger: hooks.logger })
@@ -230,7 +275,8 @@ export class SupervisorState {
             handle.close()
           }
         }),
-      ).then((stopped) => ({ ...report, stopped }))
+      )
+      this.leftovers = Promise.all([stopping, containerSteps]).then(([stopped, outcomes]) => ({ ...report, stopped, containers: outcomes }))
     }
     logEvent(hooks.logger, 'info', 'state.leftovers', { file, found: report.found.length, dropped: report.dropped.length, action: onLeftovers })
     this.#write() // the file now describes this incarnation (the adopted, if any), not the last one
@@ -266,30 +312,57 @@ export class SupervisorState {
     return a
   }
 
-  #settle(a: Adopted, status: ProcessRecord['status']): void {
-    if (a.record.status !== 'adopted') return
+  /** Returns the container step its exit started, if it had a container run. */
+  #settle(a: Adopted, status: ProcessRecord['status']): Promise<ContainerOutcome> | undefined {
+    if (a.record.status !== 'adopted') return undefined
     a.record.status = status
     a.record.exitedAt = new Date()
     a.record.incarnations[0]!.exitedAt = a.record.exitedAt
     a.handle.close()
-    this.remove(a.record.pid)
+    const step = this.remove(a.record.pid)
     this.#hooks.emit(copyRecord(a.record))
+    return step
+  }
+
+  /**
+   * A container run whose client is gone: kept in the file until its container step confirms it
+   * gone (this incarnation's joins the step the client's exit started; a predecessor's is resolved
+   * by its labels first).
+   */
+  #retire(c: StateContainer, live?: ContainerRecord): Promise<ContainerOutcome> {
+    this.#retiring.set(c.runId, c)
+    this.#queueWrite()
+    const { graceMs, logger } = this.#hooks
+    const step = live ? stopRecordedContainer(live, { graceMs, confirmMs: KILL_CONFIRM_MS_DEFAULT, logger }) : stopLeftoverContainer(c, { graceMs, logger })
+    return step.then((outcome) => {
+      // Written at once, not on the next turn: a caller may exit right after the leftovers report.
+      if (outcome.state === 'gone' && this.#retiring.delete(c.runId) && !this.#closed) this.#write()
+      return outcome
+    })
   }
 
   /**
    * Records a process the supervisor just registered; `spawnedWithToken` when it was spawned with
    * this incarnation's token in its environment (adopted children were not).
    */
-  add(pid: number, pgid: number | null, requestId: string | number | null, command: string, args: string[], spawnedWithToken: boolean): void {
+  add(pid: number, pgid: number | null, requestId: string | number | null, command: string, args: string[], spawnedWithToken: boolean, container?: ContainerRecord): void {
     const row = processRow(pid)
-    if (!row) return // already gone: nothing can be left of it under this pid
-    this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args, token: spawnedWithToken ? this.token : null })
+    // Already gone: nothing can be left of it under this pid; its container (if any) may be.
+    if (!row) return void (container && this.#retire(toStateContainer(container), container))
+    const run = container ? { container: toStateContainer(container) } : {}
+    if (container) this.#live.set(pid, container)
+    this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args, token: spawnedWithToken ? this.token : null, ...run })
     this.#queueWrite()
   }
 
-  /** Forgets a process that exited. */
-  remove(pid: number): void {
-    if (this.#records.delete(pid)) this.#queueWrite()
+  /** Forgets a process that exited; its container run, if any, stays until its container is gone (the step returned). */
+  remove(pid: number): Promise<ContainerOutcome> | undefined {
+    const rec = this.#records.get(pid)
+    const live = this.#live.get(pid)
+    this.#live.delete(pid)
+    if (!rec || !this.#records.delete(pid)) return undefined
+    this.#queueWrite()
+    return rec.container ? this.#retire(rec.container, live) : undefined
   }
 
   /** A request id's restarts within the last window, as the previous supervisor on this file left them. */
@@ -336,8 +409,8 @@ export class SupervisorState {
     a.stopping++
     try {
       const result = await killProcessGracefully(a.handle, { graceMs, logger: this.#hooks.logger })
-      this.#settle(a, result.escalated ? 'killed' : 'terminated')
-      return result
+      const step = this.#settle(a, result.escalated ? 'killed' : 'terminated')
+      return step ? withContainers(result, [await step]) : result
     } finally {
       a.stopping--
     }
@@ -381,7 +454,8 @@ export class SupervisorState {
   #write(): void {
     const tmp = `${this.#file}.${process.pid}.tmp`
     const restarts = [...this.#restarts].map(([requestId, at]) => ({ requestId, at }))
-    const data = JSON.stringify({ version: 1, owner: this.#owner, processes: [...this.#records.values()], restarts })
+    const containers = [...this.#retiring.values()]
+    const data = JSON.stringify({ version: 1, owner: this.#owner, processes: [...this.#records.values()], restarts, ...(containers.length > 0 ? { containers } : {}) })
     try {
       // A fresh file of our own (never through a link someone left at the temporary name), 0600.
       rmSync(tmp, { force: true })

@@ -298,7 +298,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   #watch(entry: Entry, spawnedWithToken: boolean): void {
     const { child, record } = entry
     const pid = child.pid!
-    this.#state?.add(pid, record.pgid, record.requestId, record.command, record.args, spawnedWithToken)
+    this.#state?.add(pid, record.pgid, record.requestId, record.command, record.args, spawnedWithToken, spawnedInfo(child)?.container)
     this.#monitor(entry)
     child.once('exit', (code, signal) => {
       entry.health?.monitor?.stop()

@@ -1,0 +1,139 @@
+// Issue 18: a Supervisor's stateFile and containers. A supervisor SIGKILLed loses its container
+// clients to the kernel's death signal, but their containers belong to the engine and run on: the
+// next supervisor on the file stops them through the engine, by their run label, and only those
+// that carry the recorded owner too. Real engines; every container carries this test's label.
+import { randomUUID } from 'node:crypto'
+import { spawn as nodeSpawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { Supervisor } from '../lib/index'
+import { containersWith, engineRun, enginesSkipReason, removeLabelled, testEngines, testLabel, waitForEngine } from './containers'
+import { DIST, exitOf } from './helpers'
+
+const skip = enginesSkipReason()
+
+/** A node process whose Supervisor (on `file`) spawns `<engine> run --rm ... sleep 1000`, then waits. */
+const HOST = `
+const { Supervisor } = require(process.argv[1])
+const [file, bin, ...args] = process.argv.slice(2)
+const s = new Supervisor({ stateFile: file, backstop: false })
+const keep = process.env.KEEP_CLIENT === '1' ? { parentDeathSignal: false } : {} // the client outlives its host
+s.leftovers.then(() => { s.spawn(bin, args, { stdio: 'ignore', ...keep }); setInterval(() => {}, 1000) })
+`
+
+describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  let label = ''
+  let dir = ''
+  let file = ''
+  beforeEach(() => {
+    label = testLabel()
+    dir = mkdtempSync(join(tmpdir(), 'reapkit-ctr-state-'))
+    file = join(dir, 'state.json')
+  })
+  afterEach(() => {
+    for (const engine of testEngines()) removeLabelled(engine, label)
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  for (const engine of testEngines()) {
+    describe(engine.name, () => {
+      it("a supervisor SIGKILLed with a container running: the next one on the file stops it through the engine; the file holds no secret of the client's environment", async () => {
+        const env = { ...engine.env, REAPKIT_TEST_SECRET: 'hunter2' }
+        const host = nodeSpawn(process.execPath, ['-e', HOST, DIST, file, engine.bin, 'run', '--rm', '--label', label, engine.image, 'sleep', '1000'], { env, stdio: 'ignore' })
+        try {
+          await waitForEngine(() => containersWith(engine, label, false).length === 1, 60_000, 'the container to run')
+          const [id] = containersWith(engine, label)
+          await waitForEngine(() => readFileSync(file, 'utf8').includes('"container"'), 10_000, 'the run in the state file')
+          const written = readFileSync(file, 'utf8')
+          expect(written).not.toContain('hunter2')
+          if (engine.env.DOCKER_HOST) expect(written).toContain(engine.env.DOCKER_HOST)
+          host.kill('SIGKILL')
+          await exitOf(host)
+          await new Promise((r) => setTimeout(r, 1000))
+          expect(containersWith(engine, label)).toEqual([id]) // the client died with its host; the container did not
+
+          const sup = new Supervisor({ stateFile: file, graceMs: 1000, backstop: false })
+          try {
+            const report = (await sup.leftovers)!
+            expect(report.dropped).toEqual([expect.objectContaining({ reason: 'gone' })])
+            expect(report.containers).toEqual([expect.objectContaining({ engine: engine.name, ids: [id], state: 'gone', stopped: true })])
+            expect(containersWith(engine, label)).toEqual([])
+            expect(JSON.parse(readFileSync(file, 'utf8')).containers).toBeUndefined() // confirmed gone: forgotten
+          } finally {
+            sup.dispose()
+          }
+        } finally {
+          host.kill('SIGKILL')
+        }
+      })
+
+      it("adopted (onLeftovers 'adopt'): a predecessor's client that still runs is adopted with its container, and terminate() stops both", async () => {
+        const env = { ...engine.env, KEEP_CLIENT: '1' }
+        const host = nodeSpawn(process.execPath, ['-e', HOST, DIST, file, engine.bin, 'run', '--rm', '--label', label, engine.image, 'sleep', '1000'], { env, stdio: 'ignore' })
+        let clientPid = 0
+        try {
+          await waitForEngine(() => containersWith(engine, label, false).length === 1, 60_000, 'the container to run')
+          const [id] = containersWith(engine, label)
+          await waitForEngine(() => readFileSync(file, 'utf8').includes('"container"'), 10_000, 'the run in the state file')
+          clientPid = JSON.parse(readFileSync(file, 'utf8')).processes[0].pid
+          host.kill('SIGKILL')
+          await exitOf(host)
+          const sup = new Supervisor({ stateFile: file, graceMs: 1000, onLeftovers: 'adopt', backstop: false })
+          try {
+            const report = (await sup.leftovers)!
+            expect(report.adopted).toEqual([expect.objectContaining({ pid: clientPid, status: 'adopted' })])
+            expect(report.containers).toEqual([]) // its container is the adopted record's
+            expect(containersWith(engine, label, false)).toEqual([id])
+            const result = await sup.terminate(clientPid, { graceMs: 1000 })
+            expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone' })])
+            expect(result.containerSurvivors).toEqual([])
+            expect(containersWith(engine, label)).toEqual([])
+          } finally {
+            sup.dispose()
+          }
+        } finally {
+          host.kill('SIGKILL')
+          if (clientPid > 0) {
+            try {
+              process.kill(clientPid, 'SIGKILL') // ours: the client the host spawned (still its record's pid)
+            } catch {
+              // gone
+            }
+          }
+        }
+      })
+
+      it('a recorded run is stopped only where its containers carry the recorded owner; one that is not confirmed gone stays in the file', async () => {
+        const owner = 'elsewhere/-/4194304/1'
+        const mine = randomUUID()
+        const forged = randomUUID()
+        const start = (runId: string, ownerLabel: string) => {
+          const r = engineRun(engine, ['run', '-d', '--rm', '--label', label, '--label', `reapkit.run=${runId}`, '--label', `reapkit.owner=${ownerLabel}`, engine.image, 'sleep', '1000'])
+          expect(r.code, r.stderr).toBe(0)
+          return r.stdout.trim()
+        }
+        start(mine, owner)
+        const strangerId = start(forged, 'another/-/4194305/1')
+        const client = (runId: string) => ({ engine: engine.name, bin: engine.bin, globals: [], env: { PATH: process.env.PATH, ...(engine.env.DOCKER_HOST ? { DOCKER_HOST: engine.env.DOCKER_HOST } : {}) }, runId, owner, autoRemove: true })
+        // A client gone long ago (pid 4194304 is above any pid_max default), and a run whose client had exited.
+        const processes = [{ pid: 4194304, start: '1', pgid: null, requestId: 'x', command: engine.bin, args: [], token: null, container: client(forged) }]
+        writeFileSync(file, JSON.stringify({ version: 1, owner: null, processes, containers: [client(mine)] }), { mode: 0o600 })
+        const sup = new Supervisor({ stateFile: file, graceMs: 1000, backstop: false })
+        try {
+          const report = (await sup.leftovers)!
+          const byRun = Object.fromEntries(report.containers.map((c) => [c.runId, c]))
+          expect(byRun[mine]).toMatchObject({ state: 'gone', stopped: true })
+          expect(byRun[forged]).toMatchObject({ state: 'survived', survivors: [strangerId], stopped: false })
+          expect(containersWith(engine, label, false)).toEqual([strangerId]) // never stopped on the file's word
+          const kept = JSON.parse(readFileSync(file, 'utf8')).containers as Array<{ runId: string }>
+          expect(kept.map((c) => c.runId)).toEqual([forged])
+        } finally {
+          sup.dispose()
+        }
+      })
+    })
+  }
+})
+
