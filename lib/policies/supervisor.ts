@@ -21,7 +21,7 @@ import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, kil
 import { type CloseReport, closeClient } from './close'
 import { ReapkitError, rangeError, systemError, typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
-import { containersAtCap } from '../mechanisms/container/child'
+import { containerCapSlackMs, containersAtCap } from '../mechanisms/container/child'
 import { scanGroups } from '../mechanisms/group'
 import { type ProcessHandle, openProcess } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
@@ -260,7 +260,9 @@ export class Supervisor extends EventEmitter {
     )
     const targets = entries.filter((_, i) => leftovers[i])
     const adoptedStopped = this.#state?.stopAll(this.graceMs)
-    const capMs = this.#capFixed ? this.shutdownTimeoutMs : this.shutdownTimeoutMs + targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS
+    const capMs = this.#capFixed
+      ? this.shutdownTimeoutMs
+      : this.shutdownTimeoutMs + targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS + containerCapSlackMs(targets.map((e) => e.child))
     logEvent(this.#logger, 'info', 'shutdown.start', { processes: targets.length, capMs })
     const started = performance.now()
     let capTimer: NodeJS.Timeout | undefined
