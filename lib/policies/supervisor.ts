@@ -18,6 +18,7 @@ import { EventEmitter } from 'node:events'
 import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../ground/config'
 import { ReapkitError, rangeError, systemError, typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
+import { containerCapSlackMs } from '../mechanisms/container/child'
 import type { ProcessHandle } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent, silentLogger } from '../ground/logger'
@@ -210,7 +211,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     )
     const targets = entries.filter((_, i) => leftovers[i])
     const adoptedStopped = this.#state?.stopAll(this.graceMs)
-    const capMs = this.#capFixed ? this.shutdownTimeoutMs : this.shutdownTimeoutMs + targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS
+    const capMs = this.#capFixed
+      ? this.shutdownTimeoutMs
+      : this.shutdownTimeoutMs + targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS + containerCapSlackMs(targets.map((e) => e.child))
     logEvent(this.#logger, 'info', 'shutdown.start', { processes: targets.length, capMs })
     const started = performance.now()
     const reports = await closeUnderCap(targets, {

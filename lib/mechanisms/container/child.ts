@@ -155,6 +155,19 @@ export function withContainers<T extends { uncertain: boolean; error: Error | nu
 }
 
 /**
+ * What a derived stop cap (shutdownAll's) adds for the container clients among `children`: each
+ * container's stop runs a handful of engine client invocations (list, stop, list again), and many
+ * at once queue for the cores (podman's client is heavy), as the processes' own stops queue for the
+ * event loop.
+ */
+export function containerCapSlackMs(children: Iterable<ChildProcess>): number {
+  let n = 0
+  for (const child of children) if (records.has(child)) n++
+  return n * CONTAINER_CAP_SLACK_MS
+}
+const CONTAINER_CAP_SLACK_MS = 250
+
+/**
  * For a report made without waiting for the container step (shutdownAll's cap ran out): its
  * container, if it has one, is not known to be gone.
  */

@@ -46,7 +46,7 @@ export interface ContainerOutcome {
 }
 
 export interface ContainerStopOptions {
-  /** The engine's stop grace, in ms (whole seconds are given to the engine, rounded down). */
+  /** The stop's grace, in ms: the engine's stop gets it less a second, in whole seconds (rounded down). */
   graceMs: number
   /** After the stop, how long to look for the containers to be gone. */
   confirmMs: number
@@ -56,6 +56,13 @@ export interface ContainerStopOptions {
   callTimeoutMs?: number
   logger?: Logger
 }
+
+/**
+ * What the engine's stop leaves of the grace for the engine's own work (its kill, the exit, the
+ * removal with --rm): the container is then gone about when a process group would be, and the
+ * callers' bounds (shutdownAll's close + grace + 1 s) hold.
+ */
+const ENGINE_RESERVE_MS = 1000
 
 /** How often the confirm step looks again. */
 const CONFIRM_POLL_MS = 200
@@ -142,7 +149,7 @@ async function confirm(record: ContainerRecord, deadline: number, callMs: number
  * to the stop's error, if any.
  */
 async function signal(record: ContainerRecord, first: Look, options: ContainerStopOptions, forced: { done: boolean }, callMs: number): Promise<Error | undefined> {
-  const seconds = Math.max(0, Math.floor(options.graceMs / 1000))
+  const seconds = Math.max(0, Math.floor((options.graceMs - ENGINE_RESERVE_MS) / 1000))
   logEvent(options.logger, 'info', 'container.stop', { engine: record.engine, runId: record.runId, ids: first.running, seconds })
   let forcing: Promise<unknown> = Promise.resolve()
   const onAbort = (): void => {
