@@ -18,7 +18,7 @@ import {
   type StoppedTree,
 } from './index'
 
-const USAGE = `Usage: reapkit doctor [--json] [--path DIR]... [--all-users] [--containers] [--engine E]... [--label L]...
+const USAGE = `Usage: reapkit doctor [--json] [--path DIR]... [--all-users] [--[no-]containers] [--engine E]... [--label L]...
                       [--stop [--yes] [--grace-ms N]]
 
 Lists every process tree whose stdio host is gone: stdin a pipe nobody can write to any more and
@@ -33,6 +33,7 @@ Signals nothing unless --stop.
   --engine E      ask only these container engines: docker, podman, nerdctl (repeatable; default all)
   --label L       only containers that also carry label L, KEY or KEY=VALUE (repeatable)
   --containers    containers only: the process table is not read, no process is signalled
+  --no-containers processes only: no container engine is asked
   --stop          stop each listed tree (SIGTERM, then SIGKILL after the grace) and each leaked
                   container (the engine's stop with the grace, then its kill; confirmed gone)
   --yes           stop without asking (required for --stop without a terminal)
@@ -51,6 +52,7 @@ interface Args {
   engines: ContainerEngine[]
   labels: string[]
   containersOnly: boolean
+  noContainers: boolean
 }
 
 function usageError(message: string): never {
@@ -59,7 +61,7 @@ function usageError(message: string): never {
 }
 
 function parse(argv: string[]): Args {
-  const args: Args = { json: false, paths: [], allUsers: false, stop: false, yes: false, graceMs: undefined, engines: [], labels: [], containersOnly: false }
+  const args: Args = { json: false, paths: [], allUsers: false, stop: false, yes: false, graceMs: undefined, engines: [], labels: [], containersOnly: false, noContainers: false }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     const value = (): string => {
@@ -75,6 +77,7 @@ function parse(argv: string[]): Args {
     else if (name === '--path') args.paths.push(value())
     else if (name === '--label') args.labels.push(value())
     else if (name === '--containers') args.containersOnly = true
+    else if (name === '--no-containers') args.noContainers = true
     else if (name === '--engine') {
       const v = value()
       if (v !== 'docker' && v !== 'podman' && v !== 'nerdctl') usageError(`--engine must be docker, podman or nerdctl, not ${JSON.stringify(v)}`)
@@ -90,6 +93,7 @@ function parse(argv: string[]): Args {
     } else usageError(`unknown argument ${JSON.stringify(a)}`)
   }
   if (args.allUsers && process.getuid?.() !== 0) usageError('--all-users needs root (other users\' fd tables cannot be read otherwise)')
+  if (args.noContainers && (args.containersOnly || args.engines.length > 0 || args.labels.length > 0)) usageError('--no-containers asks no engine: --containers, --engine and --label do not apply')
   if (args.containersOnly && (args.allUsers || args.paths.length > 0)) usageError('--all-users and --path read processes; --containers reads none')
   if (!args.stop && (args.yes || args.graceMs !== undefined)) usageError('--yes and --grace-ms only apply with --stop')
   return args
@@ -149,6 +153,10 @@ function summary(report: DoctorReport): string {
   return `${n} orphaned server${n === 1 ? '' : 's'}, ${procs} process${procs === 1 ? '' : 'es'}, ${bytes(rss)}`
 }
 
+const NO_PROCESSES: DoctorReport = { trees: [], reparented: [], zombies: [], unreadable: 0, scanned: 0, durationMs: 0 }
+
+const NO_CONTAINERS: ContainerReport = { engines: [], leaked: [], foreign: [], clients: [] }
+
 /** What one run of doctor found: the process trees (none with --containers) and the containers. */
 interface Found {
   report: DoctorReport
@@ -176,7 +184,7 @@ function human({ report, containers, containersOnly }: Found): string {
     out += '\n'
   }
   if (report.unreadable > 0) out += `(${report.unreadable} processes of other users not examined; run as root with --all-users to include them)\n`
-  out += humanContainers(containers)
+  if (containers !== NO_CONTAINERS) out += humanContainers(containers)
   return `${out}${containers.leaked.length > 0 ? `${containerSummary(containers)}\n` : ''}${summary(report)}\n`
 }
 
@@ -202,12 +210,10 @@ function ask(question: string): Promise<boolean> {
   })
 }
 
-const NO_PROCESSES: DoctorReport = { trees: [], reparented: [], zombies: [], unreadable: 0, scanned: 0, durationMs: 0 }
-
 async function find(args: Args): Promise<Found> {
   const report = args.containersOnly ? NO_PROCESSES : await findOrphans({ allUsers: args.allUsers, paths: args.paths })
-  const engines = args.engines.length > 0 ? args.engines : undefined
-  const containers = await findLeakedContainers({ trees: report.trees, labels: args.labels, ...(engines ? { engines } : {}) })
+  const engines = args.engines.length > 0 ? args.engines : undefined // all
+  const containers = args.noContainers ? NO_CONTAINERS : await findLeakedContainers({ trees: report.trees, labels: args.labels, engines })
   return { report, containers, containersOnly: args.containersOnly }
 }
 
