@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { ContainerReport, StoppedContainer } from '../lib/index'
+import { type ContainerReport, findLeakedContainers, type StoppedContainer, stopLeakedContainers } from '../lib/index'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
 import { containerState, containersWith, engineRun, enginesSkipReason, type TestEngine, testEngines, testLabel } from './containers'
 import { canUnshare, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
@@ -39,6 +39,8 @@ async function removeMine(engine: TestEngine, label: string): Promise<void> {
   if (engine.name === 'podman') await waitFor(() => myConmons().length === 0, 30_000, "the removed containers' conmons to exit")
 }
 
+const onPath = (name: string): boolean => (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, name)))
+
 interface DoctorJson {
   containers: ContainerReport
   stoppedContainers?: StoppedContainer[]
@@ -54,6 +56,22 @@ function doctor(engine: TestEngine, label: string, args: string[]): { status: nu
   }
   return { status: r.status, json, stderr: r.stderr }
 }
+
+describe('reapkit doctor: container options', () => {
+  it('refuses bad options before asking any engine, and bad arguments with exit status 2', async () => {
+    for (const bad of [{ engines: ['lxc'] }, { engines: 'docker' }, { labels: [''] }, { labels: ['=x'] }, { trees: [1] }, { env: 'x' }, { timeoutMs: -1 }]) {
+      await expect(findLeakedContainers(bad as never), JSON.stringify(bad)).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_(INVALID_ARG_TYPE|OUT_OF_RANGE)$/) })
+    }
+    await expect(findLeakedContainers(null as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
+    await expect(stopLeakedContainers({ leaked: [] }, { graceMs: -5 })).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_(INVALID_ARG_TYPE|OUT_OF_RANGE)$/) })
+    await expect(stopLeakedContainers(null as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
+    for (const args of [['--engine', 'lxc'], ['--containers', '--path', '/tmp'], ['--no-containers', '--label', 'a=b'], ['--label'], ['--containers', '--label', '=x']]) {
+      const r = spawnSync(BIN, ['doctor', ...args], { encoding: 'utf8', timeout: 30_000 })
+      expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(2)
+      expect(r.stderr).toMatch(/^reapkit doctor: /)
+    }
+  })
+})
 
 describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let label = ''
@@ -148,6 +166,19 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
         expect(stopped.status).toBe(0)
         expect(stopped.json.stoppedContainers ?? []).toEqual([])
         expect(containerState(engine, id)).toBe('running')
+      }, 120_000)
+
+      it('an engine that does not answer, or is not installed, is skipped and said so; the others are still listed', async () => {
+        const id = runDetached(engine, [`reapkit.owner=${await owner(false)}`])
+        // The other engine pointed at a socket nobody listens on; nerdctl where it is not installed.
+        const env = { ...engine.env, ...(engine.name === 'docker' ? { CONTAINER_HOST: 'unix:///nonexistent/reapkit-doctor.sock' } : { DOCKER_HOST: 'unix:///nonexistent/reapkit-doctor.sock' }) }
+        const report = await findLeakedContainers({ env, labels: [label] })
+        const other = engine.name === 'docker' ? 'podman' : 'docker'
+        expect(report.leaked.map((c) => c.id)).toEqual([id])
+        expect(report.engines.find((e) => e.engine === engine.name)).toEqual({ engine: engine.name, answered: true })
+        expect(report.engines.find((e) => e.engine === other)).toMatchObject({ answered: false, reason: expect.stringMatching(/.+/) })
+        const nerdctl = report.engines.find((e) => e.engine === 'nerdctl')!
+        if (!onPath('nerdctl')) expect(nerdctl).toEqual({ engine: 'nerdctl', answered: false, reason: 'not installed' })
       }, 120_000)
 
       it.runIf(canUnshare)('orphaned run clients (PID namespace): listed with the container their reapkit.run label or --cidfile names, stopped through the engine; the one that cannot be told is said so and its container left running', async () => {

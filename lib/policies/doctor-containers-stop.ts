@@ -12,6 +12,7 @@
  * `foreign` containers (another host's owner) are never passed here by the CLI, and never taken
  * from a report: only `leaked` is read.
  */
+import { typeError } from '../ground/errors'
 import { validateMs, validateOptions } from '../ground/validate'
 import { containerStatus, type EngineClient, ENGINE_CALL_MS_DEFAULT, isNoSuchContainer, killContainers, removeContainers, stopContainers } from '../mechanisms/container/engine'
 import type { ContainerEngine } from '../mechanisms/container/command'
@@ -81,11 +82,19 @@ async function confirm(client: EngineClient, c: LeakedContainer, deadline: numbe
   }
 }
 
-/** Stops one leaked container. Never rejects: the result says what is known. */
-export async function stopLeakedContainer(c: LeakedContainer, options: StopContainersOptions = {}): Promise<StoppedContainer> {
+function checkOptions(options: StopContainersOptions): { graceMs: number; confirmMs: number } {
   options = validateOptions(options)
-  const graceMs = validateMs(options.graceMs, 'graceMs') ?? 5000
-  const confirmMs = validateMs(options.confirmMs, 'confirmMs') ?? 10_000
+  return { graceMs: validateMs(options.graceMs, 'graceMs') ?? 5000, confirmMs: validateMs(options.confirmMs, 'confirmMs') ?? 10_000 }
+}
+
+/** Stops one leaked container (findLeakedContainers().leaked[i]). Never rejects once the options are read: the result says what is known. */
+export async function stopLeakedContainer(c: LeakedContainer, options: StopContainersOptions = {}): Promise<StoppedContainer> {
+  const opts = checkOptions(options)
+  if (typeof c?.id !== 'string' || typeof c.engine !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', 'stopLeakedContainer() takes a container of a findLeakedContainers() report')
+  return stopOne(c, opts)
+}
+
+async function stopOne(c: LeakedContainer, { graceMs, confirmMs }: { graceMs: number; confirmMs: number }): Promise<StoppedContainer> {
   const client = engineClientOf(c) ?? { engine: c.engine, bin: c.engine, globals: [], env: process.env }
   const base = { engine: c.engine, id: c.id, name: c.name }
   let first: string
@@ -104,5 +113,7 @@ export async function stopLeakedContainer(c: LeakedContainer, options: StopConta
 
 /** Stops every leaked container of a report, all at once; one result each. `foreign` is never touched. */
 export async function stopLeakedContainers(report: Pick<ContainerReport, 'leaked'>, options: StopContainersOptions = {}): Promise<StoppedContainer[]> {
-  return Promise.all(report.leaked.map((c) => stopLeakedContainer(c, options)))
+  const opts = checkOptions(options)
+  if (!Array.isArray(report?.leaked)) throw typeError('ERR_INVALID_ARG_TYPE', 'stopLeakedContainers() takes a findLeakedContainers() report')
+  return Promise.all(report.leaked.map((c) => stopOne(c, opts)))
 }

@@ -105,7 +105,9 @@ function checkOptions(options: FindLeakedContainersOptions): Required<Omit<FindL
     throw typeError('ERR_INVALID_ARG_TYPE', 'The "labels" option must be an array of "key" or "key=value" strings')
   }
   const trees = options.trees ?? []
-  if (!Array.isArray(trees)) throw typeError('ERR_INVALID_ARG_TYPE', 'The "trees" option must be an array (findOrphans().trees)')
+  if (!Array.isArray(trees) || !trees.every((t) => typeof t === 'object' && t !== null && Array.isArray((t as OrphanTree).processes))) {
+    throw typeError('ERR_INVALID_ARG_TYPE', 'The "trees" option must be an array of trees (findOrphans().trees)')
+  }
   const env = options.env ?? process.env
   if (typeof env !== 'object' || env === null) throw typeError('ERR_INVALID_ARG_TYPE', 'The "env" option must be an object')
   return { engines: [...new Set(engines)], labels, trees, env, timeoutMs: validateMs(options.timeoutMs, 'timeoutMs') ?? ENGINE_CALL_MS_DEFAULT }
