@@ -216,6 +216,10 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
           expect(r.after.byCidfile).toBe('gone')
           expect(r.after.untold).toBe('running') // not stopped blind: its client is gone, it runs on
           expect(r.clientsAlive).toEqual([])
+          // A client whose host lives (its pipes held): neither it nor its container is touched.
+          expect(report.clients.map((c) => c.pid)).not.toContain(r.decoy.pid)
+          expect([...report.leaked, ...report.foreign].map((c) => c.id)).not.toContain(r.decoy.id)
+          expect(r.decoy).toMatchObject({ state: 'running', alive: true })
           expect(await exitOf(ns, 30_000)).toEqual({ code: 0, signal: null })
         } finally {
           rmSync(dir, { recursive: true, force: true })
