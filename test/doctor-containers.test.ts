@@ -10,33 +10,34 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { type ContainerReport, findLeakedContainers, type StoppedContainer, stopLeakedContainers } from '../lib/index'
+import { type ContainerReport, findLeakedContainers, findOrphans, type StoppedContainer, stopLeakedContainers } from '../lib/index'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
 import { containerState, containersWith, engineRun, enginesSkipReason, type TestEngine, testEngines, testLabel } from './containers'
-import { canUnshare, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
+import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
 const skip = enginesSkipReason()
 
-/** The conmons podman left as children of this process (the test runner is a subreaper): they end once their container is removed. */
-function myConmons(): number[] {
+/** The conmons podman left as children of `parents` (this process, a subreaper, and hosts of ours): they end once their container is removed. */
+function myConmons(parents: ReadonlySet<number>): number[] {
   const out: number[] = []
   for (const e of readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue
     try {
       const stat = readFileSync(`/proc/${e}/stat`, 'latin1')
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (Number(fields[1]) === process.pid && stat.includes('(conmon)') && fields[0] !== 'Z') out.push(Number(e))
+      if (parents.has(Number(fields[1])) && stat.includes('(conmon)') && fields[0] !== 'Z') out.push(Number(e))
     } catch {}
   }
   return out
 }
 
 /** Removes this test's containers (by its label only), at once (podman: without its 10 s stop), and waits for their conmons. */
-async function removeMine(engine: TestEngine, label: string): Promise<void> {
+async function removeMine(engine: TestEngine, label: string, hosts: readonly ChildProcess[]): Promise<void> {
   const ids = containersWith(engine, label)
   if (ids.length > 0) engineRun(engine, ['rm', '-f', ...(engine.name === 'podman' ? ['-t', '0'] : []), ...ids])
-  if (engine.name === 'podman') await waitFor(() => myConmons().length === 0, 30_000, "the removed containers' conmons to exit")
+  const parents = new Set([process.pid, ...hosts.map((h) => h.pid!)])
+  if (engine.name === 'podman') await waitFor(() => myConmons(parents).length === 0, 30_000, "the removed containers' conmons to exit")
 }
 
 const onPath = (name: string): boolean => (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, name)))
@@ -81,7 +82,7 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
   })
   afterEach(async () => {
     // The containers first: a podman service started here must still be there to end its own.
-    for (const engine of testEngines()) await removeMine(engine, label)
+    for (const engine of testEngines()) await removeMine(engine, label, started)
     for (const c of started) {
       if (c.exitCode !== null || c.signalCode !== null) continue
       try {
@@ -179,6 +180,28 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
         expect(report.engines.find((e) => e.engine === other)).toMatchObject({ answered: false, reason: expect.stringMatching(/.+/) })
         const nerdctl = report.engines.find((e) => e.engine === 'nerdctl')!
         if (!onPath('nerdctl')) expect(nerdctl).toEqual({ engine: 'nerdctl', answered: false, reason: 'not installed' })
+      }, 120_000)
+
+      it.runIf(engine.name === 'podman')("podman's conmon beside its client, under a subreaper host that lost its own host, names the container (listed and stopped through the engine; nothing signalled)", async () => {
+        const host = spawnGroup(process.execPath, [join(FIXTURES, 'doctor-conmon-host.cjs'), engine.bin, 'run', '-i', '--label', label, engine.image, 'sleep', '1000'], {
+          env: { ...engine.env, REAPKIT_DIST: DIST },
+          stdio: ['pipe', 'pipe', 'ignore'],
+        })
+        started.push(host)
+        const ready = await jsonLines(host.stdout!).next((m) => typeof m.client === 'number', 30_000, 'the host')
+        let ids: string[] = []
+        await waitFor(() => (ids = containersWith(engine, label, false)).length === 1, 60_000, 'the container')
+        await waitFor(() => myConmons(new Set([host.pid!])).length === 1, 30_000, 'conmon re-parented to the host')
+        // The host's own host goes: nobody writes its stdin or reads its stdout any more.
+        host.stdin!.destroy()
+        host.stdout!.destroy()
+        const tree = (await findOrphans()).trees.find((t) => t.root === host.pid)
+        expect(tree?.processes.map((p) => p.pid)).toContain(ready.client)
+        const found = await findLeakedContainers({ trees: [tree!], engines: ['podman'], labels: [label] })
+        expect(found.clients).toEqual([{ pid: ready.client, root: host.pid, engine: 'podman', container: ids[0], via: 'conmon', note: 'listed with the leaked containers' }])
+        expect(found.leaked).toEqual([expect.objectContaining({ id: ids[0], owner: null, client: { pid: ready.client, root: host.pid }, why: expect.stringContaining('conmon') })])
+        expect(await stopLeakedContainers(found, { graceMs: 0 })).toEqual([expect.objectContaining({ id: ids[0], state: 'gone' })])
+        expect(containerState(engine, ids[0]!)).not.toBe('running')
       }, 120_000)
 
       it.runIf(canUnshare)('orphaned run clients (PID namespace): listed with the container their reapkit.run label or --cidfile names, stopped through the engine; the one that cannot be told is said so and its container left running', async () => {
