@@ -1,22 +1,41 @@
 /**
  * `reapkit doctor`: lists the process trees whose stdio host is gone (see lib/policies/doctor.ts for the
- * criterion), and with --stop stops them. bin/reapkit runs this with node. Exit status: 0 none
+ * criterion) and the leaked containers (lib/policies/doctor-containers.ts), and with --stop stops them. bin/reapkit runs this with node. Exit status: 0 none
  * found (or, with --stop, everything listed is gone), 1 found (or something survived the stop),
  * 2 usage error or a stop refused.
  */
 import { createInterface } from 'node:readline'
-import { type DoctorReport, findOrphans, type OrphanProcess, stopOrphans, type StoppedTree } from './index'
+import { humanContainers, stoppedContainerLines } from './doctor-cli-containers'
+import {
+  type ContainerEngine,
+  type ContainerReport,
+  type DoctorReport,
+  findLeakedContainers,
+  findOrphans,
+  type OrphanProcess,
+  stopLeakedContainers,
+  stopOrphans,
+  type StoppedTree,
+} from './index'
 
-const USAGE = `Usage: reapkit doctor [--json] [--path DIR]... [--all-users] [--stop [--yes] [--grace-ms N]]
+const USAGE = `Usage: reapkit doctor [--json] [--path DIR]... [--all-users] [--[no-]containers] [--engine E]... [--label L]...
+                      [--stop [--yes] [--grace-ms N]]
 
 Lists every process tree whose stdio host is gone: stdin a pipe nobody can write to any more and
 stdout a pipe nobody reads (asked of the kernel: /proc on Linux, libproc on macOS; never by name).
+Lists apart the leaked containers: those whose reapkit.owner label names a process that is gone,
+and the container of a docker/podman run client in such a tree, where it can be told exactly.
 Signals nothing unless --stop.
 
   --json          machine-readable output
   --path DIR      also show files each process holds open under DIR (repeatable)
   --all-users     every user's processes (root only); default: yours
-  --stop          stop each listed tree: SIGTERM, then SIGKILL after the grace
+  --engine E      ask only these container engines: docker, podman, nerdctl (repeatable; default all)
+  --label L       only containers that also carry label L, KEY or KEY=VALUE (repeatable)
+  --containers    containers only: the process table is not read, no process is signalled
+  --no-containers processes only: no container engine is asked
+  --stop          stop each listed tree (SIGTERM, then SIGKILL after the grace) and each leaked
+                  container (the engine's stop with the grace, then its kill; confirmed gone)
   --yes           stop without asking (required for --stop without a terminal)
   --grace-ms N    grace between SIGTERM and SIGKILL (default 5000)
 
@@ -30,6 +49,10 @@ interface Args {
   stop: boolean
   yes: boolean
   graceMs: number | undefined
+  engines: ContainerEngine[]
+  labels: string[]
+  containersOnly: boolean
+  noContainers: boolean
 }
 
 function usageError(message: string): never {
@@ -38,7 +61,7 @@ function usageError(message: string): never {
 }
 
 function parse(argv: string[]): Args {
-  const args: Args = { json: false, paths: [], allUsers: false, stop: false, yes: false, graceMs: undefined }
+  const args: Args = { json: false, paths: [], allUsers: false, stop: false, yes: false, graceMs: undefined, engines: [], labels: [], containersOnly: false, noContainers: false }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     const value = (): string => {
@@ -52,6 +75,14 @@ function parse(argv: string[]): Args {
     else if (name === '--stop') args.stop = true
     else if (name === '--yes' || name === '-y') args.yes = true
     else if (name === '--path') args.paths.push(value())
+    else if (name === '--label') args.labels.push(value())
+    else if (name === '--containers') args.containersOnly = true
+    else if (name === '--no-containers') args.noContainers = true
+    else if (name === '--engine') {
+      const v = value()
+      if (v !== 'docker' && v !== 'podman' && v !== 'nerdctl') usageError(`--engine must be docker, podman or nerdctl, not ${JSON.stringify(v)}`)
+      args.engines.push(v)
+    }
     else if (name === '--grace-ms') {
       const v = value()
       if (!/^\d+$/.test(v) || Number(v) > 600_000) usageError(`--grace-ms must be a whole number of milliseconds up to 600000, not ${JSON.stringify(v)}`)
@@ -62,6 +93,8 @@ function parse(argv: string[]): Args {
     } else usageError(`unknown argument ${JSON.stringify(a)}`)
   }
   if (args.allUsers && process.getuid?.() !== 0) usageError('--all-users needs root (other users\' fd tables cannot be read otherwise)')
+  if (args.noContainers && (args.containersOnly || args.engines.length > 0 || args.labels.length > 0)) usageError('--no-containers asks no engine: --containers, --engine and --label do not apply')
+  if (args.containersOnly && (args.allUsers || args.paths.length > 0)) usageError('--all-users and --path read processes; --containers reads none')
   if (!args.stop && (args.yes || args.graceMs !== undefined)) usageError('--yes and --grace-ms only apply with --stop')
   return args
 }
@@ -120,7 +153,25 @@ function summary(report: DoctorReport): string {
   return `${n} orphaned server${n === 1 ? '' : 's'}, ${procs} process${procs === 1 ? '' : 'es'}, ${bytes(rss)}`
 }
 
-function human(report: DoctorReport): string {
+const NO_PROCESSES: DoctorReport = { trees: [], reparented: [], zombies: [], unreadable: 0, scanned: 0, durationMs: 0 }
+
+const NO_CONTAINERS: ContainerReport = { engines: [], leaked: [], foreign: [], clients: [] }
+
+/** What one run of doctor found: the process trees (none with --containers) and the containers. */
+interface Found {
+  report: DoctorReport
+  containers: ContainerReport
+  /** --containers: the process table was not read. */
+  containersOnly: boolean
+}
+
+function containerSummary(containers: ContainerReport): string {
+  const n = containers.leaked.length
+  return n === 0 ? 'No leaked containers.' : `${n} leaked container${n === 1 ? '' : 's'}`
+}
+
+function human({ report, containers, containersOnly }: Found): string {
+  if (containersOnly) return `${humanContainers(containers)}${containerSummary(containers)}\n`
   let out = ''
   if (report.trees.length > 0) {
     out += 'Orphaned servers: nobody can write to their stdin or read their stdout any more (pipe or socket peers gone).\n\n'
@@ -133,7 +184,8 @@ function human(report: DoctorReport): string {
     out += '\n'
   }
   if (report.unreadable > 0) out += `(${report.unreadable} processes of other users not examined; run as root with --all-users to include them)\n`
-  return `${out}${summary(report)}\n`
+  if (containers !== NO_CONTAINERS) out += humanContainers(containers)
+  return `${out}${containers.leaked.length > 0 ? `${containerSummary(containers)}\n` : ''}${summary(report)}\n`
 }
 
 function stopLines(results: StoppedTree[]): string {
@@ -158,28 +210,48 @@ function ask(question: string): Promise<boolean> {
   })
 }
 
+async function find(args: Args): Promise<Found> {
+  const report = args.containersOnly ? NO_PROCESSES : await findOrphans({ allUsers: args.allUsers, paths: args.paths })
+  const engines = args.engines.length > 0 ? args.engines : undefined // all
+  const containers = args.noContainers ? NO_CONTAINERS : await findLeakedContainers({ trees: report.trees, labels: args.labels, engines })
+  return { report, containers, containersOnly: args.containersOnly }
+}
+
+const json = (found: Found, extra: object = {}): string =>
+  `${JSON.stringify(found.containersOnly ? { containers: found.containers, ...extra } : { ...found.report, containers: found.containers, ...extra }, null, 2)}\n`
+
+/** Asks on the terminal before a --stop without --yes; a status to exit with when it must not go on. */
+async function confirmStop({ report, containers }: Found, yes: boolean): Promise<number | null> {
+  if (yes) return null
+  if (!process.stdin.isTTY) {
+    process.stderr.write('reapkit doctor: refusing to --stop without a terminal to confirm on; pass --yes to stop what is listed\n')
+    return 2
+  }
+  const procs = report.trees.reduce((s, t) => s + t.processes.length, 0)
+  const what = [...(report.trees.length > 0 ? [`${report.trees.length} trees (${procs} processes)`] : []), ...(containers.leaked.length > 0 ? [`${containers.leaked.length} containers`] : [])]
+  if (await ask(`Stop these ${what.join(' and ')}? [y/N] `)) return null
+  process.stderr.write('Nothing stopped.\n')
+  return 1
+}
+
 async function main(): Promise<number> {
   const args = parse(process.argv.slice(2))
-  const report = await findOrphans({ allUsers: args.allUsers, paths: args.paths })
-  if (!args.stop || report.trees.length === 0) {
-    process.stdout.write(args.json ? `${JSON.stringify(report, null, 2)}\n` : human(report))
-    return report.trees.length > 0 ? 1 : 0
+  const found = await find(args)
+  const listed = found.report.trees.length + found.containers.leaked.length
+  if (!args.stop || listed === 0) {
+    process.stdout.write(args.json ? json(found) : human(found))
+    return listed > 0 ? 1 : 0
   }
-  if (!args.json) process.stdout.write(human(report))
-  if (!args.yes) {
-    if (!process.stdin.isTTY) {
-      process.stderr.write('reapkit doctor: refusing to --stop without a terminal to confirm on; pass --yes to stop what is listed\n')
-      return 2
-    }
-    const procs = report.trees.reduce((s, t) => s + t.processes.length, 0)
-    if (!(await ask(`Stop these ${report.trees.length} trees (${procs} processes)? [y/N] `))) {
-      process.stderr.write('Nothing stopped.\n')
-      return 1
-    }
-  }
-  const results = await stopOrphans(report, { graceMs: args.graceMs })
-  const survived = results.some((r) => r.survivors.length > 0)
-  process.stdout.write(args.json ? `${JSON.stringify({ ...report, stopped: results }, null, 2)}\n` : stopLines(results))
+  if (!args.json) process.stdout.write(human(found))
+  const refused = await confirmStop(found, args.yes)
+  if (refused !== null) return refused
+  // The trees and the containers at once: a client's SIGTERM and its container's engine stop do not wait on each other.
+  const [results, containerResults] = await Promise.all([
+    stopOrphans(found.report, { graceMs: args.graceMs }),
+    stopLeakedContainers(found.containers, { graceMs: args.graceMs }),
+  ])
+  const survived = results.some((r) => r.survivors.length > 0) || containerResults.some((r) => r.state !== 'gone')
+  process.stdout.write(args.json ? json(found, { stopped: results, stoppedContainers: containerResults }) : stopLines(results) + stoppedContainerLines(containerResults))
   return survived ? 1 : 0
 }
 

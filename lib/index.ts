@@ -45,6 +45,16 @@ export {
   type OrphanTree,
 } from './policies/doctor'
 export { stopOrphans, stopOrphanTree, type StopOrphansOptions, type StoppedTree } from './policies/doctor-stop'
+export {
+  findLeakedContainers,
+  type ContainerReport,
+  type EngineScan,
+  type FindLeakedContainersOptions,
+  type LeakedContainer,
+  type OrphanedClient,
+} from './policies/doctor-containers'
+export { stopLeakedContainer, stopLeakedContainers, type StopContainersOptions, type StoppedContainer } from './policies/doctor-containers-stop'
+export type { ContainerOwner } from './mechanisms/container/owner'
 export { type Logger, silentLogger } from './ground/logger'
 export {
   createKeepalive,

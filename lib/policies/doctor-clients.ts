@@ -1,0 +1,155 @@
+/**
+ * The container clients among the trees doctor lists: a `docker run`/`podman run` client whose
+ * host is gone (findOrphans' dead-pipe criterion) leaves its container to the daemon, so doctor
+ * says which container it is, where that can be told exactly, in this order:
+ *
+ *   1. the run carries reapkit's `reapkit.run=<id>` label (right after `run`, where reapkit puts
+ *      it): the engine lists the container by that label;
+ *   2. the user's own `--cidfile`: the file the client wrote the id into;
+ *   3. podman's conmon in the same tree, naming the container (`-c <id>`): below the client, or
+ *      beside it under a subreaper when the tree holds no other podman client.
+ *
+ * Anything else cannot be told (the client is listed, saying so; nothing is stopped blind). Linux
+ * only: the client's argv, environment and working directory are read from /proc.
+ */
+import { readFileSync, readlinkSync } from 'node:fs'
+import { isAbsolute, join } from 'node:path'
+import { type ContainerRun, engineOf, OWNER_LABEL, parseContainerRun, RUN_LABEL } from '../mechanisms/container/command'
+import type { EngineClient } from '../mechanisms/container/engine'
+import type { OrphanProcess, OrphanTree } from './doctor'
+
+/** How a client's container was told, and what names it. */
+export type ClientClue = { via: 'run-label'; runId: string } | { via: 'cidfile'; path: string } | { via: 'conmon'; conmonPid: number; id: string }
+
+/** One container client found in an orphaned tree. */
+export interface ClientFinding {
+  pid: number
+  root: number
+  run: ContainerRun
+  /** The engine as the client reached it: its binary, globals, environment and working directory. */
+  client: EngineClient
+  /** How its container can be told; null when it cannot. */
+  clue: ClientClue | null
+}
+
+const procFile = (pid: number, name: string): string | null => {
+  try {
+    return readFileSync(`/proc/${pid}/${name}`, 'latin1')
+  } catch {
+    return null
+  }
+}
+
+/** argv from /proc/<pid>/cmdline (NUL-separated), or null when unreadable. */
+export function argvOf(pid: number): string[] | null {
+  const raw = procFile(pid, 'cmdline')
+  if (raw === null || raw === '') return null
+  return raw.replace(/\0$/, '').split('\0')
+}
+
+/** The client's environment (DOCKER_HOST, CONTAINER_HOST... decide which daemon it spoke to). */
+function envOf(pid: number): NodeJS.ProcessEnv | null {
+  const raw = procFile(pid, 'environ')
+  if (raw === null) return null
+  const env: NodeJS.ProcessEnv = {}
+  for (const entry of raw.split('\0')) {
+    const eq = entry.indexOf('=')
+    if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1)
+  }
+  return env
+}
+
+function cwdOf(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`)
+  } catch {
+    return undefined
+  }
+}
+
+/** reapkit's own labels sit right after the `run` token (labelledRunArgs): the run id, exactly there. */
+function reapkitRunId(args: readonly string[], runAt: number): string | null {
+  const [flag, value, flag2, value2] = args.slice(runAt + 1, runAt + 5)
+  if (flag !== '--label' || !value?.startsWith(`${RUN_LABEL}=`)) return null
+  if (flag2 !== '--label' || !value2?.startsWith(`${OWNER_LABEL}=`)) return null
+  const id = value.slice(RUN_LABEL.length + 1)
+  return id === '' ? null : id
+}
+
+/**
+ * The user's `--cidfile` among the run's flags. The flag table is command.ts's; its parser is asked
+ * two things here, both through parseContainerRun on made-up argvs: where the image is (the
+ * shortest prefix it accepts as a run), and whether a flag takes the next argument (`run FLAG X`
+ * is a run only when X is the image, i.e. FLAG took no value).
+ */
+function cidfileOf(bin: string, args: readonly string[], runAt: number): string | null {
+  let image = -1
+  for (let k = runAt + 2; k <= args.length && image < 0; k++) if (parseContainerRun(bin, args.slice(0, k)) !== null) image = k - 1
+  if (image < 0) return null
+  for (let i = runAt + 1; i < image; ) {
+    const arg = args[i]!
+    if (arg === '--') break
+    if (arg.startsWith('--cidfile=')) return arg.slice('--cidfile='.length) || null
+    if (arg === '--cidfile') return args[i + 1] ?? null
+    i += parseContainerRun(bin, ['run', arg, 'X']) !== null ? 1 : 2
+  }
+  return null
+}
+
+/** conmon's `-c`/`--cid` value (the container id it monitors). */
+function conmonId(argv: readonly string[]): string | null {
+  for (let i = 1; i < argv.length; i++) {
+    const a = argv[i]!
+    if (a === '-c' || a === '--cid') return argv[i + 1] ?? null
+    if (a.startsWith('--cid=')) return a.slice(6)
+  }
+  return null
+}
+
+const isConmon = (argv: readonly string[] | null): boolean => argv !== null && /(^|\/)conmon$/.test(argv[0]!)
+
+/** A conmon of `tree` that is `client`'s: below it, or beside it when it is the tree's only podman client. */
+function conmonOf(tree: OrphanTree, client: OrphanProcess, podmanClients: number, argvs: Map<number, string[] | null>): ClientClue | null {
+  const byPid = new Map(tree.processes.map((p) => [p.pid, p]))
+  const below = (p: OrphanProcess): boolean => {
+    for (let up = byPid.get(p.ppid); up; up = up.ppid === up.pid ? undefined : byPid.get(up.ppid)) if (up.pid === client.pid) return true
+    return false
+  }
+  const candidates = tree.processes.filter((p) => isConmon(argvs.get(p.pid) ?? null))
+  const mine = candidates.filter(below)
+  const beside = podmanClients === 1 ? candidates.filter((p) => p.ppid === client.ppid) : []
+  const found = mine.length === 1 ? mine : mine.length === 0 && beside.length === 1 ? beside : []
+  if (found.length !== 1) return null
+  const id = conmonId(argvs.get(found[0]!.pid)!)
+  return id ? { via: 'conmon', conmonPid: found[0]!.pid, id } : null
+}
+
+/** The container clients in the trees, each with what tells its container (Linux; elsewhere none). */
+export function findClients(trees: readonly OrphanTree[], fallbackEnv: NodeJS.ProcessEnv): ClientFinding[] {
+  if (process.platform !== 'linux') return []
+  const out: ClientFinding[] = []
+  for (const tree of trees) {
+    const argvs = new Map(tree.processes.map((p) => [p.pid, argvOf(p.pid)]))
+    const runs = new Map<number, ContainerRun>()
+    for (const p of tree.processes) {
+      const argv = argvs.get(p.pid)
+      if (!argv || engineOf(argv[0]!) === null) continue
+      const run = parseContainerRun(argv[0]!, argv.slice(1))
+      if (run) runs.set(p.pid, run)
+    }
+    const podmanClients = [...runs.values()].filter((r) => r.engine === 'podman').length
+    for (const [pid, run] of runs) {
+      const args = argvs.get(pid)!.slice(1)
+      const cwd = cwdOf(pid)
+      const client: EngineClient = { engine: run.engine, bin: run.bin, globals: run.globals, env: envOf(pid) ?? fallbackEnv, ...(cwd ? { cwd } : {}) }
+      const runId = reapkitRunId(args, run.runAt)
+      const cidfile = runId === null ? cidfileOf(run.bin, args, run.runAt) : null
+      let clue: ClientClue | null = null
+      if (runId !== null) clue = { via: 'run-label', runId }
+      else if (cidfile !== null) clue = { via: 'cidfile', path: isAbsolute(cidfile) || !cwd ? cidfile : join(cwd, cidfile) }
+      else if (run.engine === 'podman') clue = conmonOf(tree, tree.processes.find((p) => p.pid === pid)!, podmanClients, argvs)
+      out.push({ pid, root: tree.root, run, client, clue })
+    }
+  }
+  return out
+}

@@ -1,0 +1,253 @@
+// Issue 18 item 4: `reapkit doctor` finds leaked containers, on every engine that runs here. Before:
+// doctor read the process table only, so a container whose owner was gone was never listed, and
+// `--stop` of an orphaned `docker run` client left its container running.
+//
+// The listings here pass `--label <this test's label>`: other tests share the daemons, and only this
+// test's containers are judged. `--containers` reads no process and signals none, so it runs here; the
+// orphaned clients' --stop signals their trees and runs in a private PID namespace.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { type ContainerReport, findLeakedContainers, findOrphans, type StoppedContainer, stopLeakedContainers } from '../lib/index'
+import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
+import { containerState, containersWith, engineRun, enginesSkipReason, type TestEngine, testEngines, testLabel } from './containers'
+import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
+
+const BIN = join(ROOT, 'bin', 'reapkit')
+const skip = enginesSkipReason()
+
+/** The conmons podman left as children of `parents` (this process, a subreaper, and hosts of ours): they end once their container is removed. */
+function myConmons(parents: ReadonlySet<number>): number[] {
+  const out: number[] = []
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'latin1')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (parents.has(Number(fields[1])) && stat.includes('(conmon)') && fields[0] !== 'Z') out.push(Number(e))
+    } catch {}
+  }
+  return out
+}
+
+/** Removes this test's containers (by its label only), at once (podman: without its 10 s stop), and waits for their conmons. */
+async function removeMine(engine: TestEngine, label: string, hosts: readonly ChildProcess[]): Promise<void> {
+  const ids = containersWith(engine, label)
+  if (ids.length > 0) engineRun(engine, ['rm', '-f', ...(engine.name === 'podman' ? ['-t', '0'] : []), ...ids])
+  const parents = new Set([process.pid, ...hosts.map((h) => h.pid!)])
+  if (engine.name === 'podman') await waitFor(() => myConmons(parents).length === 0, 30_000, "the removed containers' conmons to exit")
+}
+
+const onPath = (name: string): boolean => (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, name)))
+
+interface DoctorJson {
+  containers: ContainerReport
+  stoppedContainers?: StoppedContainer[]
+}
+
+function doctor(engine: TestEngine, label: string, args: string[]): { status: number | null; json: DoctorJson; stderr: string } {
+  const r = spawnSync(BIN, ['doctor', '--containers', '--json', '--engine', engine.name, '--label', label, ...args], { env: engine.env, encoding: 'utf8', timeout: 90_000 })
+  let json: DoctorJson
+  try {
+    json = JSON.parse(r.stdout) as DoctorJson
+  } catch {
+    throw new Error(`doctor printed no JSON (status ${r.status}): ${r.stdout}\n${r.stderr}`)
+  }
+  return { status: r.status, json, stderr: r.stderr }
+}
+
+describe('reapkit doctor: container options', () => {
+  it('refuses bad options before asking any engine, and bad arguments with exit status 2', async () => {
+    for (const bad of [{ engines: ['lxc'] }, { engines: 'docker' }, { labels: [''] }, { labels: ['=x'] }, { trees: [1] }, { env: 'x' }, { timeoutMs: -1 }]) {
+      await expect(findLeakedContainers(bad as never), JSON.stringify(bad)).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_(INVALID_ARG_TYPE|OUT_OF_RANGE)$/) })
+    }
+    await expect(findLeakedContainers(null as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
+    await expect(stopLeakedContainers({ leaked: [] }, { graceMs: -5 })).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_(INVALID_ARG_TYPE|OUT_OF_RANGE)$/) })
+    await expect(stopLeakedContainers(null as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
+    for (const args of [['--engine', 'lxc'], ['--containers', '--path', '/tmp'], ['--no-containers', '--label', 'a=b'], ['--label'], ['--containers', '--label', '=x']]) {
+      const r = spawnSync(BIN, ['doctor', ...args], { encoding: 'utf8', timeout: 30_000 })
+      expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(2)
+      expect(r.stderr).toMatch(/^reapkit doctor: /)
+    }
+  })
+})
+
+describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  let label = ''
+  const started: ChildProcess[] = []
+  beforeEach(() => {
+    label = testLabel()
+  })
+  afterEach(async () => {
+    // The containers first: a podman service started here must still be there to end its own.
+    for (const engine of testEngines()) await removeMine(engine, label, started)
+    for (const c of started) {
+      if (c.exitCode !== null || c.signalCode !== null) continue
+      try {
+        process.kill(-c.pid!, 'SIGKILL') // a group of ours (the namespace's unshare and its PID 1)
+      } catch {
+        c.kill('SIGKILL')
+      }
+    }
+    await Promise.all(started.map((c) => exitOf(c)))
+    started.length = 0
+  })
+
+  /** A process of ours, started (and, unless `keep`, SIGKILLed and reaped): its owner label value. */
+  async function owner(keep: boolean): Promise<string> {
+    const p = spawn('sleep', ['1000'], { stdio: 'ignore' })
+    started.push(p)
+    await new Promise((r) => p.once('spawn', r))
+    const value = formatOwner(ownerOf(p.pid!))
+    expect(value).toMatch(/\/\d+\/\d+$/) // its start time was read
+    if (!keep) {
+      p.kill('SIGKILL')
+      await exitOf(p)
+    }
+    return value
+  }
+
+  function runDetached(engine: TestEngine, labels: string[], rm = false): string {
+    const r = engineRun(engine, ['run', '-d', ...(rm ? ['--rm'] : []), '--label', label, ...labels.flatMap((l) => ['--label', l]), engine.image, 'sleep', '1000'])
+    expect(r.code, r.stderr).toBe(0)
+    return r.stdout.trim()
+  }
+
+  for (const engine of testEngines()) {
+    describe(engine.name, () => {
+      it('a container whose reapkit owner is gone is listed (engine, id, name, image, owner, why), and --stop removes it through the engine', async () => {
+        const ownerValue = await owner(false)
+        const id = runDetached(engine, [`reapkit.owner=${ownerValue}`, 'reapkit.run=doctor-test'], true)
+        const listed = doctor(engine, label, [])
+        expect(listed.status, listed.stderr).toBe(1)
+        expect(listed.json.containers.engines).toEqual([{ engine: engine.name, answered: true }])
+        expect(listed.json.containers.leaked).toEqual([
+          expect.objectContaining({
+            engine: engine.name,
+            id,
+            name: expect.stringMatching(/^[\w.-]+$/),
+            image: expect.stringContaining('reapkit-test/busybox'),
+            state: 'running',
+            autoRemove: true,
+            runId: 'doctor-test',
+            owner: { hostname: ownerOf().hostname, bootId: ownerOf().bootId, pid: Number(ownerValue.split('/')[2]), startTime: ownerValue.split('/')[3] },
+            why: `its owner, pid ${ownerValue.split('/')[2]}, is gone`,
+          }),
+        ])
+        expect(listed.json.containers.foreign).toEqual([])
+        const stopped = doctor(engine, label, ['--stop', '--yes', '--grace-ms', '1000'])
+        expect(stopped.status, stopped.stderr).toBe(0)
+        expect(stopped.json.stoppedContainers).toEqual([{ engine: engine.name, id, name: listed.json.containers.leaked[0]!.name, state: 'gone' }])
+        expect(containersWith(engine, label)).toEqual([])
+        expect(doctor(engine, label, []).status).toBe(0)
+      }, 120_000)
+
+      it('a container whose owner is alive is not listed, nor one started by hand with -d', async () => {
+        const alive = runDetached(engine, [`reapkit.owner=${await owner(true)}`])
+        const plain = runDetached(engine, [])
+        const listed = doctor(engine, label, [])
+        expect(listed.status, listed.stderr).toBe(0)
+        expect(listed.json.containers).toMatchObject({ leaked: [], foreign: [], clients: [] })
+        const stopped = doctor(engine, label, ['--stop', '--yes'])
+        expect(stopped.status).toBe(0)
+        expect(containerState(engine, alive)).toBe('running')
+        expect(containerState(engine, plain)).toBe('running')
+      }, 120_000)
+
+      it("another host's owner is listed apart as not ours to judge, and --stop leaves it running", async () => {
+        const dead = (await owner(false)).split('/')
+        const id = runDetached(engine, [`reapkit.owner=elsewhere.example/${dead.slice(1).join('/')}`])
+        const listed = doctor(engine, label, [])
+        expect(listed.status).toBe(0) // listed, but nothing of ours leaked
+        expect(listed.json.containers.leaked).toEqual([])
+        expect(listed.json.containers.foreign).toEqual([expect.objectContaining({ id, owner: expect.objectContaining({ hostname: 'elsewhere.example' }), why: expect.stringMatching(/host elsewhere\.example.*not ours to judge/) })])
+        const stopped = doctor(engine, label, ['--stop', '--yes', '--grace-ms', '0'])
+        expect(stopped.status).toBe(0)
+        expect(stopped.json.stoppedContainers ?? []).toEqual([])
+        expect(containerState(engine, id)).toBe('running')
+      }, 120_000)
+
+      it('an engine that does not answer, or is not installed, is skipped and said so; the others are still listed', async () => {
+        const id = runDetached(engine, [`reapkit.owner=${await owner(false)}`])
+        // The other engine pointed at a socket nobody listens on; nerdctl where it is not installed.
+        const env = { ...engine.env, ...(engine.name === 'docker' ? { CONTAINER_HOST: 'unix:///nonexistent/reapkit-doctor.sock' } : { DOCKER_HOST: 'unix:///nonexistent/reapkit-doctor.sock' }) }
+        const report = await findLeakedContainers({ env, labels: [label] })
+        const other = engine.name === 'docker' ? 'podman' : 'docker'
+        expect(report.leaked.map((c) => c.id)).toEqual([id])
+        expect(report.engines.find((e) => e.engine === engine.name)).toEqual({ engine: engine.name, answered: true })
+        expect(report.engines.find((e) => e.engine === other)).toMatchObject({ answered: false, reason: expect.stringMatching(/.+/) })
+        const nerdctl = report.engines.find((e) => e.engine === 'nerdctl')!
+        if (!onPath('nerdctl')) expect(nerdctl).toEqual({ engine: 'nerdctl', answered: false, reason: 'not installed' })
+      }, 120_000)
+
+      it.runIf(engine.name === 'podman')("podman's conmon beside its client, under a subreaper host that lost its own host, names the container (listed and stopped through the engine; nothing signalled)", async () => {
+        const host = spawnGroup(process.execPath, [join(FIXTURES, 'doctor-conmon-host.cjs'), engine.bin, 'run', '-i', '--label', label, engine.image, 'sleep', '1000'], {
+          env: { ...engine.env, REAPKIT_DIST: DIST },
+          stdio: ['pipe', 'pipe', 'ignore'],
+        })
+        started.push(host)
+        const ready = await jsonLines(host.stdout!).next((m) => typeof m.client === 'number', 30_000, 'the host')
+        let ids: string[] = []
+        await waitFor(() => (ids = containersWith(engine, label, false)).length === 1, 60_000, 'the container')
+        await waitFor(() => myConmons(new Set([host.pid!])).length === 1, 30_000, 'conmon re-parented to the host')
+        // The host's own host goes: nobody writes its stdin or reads its stdout any more.
+        host.stdin!.destroy()
+        host.stdout!.destroy()
+        const tree = (await findOrphans()).trees.find((t) => t.root === host.pid)
+        expect(tree?.processes.map((p) => p.pid)).toContain(ready.client)
+        const found = await findLeakedContainers({ trees: [tree!], engines: ['podman'], labels: [label] })
+        expect(found.clients).toEqual([{ pid: ready.client, root: host.pid, engine: 'podman', container: ids[0], via: 'conmon', note: 'listed with the leaked containers' }])
+        expect(found.leaked).toEqual([expect.objectContaining({ id: ids[0], owner: null, client: { pid: ready.client, root: host.pid }, why: expect.stringContaining('conmon') })])
+        expect(await stopLeakedContainers(found, { graceMs: 0 })).toEqual([expect.objectContaining({ id: ids[0], state: 'gone' })])
+        expect(containerState(engine, ids[0]!)).not.toBe('running')
+      }, 120_000)
+
+      it.runIf(canUnshare)('orphaned run clients (PID namespace): listed with the container their reapkit.run label or --cidfile names, stopped through the engine; the one that cannot be told is said so and its container left running', async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'reapkit-doctor-cid-'))
+        try {
+          // podman's own client creates the container's mounts (its network namespace...) in the
+          // mount namespace it runs in, which `--mount-proc` makes private: the clients in the
+          // namespace go through a podman service outside it (remote mode, as on macOS or Windows).
+          let env = engine.env
+          if (engine.name === 'podman') {
+            const sock = join(dir, 'podman.sock')
+            started.push(spawn('podman', ['system', 'service', '--time=0', `unix://${sock}`], { stdio: 'ignore', env: engine.env }))
+            await waitFor(() => existsSync(sock), 30_000, 'the podman service')
+            env = { ...engine.env, CONTAINER_HOST: `unix://${sock}` }
+          }
+          const ns = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, join(FIXTURES, 'doctor-containers-ns.cjs'), engine.name, engine.image, label, dir], { env })
+          started.push(ns)
+          const r = await jsonLines(ns.stdout!).next((m) => m.event === 'result' || m.event === 'error', 160_000, 'the scenario')
+          expect(r.event, JSON.stringify(r)).toBe('result')
+          const [labelled, withCidfile, untold] = r.clients as number[]
+          const { byRun, byCidfile } = r.containers
+          const report = r.first.json.containers as ContainerReport
+          expect(r.first.status).toBe(1)
+          expect(r.first.json.trees.map((t: { root: number }) => t.root).sort()).toEqual([...r.clients].sort())
+          const clients = Object.fromEntries(report.clients.map((c) => [c.pid, c]))
+          expect(clients[labelled]).toMatchObject({ engine: engine.name, container: byRun, via: 'run-label' })
+          expect(clients[withCidfile]).toMatchObject({ engine: engine.name, container: byCidfile, via: 'cidfile', note: 'listed with the leaked containers' })
+          expect(clients[untold]).toMatchObject({ engine: engine.name, container: null, via: null, note: expect.stringMatching(/cannot be told.*nothing is stopped/) })
+          // The --cidfile's container has no owner label: its orphaned client is what lists it.
+          expect(report.leaked).toEqual([expect.objectContaining({ id: byCidfile, owner: null, client: { pid: withCidfile, root: withCidfile }, why: expect.stringContaining('--cidfile') })])
+          // The labelled one names its owner (the dead host), whose pid a child PID namespace cannot judge: listed, never stopped.
+          expect(report.foreign).toEqual([expect.objectContaining({ id: byRun, runId: expect.any(String), client: { pid: labelled, root: labelled }, why: expect.stringMatching(/PID namespace.*not ours to judge/) })])
+          expect(r.stop.json.stoppedContainers).toEqual([expect.objectContaining({ id: byCidfile, state: 'gone' })])
+          expect(r.stop.status, r.stop.stderr).toBe(0)
+          expect(r.after.byCidfile).toBe('gone')
+          expect(r.after.untold).toBe('running') // not stopped blind: its client is gone, it runs on
+          expect(r.clientsAlive).toEqual([])
+          // A client whose host lives (its pipes held): neither it nor its container is touched.
+          expect(report.clients.map((c) => c.pid)).not.toContain(r.decoy.pid)
+          expect([...report.leaked, ...report.foreign].map((c) => c.id)).not.toContain(r.decoy.id)
+          expect(r.decoy).toMatchObject({ state: 'running', alive: true })
+          expect(await exitOf(ns, 30_000)).toEqual({ code: 0, signal: null })
+        } finally {
+          rmSync(dir, { recursive: true, force: true })
+        }
+      }, 200_000)
+    })
+  }
+})
