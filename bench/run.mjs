@@ -211,6 +211,7 @@ const exitScale = await import('./exitscale.mjs')
 const doctorBench = await import('./doctor.mjs')
 const windowsBench = await import('./win32.mjs')
 const peersBench = await import('./peers.mjs')
+const containersBench = await import('./containers.mjs')
 const started = Date.now()
 const loadAtStart = os.loadavg()[0] // other work on the machine shifts every absolute time: stamped
 const exit = await exitLatency()
@@ -241,6 +242,7 @@ const cliStartup = (() => {
 const cliRss = await cliBench.residentMemory()
 const cliSurvivors = await cliBench.survivorsAfterHostKill(quick ? 1 : 3)
 const wrapperStop = process.platform === 'linux' ? await wrapperStopBench.wrapperStop(quick) : null // (its C fixture uses prctl)
+const containers = process.platform === 'linux' ? await containersBench.containerFigures(quick) : null // (the engines of scripts/containers/setup.sh)
 const doctor = await doctorBench.doctorFigures(quick ? 200 : 2000, quick ? 5 : 20)
 const windows = await windowsBench.windowsFigures(quick)
 killAll()
@@ -508,6 +510,8 @@ ${spawnCost ? spawnCostBench.spawnCostMarkdown(spawnCost).trimEnd() : ''}
 ${httpDrainBench.httpDrainMarkdown(httpDrain).trimEnd()}
 
 ${httpCost ? httpCostBench.httpCostMarkdown(httpCost).trimEnd() : ''}
+
+${containers ? containersBench.containerMarkdown(containers).trimEnd() : ''}
 
 ## The \`reapkit\` command (a server wrapped as \`reapkit -- command\`)
 
