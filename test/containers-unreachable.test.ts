@@ -6,7 +6,7 @@
 //   container itself lives in the local store, which the cleanup uses).
 // Before: killProcessGracefully reported the client's group gone and nothing about the container.
 import { type ChildProcess, spawn as nodeSpawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
@@ -88,10 +88,10 @@ describe.skipIf(skip !== null)(`containers: the engine unreachable in the middle
       // Where the test itself looks: the private dockerd, or podman's local store (the service's too).
       const local: TestEngine = engine.name === 'docker' ? { ...engine, env: endpoint.env } : engine
       let child: ChildProcess | undefined
+      let ids: string[] = []
       try {
         child = spawn(engine.bin, [...endpoint.globals, 'run', '-i', '--rm', '--label', label, engine.image, ...IGNORES_TERM], { env: endpoint.env, stdio: ['pipe', 'ignore', 'ignore'] })
         expect(spawnedInfo(child)?.container?.globals).toEqual(endpoint.globals)
-        let ids: string[] = []
         await waitForEngine(() => (ids = containersWith(local, label, false)).length === 1, 60_000, 'the container to run')
         const stopping = killProcessGracefully(child, { graceMs: 4000, confirmMs: 2000 })
         await new Promise((res) => setTimeout(res, 1000)) // the engine's stop is under way
@@ -117,9 +117,25 @@ describe.skipIf(skip !== null)(`containers: the engine unreachable in the middle
             engineRun(engine, ['kill', ...left])
             engineRun(engine, ['rm', '-f', '-t', '0', ...left])
           }
+          // Its conmon was adopted by this test process (the leak guard makes it a subreaper) and
+          // exits a moment after its container: wait for it, bounded, or the guard counts it.
+          await waitForEngine(() => ids.every((id) => !processNaming(id)), 15_000, "the containers' conmon to exit")
         }
         await endpoint.dispose()
       }
     }, 240_000)
   }
 })
+
+/** Whether a live process's command line names `id` (podman's conmon names its container). */
+function processNaming(id: string): boolean {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      if (cmd.includes(id) && !readFileSync(`/proc/${pid}/stat`, 'utf8').match(/\) Z /)) return true
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false
+}
