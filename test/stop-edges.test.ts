@@ -23,4 +23,12 @@ describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () =
     expect(await exitOf(host, 30_000)).toEqual({ code: 0, signal: null })
     expect(out).toEqual({ stopped: { survivors: 1 }, exitSeen: true })
   })
+  it('says an uncertain stop was uncertain in its closing event, at warn', async () => {
+    // Out of descriptors: the child is pinned by pid (no pidfd), so the stop cannot see everything.
+    const host = spawnFixture('stop-edges.cjs', ['uncertain'])
+    const out = await jsonLines(host.stdout!).next((m) => 'closing' in m || 'error' in m, 30_000, 'the result')
+    expect(await exitOf(host, 30_000)).toEqual({ code: 0, signal: null })
+    expect(out).toMatchObject({ uncertain: true, error: 'EMFILE', survivors: [], signal: 'SIGTERM' })
+    expect(out.closing).toMatchObject([{ level: 'warn', event: 'group.gone', uncertain: true }])
+  })
 })

@@ -19,7 +19,10 @@ export interface KillOptions {
   abortSignal?: AbortSignal
   /** Permit signalling this process's own group. Default false. */
   allowSelf?: boolean
-  /** One structured event per step: signal.sent, group.gone, kill.survivors. Default: silent. */
+  /**
+   * One structured event per step: signal.sent, then group.gone or kill.survivors (both with
+   * `uncertain`; group.gone at warn when the stop was uncertain). Default: silent.
+   */
   logger?: Logger
 }
 
