@@ -10,7 +10,7 @@ import { settle } from './settle'
 import type { StopUnit } from './unit'
 
 export interface StopOutcome {
-  /** True when the kill signal had to be sent. */
+  /** True when the grace ended with members alive, so the kill phase began (see KillGroupResult.escalated). */
   escalated: boolean
   /** The pids still alive when the stop gave up. */
   survivors: number[]
