@@ -10,7 +10,7 @@ import { settle } from './settle'
 import type { StopUnit } from './unit'
 
 export interface StopOutcome {
-  /** True when the kill signal had to be sent. */
+  /** True when the grace ended with members alive, so the kill phase began (see KillGroupResult.escalated). */
   escalated: boolean
   /** The pids still alive when the stop gave up. */
   survivors: number[]
@@ -30,10 +30,13 @@ async function escalate(units: readonly StopUnit[], o: StopOptions): Promise<Sto
   return { escalated: true, survivors: gone ? [] : units.flatMap((u) => u.survivors()) }
 }
 
-/** The stop's closing event, named by the target's unit: its survivors, or that it is gone. */
+/**
+ * The stop's closing event, named by the target's unit: its survivors, or that it is gone. An
+ * uncertain stop says so: "gone" then covers only what it could see, so it is a warning.
+ */
 function confirm(units: readonly StopUnit[], journal: StopJournal, outcome: StopOutcome): StopOutcome {
-  const fields = units[0]!.fields
+  const fields = { ...units[0]!.fields, uncertain: journal.uncertain }
   if (outcome.survivors.length > 0) logEvent(journal.logger, 'error', 'kill.survivors', { ...fields, survivors: outcome.survivors })
-  else logEvent(journal.logger, 'info', 'group.gone', { ...fields, escalated: outcome.escalated, elapsedMs: journal.elapsed() })
+  else logEvent(journal.logger, journal.uncertain ? 'warn' : 'info', 'group.gone', { ...fields, escalated: outcome.escalated, elapsedMs: journal.elapsed() })
   return outcome
 }

@@ -3,7 +3,7 @@
  * signalled, and watched until its exit. A member that exits and whose pid is reused is never hit.
  */
 import { binding } from '../../ground/native'
-import { openProcess } from '../handle'
+import { openProcess, ProcessHandle } from '../handle'
 import type { GroupScope } from './group-scope'
 import type { StopJournal } from './journal'
 import { isGoneError, type PinnedTarget } from './pin'
@@ -54,11 +54,15 @@ export class GroupMembers {
   /** Ends the polls of exits that could not be watched; closes every pin this stop opened. */
   close(): void {
     this.finished = true
-    const { leader, ownLeader } = this.target
     for (const m of this.tracked.values()) {
-      m.handle.unref()
-      if (m.handle !== leader || ownLeader) m.handle.close()
+      if (this.borrowed(m.handle)) keepAlive(m.handle, -1)
+      else m.handle.close()
     }
+  }
+
+  /** The caller's handle (theirs, or spawn's): neither closed nor unref'd by the stop. */
+  private borrowed(handle: Pinned): boolean {
+    return handle === this.target.leader && !this.target.ownLeader
   }
 
   /** A listed member, pinned and confirmed still in the group; null when it is gone or has moved. */
@@ -97,9 +101,17 @@ export class GroupMembers {
         return pollUntilGone(handle, () => this.finished).then(() => (member.gone = true))
       },
     )
-    handle.ref()
+    // The stop's own pins are closed at its end; a borrowed handle gets a hold of its own, added to
+    // (and later taken from) the caller's ref(), which is the caller's to keep.
+    if (this.borrowed(handle)) keepAlive(handle, 1)
+    else handle.ref()
     this.tracked.set(pid, member)
   }
+}
+
+/** Keeps the loop alive while a borrowed handle's exit is awaited, apart from the caller's ref(). */
+function keepAlive(handle: Pinned, delta: 1 | -1): void {
+  if (handle instanceof ProcessHandle) ProcessHandle.hold(handle, delta)
 }
 
 /** Resolves once the pinned process has exited (signal 0 through the pin fails with ESRCH), or the pin is closed. */

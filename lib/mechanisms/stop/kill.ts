@@ -18,8 +18,8 @@ import { stopUnits, type StopOutcome } from './escalate'
 import { GroupUnit } from './group-unit'
 import { JobUnit } from './job-unit'
 import { StopJournal } from './journal'
-import { readKillOptions } from './options'
-import { pinTarget } from './pin'
+import { readKillOptions, type StopOptions } from './options'
+import { pinTarget, type PinnedTarget } from './pin'
 import { report } from './report'
 import { resolveGroup, resolveTarget } from './resolve'
 import type { KillOptions, KillResult } from './types'
@@ -33,7 +33,7 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   // Windows: no groups, no signals; the Job object is the group.
   const unit: TargetUnit = process.platform === 'win32'
     ? new JobUnit(pinned, journal)
-    : new GroupUnit(pinned, resolveGroup(pinned, opts), journal)
+    : new GroupUnit(pinned, groupOf(pinned, opts), journal)
   const units: StopUnit[] = [unit]
   // A container client's container goes alongside, through its engine (container/child.ts).
   const containers = containerStopsOf(pinned.child, { graceMs: opts.graceMs, confirmMs: opts.confirmMs, abortSignal: opts.abort, logger: opts.logger })
@@ -45,4 +45,14 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   }
   const result = await report(pinned, unit, outcome, journal)
   return { ...withContainers(result, await containers), durationMs: journal.elapsed() }
+}
+
+/** resolveGroup(), releasing the pin this stop opened when it refuses (this process's own group). */
+function groupOf(pinned: PinnedTarget, opts: StopOptions): number | null {
+  try {
+    return resolveGroup(pinned, opts)
+  } catch (err) {
+    if (pinned.ownLeader) pinned.leader?.close()
+    throw err
+  }
 }

@@ -19,7 +19,10 @@ export interface KillOptions {
   abortSignal?: AbortSignal
   /** Permit signalling this process's own group. Default false. */
   allowSelf?: boolean
-  /** One structured event per step: signal.sent, group.gone, kill.survivors. Default: silent. */
+  /**
+   * One structured event per step: signal.sent, then group.gone or kill.survivors (both with
+   * `uncertain`; group.gone at warn when the stop was uncertain). Default: silent.
+   */
   logger?: Logger
 }
 
@@ -49,7 +52,12 @@ export interface KillGroupResult {
   /** The group that was signalled, or null when only the process itself was. */
   pgid: number | null
   signalsSent: SignalSent[]
-  /** True when the kill signal had to be sent. */
+  /**
+   * True when the grace ended (or the abort signal cut it short) with members still alive, so the
+   * kill phase began. The kill signal then went to whoever was still alive: `signalsSent` lists it,
+   * unless they had all exited in the meantime (with `graceMs: 0` or an abort before the stop,
+   * members the first signal ends may be gone before the kill phase looks).
+   */
   escalated: boolean
   /** The target's exit code, where known (our own child). */
   code: number | null

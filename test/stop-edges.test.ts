@@ -1,0 +1,34 @@
+// Edge cases of killProcessGracefully found by review: what a stop that is refused leaves open, and
+// what a stop leaves of the caller's own settings on a handle it did not open.
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { exitOf, FIXTURES, jsonLines, spawnFixture, spawnGroup } from './helpers'
+
+describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () => {
+  it('closes the pin it opened when it refuses this process\'s own group', async () => {
+    // sh leads the fixture's group, so the fixture is a member and the group it stops is its own.
+    const host = spawnGroup('sh', ['-c', `"${process.execPath}" "${join(FIXTURES, 'stop-edges.cjs')}" own-group; :`])
+    const out = await jsonLines(host.stdout!).next((m) => 'codes' in m || 'error' in m, 30_000, 'the result')
+    expect(await exitOf(host, 30_000)).toEqual({ code: 0, signal: null })
+    expect(out.error).toBeUndefined()
+    expect(out.codes).toEqual(Array(10).fill('ERR_REAPKIT_SELF'))
+    expect(out.leaked).toBe(0)
+  })
+
+  it('leaves the caller\'s ref() on its own handle in place', async () => {
+    // The handle keeps the loop alive until its process exits: the stop (with a signal the process
+    // survives) must not unref it on the caller's behalf.
+    const host = spawnFixture('stop-edges.cjs', ['ref'])
+    const out = await jsonLines(host.stdout!).next((m) => 'exitSeen' in m, 30_000, 'the result')
+    expect(await exitOf(host, 30_000)).toEqual({ code: 0, signal: null })
+    expect(out).toEqual({ stopped: { survivors: 1 }, exitSeen: true })
+  })
+  it('says an uncertain stop was uncertain in its closing event, at warn', async () => {
+    // Out of descriptors: the child is pinned by pid (no pidfd), so the stop cannot see everything.
+    const host = spawnFixture('stop-edges.cjs', ['uncertain'])
+    const out = await jsonLines(host.stdout!).next((m) => 'closing' in m || 'error' in m, 30_000, 'the result')
+    expect(await exitOf(host, 30_000)).toEqual({ code: 0, signal: null })
+    expect(out).toMatchObject({ uncertain: true, error: 'EMFILE', survivors: [], signal: 'SIGTERM' })
+    expect(out.closing).toMatchObject([{ level: 'warn', event: 'group.gone', uncertain: true }])
+  })
+})
