@@ -218,7 +218,10 @@ describe('withHttpKeepalive', () => {
     for (const mode of ['after-calls', 'at-drain']) {
       const server = await startServer('2', ['--grace-ms', '15000', '--stop-accepting', mode])
       const busy = await rawSocket(server.port)
-      busy.socket.write(raw(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'count', arguments: { n: 8, everyMs: 100 } } }))
+      // 8 lines 500 ms apart: the call must outlast the readiness probes and both late requests,
+      // or the drain ends and the listener closes before they are made (a loaded machine did that
+      // to 100 ms lines: ECONNREFUSED).
+      busy.socket.write(raw(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'count', arguments: { n: 8, everyMs: 500 } } }))
       await waitFor(() => busy.received().includes('line 1'), 10_000, 'the call to be under way')
       server.child.kill('SIGTERM')
       // Readiness flips at the drain's first moment: once it has, the drain has begun.
