@@ -13,14 +13,19 @@
 // client can page through it and see what was dropped before what it gets; a page comes back as
 // base64 (exact bytes) or as UTF-8 text whose bounds are moved so that it never splits a character.
 
-/** What one history costs beyond its bytes (objects, index entries): an estimate on the safe side. */
-export const HISTORY_OVERHEAD = 1024
+/**
+ * What one history costs beyond its ring bytes (its objects, index entries and its rings' buffer
+ * objects): measured at about 800 bytes silent and 1200 with both streams written, so a safe side.
+ */
+export const HISTORY_OVERHEAD = 1536
 /** A ring's first allocation: small writes start small, and double from there. */
 const MIN_RING = 64
+/** Every stream's ring before its first byte (most processes write to one stream only, or none). */
+const EMPTY = Buffer.alloc(0)
 
 /** One stream's newest bytes, in a ring: `start` is the stream offset of the first one kept, `total` all it wrote. */
 class StreamTail {
-  ring = Buffer.alloc(0)
+  ring = EMPTY
   /** Ring index of the oldest byte kept. */
   head = 0
   size = 0
