@@ -2,8 +2,8 @@
 // its stdio and HTTP modes. In stdio mode there is one client, which owns everything the server
 // runs. In HTTP mode every process belongs to the session that started it: a session sees and stops
 // only its own (another session's process gets the same "not found" as a pid never started).
-import { capabilities, killProcessGracefully, spawnedInfo, supervisorPath } from 'reapkit'
 import { StringDecoder } from 'node:string_decoder'
+import { capabilities, killProcessGracefully, spawnedInfo, supervisorPath } from 'reapkit'
 import { z } from 'zod'
 import { containerArgv, learnContainerId } from './container.mjs'
 
