@@ -16,7 +16,8 @@
 //   terminate_process  stops one of them by pid or request id (nothing it did not start for the caller)
 //   get_output         one of them's stdout or stderr, by pid or request id, while it runs and after it
 //                      ended (output.mjs: the newest --output-bytes of each stream, all within
-//                      --output-total-bytes, ended processes' dropped first), from a byte offset
+//                      --output-total-bytes, ended processes' dropped first), from a byte offset,
+//                      as UTF-8 text in whole characters or as base64 (the exact bytes)
 //
 // run_command runs programs AS THIS SERVER'S USER: whoever can call it can do what that user can
 // (including `kill`, which terminate_process would refuse). So it runs only the commands named with
@@ -74,8 +75,9 @@
 //   --session-idle-ms <n> close a session after this long with no request and no open stream.
 //                       Default: 600000 (10 minutes)
 //   --output-bytes <n>  get_output keeps the newest n bytes of each stream of a process. Default: 65536
-//   --output-total-bytes <n> the budget of all output kept: when it is full, ended processes' output
-//                       goes first, oldest first. Default: 16777216 (16 MiB)
+//   --output-total-bytes <n> the memory all kept output may take (its buffers and a fixed overhead
+//                       per process): when it is full, ended processes' output goes first, the
+//                       earliest ended first. Default: 16777216 (16 MiB)
 //   --container <image> container mode (container.mjs): every run_command runs in a fresh container,
 //                       `<engine> run --rm --network none --memory 512m IMAGE command args...`,
 //                       instead of under the native supervisor. Cancel, terminate_process, the

@@ -2,6 +2,7 @@
 // its stdio and HTTP modes. In stdio mode there is one client, which owns everything the server
 // runs. In HTTP mode every process belongs to the session that started it: a session sees and stops
 // only its own (another session's process gets the same "not found" as a pid never started).
+import { StringDecoder } from 'node:string_decoder'
 import { capabilities, killProcessGracefully, spawnedInfo, supervisorPath } from 'reapkit'
 import { z } from 'zod'
 import { containerArgv, learnContainerId } from './container.mjs'
@@ -118,15 +119,12 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
         const lines = lineSender(server, extra)
         let stdout = ''
         let stderr = ''
-        child.stdout?.setEncoding('utf8')
-        child.stderr?.setEncoding('utf8')
-        child.stdout?.on('data', (d) => {
-          history?.write('stdout', d)
+        // The history gets the bytes as written (binary too); the result and the lines get text.
+        teeOutput(child.stdout, (b) => history?.write('stdout', b), (d) => {
           stdout = tail(stdout + d)
           lines.push('stdout', d)
         })
-        child.stderr?.on('data', (d) => {
-          history?.write('stderr', d)
+        teeOutput(child.stderr, (b) => history?.write('stderr', b), (d) => {
           stderr = tail(stderr + d)
           lines.push('stderr', d)
         })
@@ -183,23 +181,26 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
         description:
           'The output of a process this server started for you, by pid or request id: while it runs and after it ended ' +
           '(the newest bytes of each stream are kept, within the server\'s budget). `offset` is a byte offset into the stream; ' +
-          'the answer says where its data starts (`skipped`: bytes no longer kept), `nextOffset` to read on from, and `total`.',
+          'the answer says where its data starts (`skipped`: bytes no longer kept), `nextOffset` to read on from, and `total`. ' +
+          '`encoding` utf8 (default): the bytes as text, a page\'s bounds moved so it never splits a character (invalid bytes read as U+FFFD); ' +
+          'base64: the exact bytes.',
         inputSchema: {
           pid: z.number().int().optional(),
           requestId: z.union([z.string(), z.number()]).optional(),
           stream: z.enum(['stdout', 'stderr']).default('stdout'),
           offset: z.number().int().nonnegative().default(0),
           maxBytes: z.number().int().positive().max(1024 * 1024).default(64 * 1024),
+          encoding: z.enum(['utf8', 'base64']).default('utf8'),
         },
       },
-      async ({ pid, requestId, stream, offset, maxBytes }, extra) => {
+      async ({ pid, requestId, stream, offset, maxBytes, encoding }, extra) => {
         const owner = ownerOf(extra)
         if (owner === undefined) return failure('no session')
         if (pid === undefined && requestId === undefined) return failure('give a pid or a requestId')
         // Only the caller's own: another session's process is "not found", as one never started.
         const history = output.find(owner, { pid, requestId })
         if (!history) return failure(`no output of ${JSON.stringify(pid ?? requestId)} is kept for this session`)
-        return text(output.read(history, { stream, offset, maxBytes }))
+        return text(output.read(history, { stream, offset, maxBytes, encoding }))
       },
     )
 
@@ -243,6 +244,21 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
   }
 
   return { register, endSession }
+}
+
+/** `stream`'s raw chunks to `onBytes`, then decoded to `onText` as UTF-8 (a character split across chunks stays whole). */
+function teeOutput(stream, onBytes, onText) {
+  if (!stream) return
+  const decoder = new StringDecoder('utf8')
+  stream.on('data', (d) => {
+    onBytes(d)
+    const s = decoder.write(d)
+    if (s) onText(s)
+  })
+  stream.on('end', () => {
+    const s = decoder.end()
+    if (s) onText(s)
+  })
 }
 
 /** Joins the container step of an exited container client: 'gone', 'survived' or 'uncertain'. */

@@ -19,7 +19,8 @@ Options:
   --max-body-bytes <n>   the largest HTTP request body. Default: 1048576
   --session-idle-ms <n>  close an idle HTTP session after this long. Default: 600000
   --output-bytes <n>     get_output keeps the newest n bytes of each stream of a process. Default: 65536
-  --output-total-bytes <n>  the budget of all kept output; ended processes' go first. Default: 16777216
+  --output-total-bytes <n>  the memory all kept output may take (buffers and a fixed overhead per
+                         process); ended processes' goes first. Default: 16777216
   --container <image>    run every command in a fresh container of this image instead:
                          <engine> run --rm --network none --memory 512m IMAGE command args...
                          Every stop (cancel, terminate_process, timeout, session end, drain) stops
