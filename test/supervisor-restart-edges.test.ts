@@ -111,6 +111,20 @@ describe.runIf(posix)('Supervisor records and options at the edges', () => {
     expect(sup.get('k')!.status).toBe('running')
   })
 
+  it('terminate during a backoff reports the stop of the leftovers already under way: its SIGKILL is an escalation', async () => {
+    const { sup, events } = supervise({ graceMs: 2000 })
+    const stubborn = `sh -c 'trap "" TERM; exec sleep 1000' & sleep 0.3; exit 1`
+    sup.spawn('sh', ['-c', stubborn], { ...crashLoop, requestId: 'g', backoff: { initialMs: 10_000, jitter: 0 } })
+    await settled(sup, 'g', 'restarting')
+    await sleep(800) // into the grace of the leftovers' stop
+    const result = await sup.terminate('g')
+    expect(result.escalated).toBe(true)
+    expect(result.signalsSent.map((s) => s.signal)).toContain('SIGKILL')
+    expect(result.survivors).toEqual([])
+    expect(sup.get('g')).toMatchObject({ status: 'killed', restarts: 0 })
+    expect(events).toEqual(['spawn', 'exit', 'terminate', 'escalate'])
+  })
+
   it('a running child killed by killAllSync is not restarted by its policy', async () => {
     const { sup, events } = supervise()
     sup.spawn('sleep', ['1000'], { ...crashLoop, requestId: 'r' })

@@ -179,10 +179,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
     const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
+    // A stop of the last incarnation's leftovers may be under way: what it did belongs to this report.
+    const underWay = entry.record.status === 'restarting' ? entry.restart?.leftovers : undefined
     this.#quiesce(entry) // a backoff wait ends here, before anything is awaited
     entry.stopping++
     try {
-      const result = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
+      const own = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
+      const result = withStopUnderWay(own, await underWay?.catch(() => undefined))
       // Only an exit seen is an end: a stop that could not reach the process leaves it 'running'.
       if (exited(entry)) this.#settle(entry, result.escalated ? 'killed' : 'terminated', result)
       return result
@@ -371,12 +374,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.#state?.noteRestarts(record.requestId, entry.restart!.restarter.recent(), entry.restart!.restarter.spec.windowMs)
     // What the last incarnation left in its group is stopped before the next one starts.
     const leftovers = killProcessGracefully(entry.child, { graceMs: this.graceMs, logger: this.#logger })
+    entry.restart!.leftovers = leftovers
     entry.restart!.restarter.schedule(delayMs, leftovers, () => this.#restart(entry, delayMs, reason))
   }
 
   /** Starts the next incarnation under the same record. */
   #restart(entry: Entry, delayMs: number, reason: RestartReason): void {
     const { record } = entry
+    entry.restart!.leftovers = undefined
     let child: ChildProcess
     try {
       child = spawn(record.command, record.args, entry.restart!.options)
@@ -440,6 +445,23 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         throw err
       })
     }
+  }
+}
+
+/**
+ * terminate() of a child waiting out a backoff: the stop of its leftovers that was already under
+ * way (its signals first, timed from its own start) joins the report, so a SIGKILL it sent is an
+ * escalation and what resisted it a survivor.
+ */
+function withStopUnderWay(own: KillResult, earlier: KillResult | undefined): KillResult {
+  if (!earlier) return own
+  return {
+    ...own,
+    signalsSent: [...earlier.signalsSent, ...own.signalsSent],
+    escalated: own.escalated || earlier.escalated,
+    survivors: [...new Set([...earlier.survivors, ...own.survivors])],
+    uncertain: own.uncertain || earlier.uncertain,
+    error: own.error ?? earlier.error,
   }
 }
 
