@@ -18,8 +18,9 @@
  * A torn or unreadable file is reported, not thrown.
  *
  * Children with a restart policy also leave their recent restarts in it (by request id): the next
- * supervisor's spawn() of the same request id continues that intensity window rather than start a
- * fresh one, so a host that crash-loops with its child cannot restart it without limit.
+ * supervisor's first spawn() of the same request id continues that intensity window rather than start a
+ * fresh one, so a host that crash-loops with its child cannot restart it without limit (their
+ * bookkeeping: supervisor-state-restarts.ts).
  * A child that is a container client also records its run (supervisor-state-containers.ts): the
  * container outlives a SIGKILLed supervisor, so the next incarnation stops it through the engine.
  * A run stays in the file (top-level `containers`) after its client exits until its container is
