@@ -102,12 +102,16 @@ export class Restarter {
 
   constructor(spec: RestartSpec, recent: readonly number[] = []) {
     this.spec = spec
-    this.#recent = [...recent]
+    // Only the newest maxRestarts can matter: one more than that within the window gives it up.
+    this.#recent = spec.maxRestarts === 0 ? [] : recent.slice(-spec.maxRestarts)
   }
 
-  /** The restarts still inside the window (what a state file carries to the next incarnation). */
+  /**
+   * The restarts still inside the window (what a state file carries to the next incarnation). A
+   * time in the future (the clock was stepped back) is dropped: it would stay in the window forever.
+   */
   recent(now = Date.now()): number[] {
-    this.#recent = this.#recent.filter((t) => now - t < this.spec.windowMs)
+    this.#recent = this.#recent.filter((t) => t <= now && now - t < this.spec.windowMs)
     return [...this.#recent]
   }
 

@@ -63,13 +63,19 @@ export interface HealthHooks {
   unhealthy(): void
 }
 
-/** One incarnation's checks: one timer or one check at a time, until stop(). */
+/**
+ * One incarnation's checks: one timer or one check at a time, until stop(). A check that outlasts
+ * its timeout and ignores its signal is not waited for, but no other starts while it is pending:
+ * each tick meanwhile counts as a failure, so such a check makes the child unhealthy, bounded.
+ */
 export class HealthMonitor {
   readonly #spec: HealthSpec
   readonly #hooks: HealthHooks
   #timer: NodeJS.Timeout | undefined
   readonly #stopped = new AbortController()
   #inARow = 0
+  /** A check that outlasted its timeout and ignored its signal: none starts while it is pending. */
+  #overdue: Promise<unknown> | null = null
 
   constructor(spec: HealthSpec, hooks: HealthHooks) {
     this.#spec = spec
@@ -105,6 +111,9 @@ export class HealthMonitor {
 
   /** undefined: healthy; else why not. */
   async #checkOnce(): Promise<unknown> {
+    if (this.#overdue) {
+      return new TimeoutError(`The previous health check is still running, past its ${this.#spec.timeoutMs} ms timeout`, this.#spec.timeoutMs)
+    }
     const timeout = new AbortController()
     const onStop = (): void => timeout.abort()
     this.#stopped.signal.addEventListener('abort', onStop, { once: true })
@@ -117,6 +126,11 @@ export class HealthMonitor {
       const outcome = await Promise.race([run.then(() => 'ok' as const), expired])
       if (outcome === 'ok') return undefined
       timeout.abort()
+      const clear = (): void => {
+        if (this.#overdue === overdue) this.#overdue = null
+      }
+      const overdue: Promise<unknown> = run.then(clear, clear)
+      this.#overdue = overdue
       return new TimeoutError(`The health check did not settle within ${this.#spec.timeoutMs} ms`, this.#spec.timeoutMs)
     } catch (err) {
       return err ?? new Error('The health check failed')

@@ -57,26 +57,53 @@ export function registerSupervisorMetrics(supervisor: Supervisor, registry: Prom
     throw typeError('ERR_INVALID_ARG_TYPE', `The "registry" argument must be a prom-client Registry. Received ${describe(registry)}`)
   }
   const client = loadPromClient()
-  const registers = [registry as unknown as import('prom-client').Registry]
-  const names: string[] = []
-  const name = (n: string): string => (names.push(prefix + n), prefix + n)
-  new client.Gauge({
-    name: name('children'),
+  const registered: string[] = []
+  let durations: import('prom-client').Histogram
+  try {
+    durations = defineMetrics(client, supervisor, [registry as unknown as import('prom-client').Registry], prefix, registered)
+  } catch (err) {
+    // e.g. one of the names is taken: nothing of ours stays registered (the taken one is not ours).
+    for (const n of registered) registry.removeSingleMetric(n)
+    throw err
+  }
+  const observe = (_record: unknown, report: StopReport): void => durations.observe(report.durationMs / 1000)
+  supervisor.on('terminate', observe)
+  return () => {
+    supervisor.off('terminate', observe)
+    for (const n of registered) registry.removeSingleMetric(n)
+  }
+}
+
+/** Creates the metrics on `registers`, pushing each name to `registered` once it is registered. */
+function defineMetrics(
+  client: PromClient,
+  supervisor: Supervisor,
+  registers: import('prom-client').Registry[],
+  prefix: string,
+  registered: string[],
+): import('prom-client').Histogram {
+  const add = <T>(metric: string, create: (name: string) => T): T => {
+    const made = create(prefix + metric)
+    registered.push(prefix + metric)
+    return made
+  }
+  add('children', (name) => new client.Gauge({
+    name,
     help: 'Children (and adopted leftovers) by status',
     labelNames: ['status'],
     registers,
     collect() {
       for (const [status, n] of Object.entries(supervisor.metrics().children)) this.set({ status }, n)
     },
-  })
+  }))
   for (const [key, metric, help] of COUNTERS) {
-    new client.Counter({ name: name(metric), help, registers, collect() {
+    add(metric, (name) => new client.Counter({ name, help, registers, collect() {
       this.reset()
       this.inc(supervisor.metrics()[key])
-    } })
+    } }))
   }
-  new client.Counter({
-    name: name('exits_total'),
+  add('exits_total', (name) => new client.Counter({
+    name,
     help: 'Incarnations that ended, by exit code or signal',
     labelNames: ['code', 'signal'],
     registers,
@@ -86,17 +113,11 @@ export function registerSupervisorMetrics(supervisor: Supervisor, registry: Prom
       for (const [code, n] of Object.entries(byCode)) this.inc({ code, signal: '' }, n)
       for (const [signal, n] of Object.entries(bySignal)) this.inc({ code: '', signal }, n)
     },
-  })
-  const durations = new client.Histogram({
-    name: name('stop_duration_seconds'),
+  }))
+  return add('stop_duration_seconds', (name) => new client.Histogram({
+    name,
     help: 'How long the stops the supervisor made took',
     buckets: STOP_DURATION_BUCKETS_MS.map((ms) => ms / 1000),
     registers,
-  })
-  const observe = (_record: unknown, report: StopReport): void => durations.observe(report.durationMs / 1000)
-  supervisor.on('terminate', observe)
-  return () => {
-    supervisor.off('terminate', observe)
-    for (const n of names) registry.removeSingleMetric(n)
-  }
+  }))
 }

@@ -97,7 +97,12 @@ export interface SupervisorEvents {
   status: [record: ProcessRecord]
   /** An incarnation started (the first, or a restart): wire its stdio here. */
   spawn: [record: ProcessRecord, child: ChildProcess]
-  /** An incarnation's leader exited, for any reason. */
+  /**
+   * An incarnation's leader exited, for any reason. The record has its exit code, signal and
+   * exitedAt, and still the status it had while it ran ('running'): the status that follows
+   * (restarting, exited, terminated, killed, given-up) comes with the next 'status' event (after
+   * the stop, when the supervisor asked for one).
+   */
   exit: [record: ProcessRecord]
   /** A restart policy started a new incarnation (followed by its 'spawn'). */
   restart: [record: ProcessRecord, child: ChildProcess]
@@ -113,8 +118,18 @@ export interface SupervisorEvents {
 
 /** A record's copy: nothing in it is shared with the supervisor's own. */
 export function copyRecord(record: ProcessRecord): ProcessRecord {
-  return { ...record, args: [...record.args], incarnations: record.incarnations.map((i) => ({ ...i })) }
+  return {
+    ...record,
+    args: [...record.args],
+    startedAt: new Date(record.startedAt),
+    exitedAt: copyDate(record.exitedAt),
+    nextStartAt: copyDate(record.nextStartAt),
+    incarnations: record.incarnations.map((i) => ({ ...i, startedAt: new Date(i.startedAt), exitedAt: copyDate(i.exitedAt) })),
+  }
 }
+
+/** A Date is mutable (setTime): a copy must not hand out the supervisor's own. */
+const copyDate = (date: Date | null): Date | null => (date === null ? null : new Date(date))
 
 /** The record of a child just registered (or found already exited). */
 export function newRecord(

@@ -5,6 +5,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { ReapkitError, typeError } from '../ground/errors'
 import type { ProcessHandle } from '../mechanisms/handle'
+import type { KillResult } from '../mechanisms/kill'
 import { spawnedInfo } from '../mechanisms/spawn'
 import type { SpawnOptions } from '../mechanisms/spawn'
 import type { Restarter } from './restart'
@@ -22,8 +23,11 @@ export interface Entry {
    * event, settle its status. A count, so that one call ending does not clear another's claim.
    */
   stopping: number
-  /** With a restart policy: its state, and the options each incarnation is spawned with. */
-  restart: { restarter: Restarter; options: SpawnOptions } | null
+  /**
+   * With a restart policy: its state, the options each incarnation is spawned with, and while it
+   * is 'restarting', the stop of what the last incarnation left in its group.
+   */
+  restart: { restarter: Restarter; options: SpawnOptions; leftovers?: Promise<KillResult> | undefined } | null
   /** With a health check: its options, the running incarnation's monitor, and whether it failed. */
   health: { spec: HealthSpec; monitor: HealthMonitor | null; unhealthy: boolean } | null
 }

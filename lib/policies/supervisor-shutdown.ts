@@ -10,7 +10,7 @@ import { type Logger, logEvent } from '../ground/logger'
 import { scanGroups } from '../mechanisms/group'
 import { killEntrySync } from './supervisor-backstop'
 import { type Entry, exited, running } from './supervisor-registry'
-import type { ProcessRecord, ProcessStatus, ShutdownReport } from './supervisor-record'
+import { type ProcessRecord, type ProcessStatus, type ShutdownReport, copyRecord } from './supervisor-record'
 
 export interface ShutdownContext {
   closeTimeoutMs: number
@@ -60,7 +60,7 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
     closeTimeoutMs: ctx.closeTimeoutMs,
     graceMs: ctx.graceMs,
     logger: ctx.logger,
-    ...(close ? { close: () => close(entry.child, { ...entry.record }) } : {}),
+    ...(close ? { close: () => close(entry.child, copyRecord(entry.record)) } : {}),
   })
   try {
     const first = await Promise.race([closing, cap])

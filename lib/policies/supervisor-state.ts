@@ -18,8 +18,9 @@
  * A torn or unreadable file is reported, not thrown.
  *
  * Children with a restart policy also leave their recent restarts in it (by request id): the next
- * supervisor's spawn() of the same request id continues that intensity window rather than start a
- * fresh one, so a host that crash-loops with its child cannot restart it without limit.
+ * supervisor's first spawn() of the same request id continues that intensity window rather than start a
+ * fresh one, so a host that crash-loops with its child cannot restart it without limit (their
+ * bookkeeping: supervisor-state-restarts.ts).
  * A child that is a container client also records its run (supervisor-state-containers.ts): the
  * container outlives a SIGKILLed supervisor, so the next incarnation stops it through the engine.
  * A run stays in the file (top-level `containers`) after its client exits until its container is
@@ -28,6 +29,7 @@
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { ReapkitError } from '../ground/errors'
+import { RestartTimes } from './supervisor-state-restarts'
 import { openProcess, type ProcessHandle } from '../mechanisms/handle'
 import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent } from '../ground/logger'
@@ -101,34 +103,17 @@ const START_RE = /^[\w :.-]+$/
 
 const TOKEN_RE = /^[0-9a-f]{32}$/
 
-/** A child's recent restarts (ms since the epoch), by request id. */
-type RecentRestarts = Map<string | number, number[]>
-
-/** At most this many restart times per request id are read back (more than any intensity limit in use). */
-const MAX_RESTART_TIMES = 1000
-
-function readRestarts(value: unknown): RecentRestarts {
-  const recent: RecentRestarts = new Map()
-  if (!Array.isArray(value)) return recent
-  for (const item of value as Array<{ requestId?: unknown; at?: unknown }>) {
-    const id = item?.requestId
-    if ((typeof id !== 'string' && typeof id !== 'number') || !Array.isArray(item.at)) continue
-    recent.set(id, (item.at as unknown[]).filter((t): t is number => Number.isFinite(t)).slice(-MAX_RESTART_TIMES))
-  }
-  return recent
-}
-
 interface FileContents {
   records: StateRecord[]
   /** Container runs whose clients had exited before their containers were confirmed gone. */
   containers: StateContainer[]
   owner: Owner | null
   corrupt: boolean
-  restarts: RecentRestarts
+  restarts: RestartTimes
 }
 
 function readRecords(file: string): FileContents {
-  const none = (corrupt: boolean): FileContents => ({ records: [], containers: [], owner: null, corrupt, restarts: new Map() })
+  const none = (corrupt: boolean): FileContents => ({ records: [], containers: [], owner: null, corrupt, restarts: new RestartTimes() })
   let text: string | null
   try {
     text = readTrustedStateFile(file)
@@ -149,7 +134,7 @@ function readRecords(file: string): FileContents {
       return { ...r, token: typeof r.token === 'string' && TOKEN_RE.test(r.token) ? r.token : null, ...(run ? { container: run } : {}) }
     })
     const containers = (Array.isArray(data.containers) ? data.containers : []).map(parseStateContainer).filter((c) => c !== null)
-    return { records, containers, owner, corrupt: false, restarts: readRestarts(data.restarts) }
+    return { records, containers, owner, corrupt: false, restarts: RestartTimes.read(data.restarts) }
   } catch {
     return none(true)
   }
@@ -215,7 +200,7 @@ export class SupervisorState {
   readonly #hooks: StateHooks
   readonly #records = new Map<number, StateRecord>()
   readonly #adopted = new Map<number, Adopted>()
-  #restarts: RecentRestarts = new Map()
+  #restarts = new RestartTimes()
   /** Container runs whose client has exited (or was a predecessor's), by run id, until confirmed gone. */
   readonly #retiring = new Map<string, StateContainer>()
   /** This incarnation's container clients: their live records (a stop under way is joined through them). */
@@ -365,15 +350,18 @@ export class SupervisorState {
     return rec.container ? this.#retire(rec.container, live) : undefined
   }
 
-  /** A request id's restarts within the last window, as the previous supervisor on this file left them. */
+  /**
+   * A request id's restarts within its window, as the previous supervisor on this file left them:
+   * for the first spawn() of that id only (a later one in this supervisor starts afresh).
+   */
   recentRestarts(requestId: string | number | null): number[] {
-    return requestId === null ? [] : [...(this.#restarts.get(requestId) ?? [])]
+    return this.#restarts.claim(requestId)
   }
 
   /** A child with a restart policy restarted (or is about to): its restarts within the window now. */
-  noteRestarts(requestId: string | number | null, recent: number[]): void {
+  noteRestarts(requestId: string | number | null, recent: number[], windowMs: number): void {
     if (requestId === null) return
-    this.#restarts.set(requestId, recent)
+    this.#restarts.note(requestId, recent, windowMs)
     this.#queueWrite()
   }
 
@@ -453,7 +441,7 @@ export class SupervisorState {
 
   #write(): void {
     const tmp = `${this.#file}.${process.pid}.tmp`
-    const restarts = [...this.#restarts].map(([requestId, at]) => ({ requestId, at }))
+    const restarts = this.#restarts.toJSON()
     const containers = [...this.#retiring.values()]
     const data = JSON.stringify({ version: 1, owner: this.#owner, processes: [...this.#records.values()], restarts, ...(containers.length > 0 ? { containers } : {}) })
     try {

@@ -39,7 +39,11 @@ export type { Incarnation, ProcessRecord, ProcessStatus, ShutdownReport, StopRep
 
 type RestartReason = Exclude<StartReason, 'start'>
 
-/** spawn()'s options: reapkit's spawn options, a request id, a restart policy and a health check. */
+/**
+ * spawn()'s options: reapkit's spawn options, a request id, a restart policy and a health check.
+ * With a restart policy, `signal` and `timeout` are refused (ERR_INVALID_ARG_COMBINATION): every
+ * incarnation would reuse them.
+ */
 export type SupervisedSpawnOptions = SpawnOptions & RestartOptions & { requestId?: string | number; health?: HealthOptions }
 
 export class Supervisor extends EventEmitter<SupervisorEvents> {
@@ -92,6 +96,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const { requestId, restart, backoff, intensity, health, ...spawnOptions } = validateOptions(options)
     if (requestId !== undefined) this.#checkRequestId(requestId)
     const spec = restartSpec({ restart, backoff, intensity })
+    if (spec) refuseOneShotBounds(spawnOptions)
     const checks = healthSpec(health)
     const withToken = this.#withStateToken(spawnOptions)
     const child = spawn(command, args, withToken)
@@ -174,10 +179,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
     const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
+    // A stop of the last incarnation's leftovers may be under way: what it did belongs to this report.
+    const underWay = entry.record.status === 'restarting' ? entry.restart?.leftovers : undefined
     this.#quiesce(entry) // a backoff wait ends here, before anything is awaited
     entry.stopping++
     try {
-      const result = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
+      const own = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
+      const result = withStopUnderWay(own, await underWay?.catch(() => undefined))
       // Only an exit seen is an end: a stop that could not reach the process leaves it 'running'.
       if (exited(entry)) this.#settle(entry, result.escalated ? 'killed' : 'terminated', result)
       return result
@@ -242,12 +250,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /**
    * The backstop: SIGKILL, synchronously, every registered process still running and every member
-   * of its group still alive. `table` is one listing of the process table shared by all entries
+   * of its group still alive; no restart policy starts any of them again. `table` is one listing of the process table shared by all entries
    * (null: list nothing, kill only the pinned leaders).
    */
   killAllSync(table: Map<number, number[]> | null = scanGroupsOrNull()): void {
     for (const entry of this.#registry.entries.values()) {
-      this.#quiesce(entry)
+      // A child waiting out a backoff ends here ('killed'), and nothing killed here is restarted.
+      this.#quiesce(entry, 'killed')
+      entry.restart = null
       killEntrySync(entry, table)
     }
     this.#state?.killAllSync()
@@ -361,15 +371,17 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     record.nextStartAt = new Date(Date.now() + delayMs)
     logEvent(this.#logger, 'info', 'process.restarting', { pid: record.pid, requestId: record.requestId, delayMs, reason })
     this.#event('status', copyRecord(record))
-    this.#state?.noteRestarts(record.requestId, entry.restart!.restarter.recent())
+    this.#state?.noteRestarts(record.requestId, entry.restart!.restarter.recent(), entry.restart!.restarter.spec.windowMs)
     // What the last incarnation left in its group is stopped before the next one starts.
     const leftovers = killProcessGracefully(entry.child, { graceMs: this.graceMs, logger: this.#logger })
+    entry.restart!.leftovers = leftovers
     entry.restart!.restarter.schedule(delayMs, leftovers, () => this.#restart(entry, delayMs, reason))
   }
 
   /** Starts the next incarnation under the same record. */
   #restart(entry: Entry, delayMs: number, reason: RestartReason): void {
     const { record } = entry
+    entry.restart!.leftovers = undefined
     let child: ChildProcess
     try {
       child = spawn(record.command, record.args, entry.restart!.options)
@@ -433,6 +445,34 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         throw err
       })
     }
+  }
+}
+
+/**
+ * terminate() of a child waiting out a backoff: the stop of its leftovers that was already under
+ * way (its signals first, timed from its own start) joins the report, so a SIGKILL it sent is an
+ * escalation and what resisted it a survivor.
+ */
+function withStopUnderWay(own: KillResult, earlier: KillResult | undefined): KillResult {
+  if (!earlier) return own
+  return {
+    ...own,
+    signalsSent: [...earlier.signalsSent, ...own.signalsSent],
+    escalated: own.escalated || earlier.escalated,
+    survivors: [...new Set([...earlier.survivors, ...own.survivors])],
+    uncertain: own.uncertain || earlier.uncertain,
+    error: own.error ?? earlier.error,
+  }
+}
+
+/**
+ * A `signal` or `timeout` bounds one run; every incarnation is spawned with the same options, so
+ * once it fires each new one would end at once: a crash loop until the child is given up.
+ */
+function refuseOneShotBounds(options: SpawnOptions): void {
+  const given = (['signal', 'timeout'] as const).filter((name) => options[name] !== undefined)
+  if (given.length > 0) {
+    throw typeError('ERR_INVALID_ARG_COMBINATION', `The ${given.map((n) => `"${n}"`).join(' and ')} option cannot be combined with a "restart" policy: stop the child with terminate() instead`)
   }
 }
 
