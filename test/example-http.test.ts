@@ -611,7 +611,9 @@ describe.runIf(linux)('examples/process-server --http', () => {
       a = await connect('1', first)
       void a.call('run_command', { command: 'sleep', args: ['1000'], tags: ['left'] }).catch(() => {})
       const rec = await running(a, 'left')
-      const [command] = childrenOf(rec.pid) // the sleep, under its supervisor
+      // The sleep, under its supervisor: forked a moment after the supervisor itself runs.
+      await waitFor(() => childrenOf(rec.pid).length > 0, 10_000, 'the supervisor to start the command')
+      const [command] = childrenOf(rec.pid)
       expect(command).toBeGreaterThan(1)
       process.kill(first.child.pid!, 'SIGKILL')
       await exitOf(first.child)
