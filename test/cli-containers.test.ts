@@ -3,8 +3,8 @@
 // path of the wrapper must end it through the engine (native/supervise/engine.c). Every container
 // carries this test's own label and is removed by that label after each test.
 import { spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { hostname } from 'node:os'
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelled, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
@@ -48,8 +48,8 @@ function startHost(engine: TestEngine, launcher: Launcher, wrapperArgs: string[]
 }
 
 /** The wrapper run directly by this test, its stdin a pipe kept open (no end-of-file). */
-function startWrapper(engine: TestEngine, wrapperArgs: string[], command: string[]) {
-  const w = spawnGroup(BIN, [...wrapperArgs, '--', ...command], { stdio: ['pipe', 'pipe', 'pipe'], env: engine.env })
+function startWrapper(engine: TestEngine, wrapperArgs: string[], command: string[], cwd?: string) {
+  const w = spawnGroup(BIN, [...wrapperArgs, '--', ...command], { stdio: ['pipe', 'pipe', 'pipe'], env: engine.env, cwd })
   return { w, events: jsonLines(w.stderr!), out: jsonLines(w.stdout!) }
 }
 
@@ -181,7 +181,7 @@ for (const engine of testEngines()) {
         // other podman on the machine: refused before anything starts
         const r = spawnSync(BIN, ['--isolate', '--', ...runArgs(engine, label, ['--rm'], ['true'])], { env: engine.env, encoding: 'utf8', timeout: ENGINE_BOUND })
         expect(r.status).toBe(125)
-        expect(r.stderr).toMatch(/--isolate cannot run `podman run`/)
+        expect(r.stderr).toMatch(/--isolate cannot run podman: /)
         expect(containersWith(engine, label)).toEqual([])
         return
       }
@@ -202,6 +202,11 @@ for (const engine of testEngines()) {
         [['run', '-i', '-e', 'A=1', '--env=B=2', '-eC=3', '--rm', '--label', label, '--name', `reapkit-test-${label.slice(-8)}`, image, 'true'], true],
         [['run', '-i', '--detach=false', '--label', label, image, 'sh', '-c', 'echo --rm -d'], false], // flags after the image are the container's
         [['run', '-id', '--label', label, image, 'true'], null], // detached: the user's to stop
+        [['run', '-i', '--rm=t', '--label', label, image, 'true'], true], // Go's flag parser: 1 t T true TRUE True
+        [['run', '-i', '--rm=True', '--label', label, image, 'true'], true],
+        [['run', '-i', '--rm=F', '--label', label, image, 'true'], false],
+        [['run', '-i', '--detach=T', '--rm', '--label', label, image, 'true'], null],
+        [['run', '-i', '--rm=yes', '--label', label, image, 'true'], null], // the engine refuses it: no guess
         [['run', '-i', '--reapkit-unknown-flag', '--label', label, image, 'true'], null],
         [['--reapkit-unknown-global', 'run', '-i', '--label', label, image, 'true'], null],
         [['ps', '-q', '--filter', `label=${label}`], null],
@@ -234,5 +239,55 @@ for (const engine of testEngines()) {
       expect(containerState(engine, id!)).toBe('running')
       expect(events.seen.some((e) => e.event === 'container')).toBe(false)
     })
+
+    it('the user\'s own reapkit.run and reapkit.owner labels (--label, --label-file): ours win, and the stop finds the container', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'reapkit-labels-'))
+      try {
+        writeFileSync(join(dir, 'labels'), 'reapkit.run=fromfile\nreapkit.owner=fromfile\n')
+        const flags = ['--rm', '--label-file', join(dir, 'labels'), '--label', 'reapkit.run=mine', '-l', 'reapkit.owner=mine']
+        const { w, events } = startWrapper(engine, STOP, runArgs(engine, label, flags, ['sleep', '1000']))
+        await started(engine, label, events)
+        const [id] = containersWith(engine, label)
+        const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout)
+        expect(labels['reapkit.run']).toMatch(/^[0-9a-f]{32}$/)
+        expect(labels['reapkit.owner']).toMatch(/^[^/]+\/[^/]+\/\d+\/\d+$/)
+        w.kill('SIGTERM')
+        const { code } = await exitOf(w, ENGINE_BOUND)
+        expect(code, 'not 123: the stop found its container').toBe(137)
+        expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
   })
 }
+
+// podman under --isolate would mount its network namespaces where no other podman on the machine
+// can reach them: never run, whatever the arguments. A fake `podman` on PATH that only logs its argv
+// shows it (the real one is never run under --isolate by a test).
+describe('reapkit --isolate -- podman ...', () => {
+  it.runIf(process.platform !== 'win32')('is refused (exit 125) for every podman command, recognized run or not, and --no-container too', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-fake-podman-'))
+    try {
+      const log = join(dir, 'argv.log')
+      writeFileSync(join(dir, 'podman'), `#!/bin/sh\necho "$*" >> ${sq(log)}\n`)
+      chmodSync(join(dir, 'podman'), 0o755)
+      const env = { ...process.env, PATH: `${dir}:${process.env.PATH}` }
+      const cases = [
+        ['--isolate', '--no-container', '--', 'podman', 'run', '-i', '--rm', 'busybox', 'true'],
+        ['--isolate', '--', 'podman', 'run', '-d', 'busybox', 'sleep', '1'],
+        ['--isolate', '--', 'podman', 'run', '-i', '--reapkit-unknown-flag', 'busybox', 'true'],
+        ['--isolate', '--', 'podman', 'ps'],
+        ['--isolate', '--', join(dir, 'podman'), 'run', '-i', 'busybox', 'true'],
+      ]
+      for (const args of cases) {
+        const r = spawnSync(BIN, args, { env, encoding: 'utf8', timeout: 10_000 })
+        expect(r.status, args.join(' ')).toBe(125)
+        expect(r.stderr).toMatch(/--isolate cannot run podman: /)
+      }
+      expect(existsSync(log), 'podman was never run').toBe(false)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
