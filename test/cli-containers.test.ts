@@ -3,11 +3,12 @@
 // path of the wrapper must end it through the engine (native/supervise/engine.c). Every container
 // carries this test's own label and is removed by that label after each test.
 import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelled, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
+import { delayingProxy } from './docker-delay-proxy'
 import { canUnshare, exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
@@ -60,6 +61,10 @@ async function started(engine: TestEngine, label: string, events: ReturnType<typ
   await waitForEngine(() => containersWith(engine, label, false).length === 1, ENGINE_BOUND, 'the container to run')
   return start
 }
+
+/** Bounds a promise of the test's own (a proxy's, say). */
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms))])
 
 const goneWithin = (engine: TestEngine, label: string, what: string) =>
   waitForEngine(() => containersWith(engine, label).length === 0, ENGINE_BOUND, what)
@@ -257,6 +262,43 @@ for (const engine of testEngines()) {
         expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
       } finally {
         rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it.runIf(engine.name === 'docker')('a relative DOCKER_HOST (unix://d.sock): the engine is spoken to from the starting folder, as the client was', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'reapkit-rel-'))
+      try {
+        symlinkSync(engine.env.DOCKER_HOST!.replace(/^unix:\/\//, ''), join(dir, 'd.sock'))
+        const relative = { ...engine, env: { ...engine.env, DOCKER_HOST: 'unix://d.sock' } }
+        const { w, events } = startWrapper(relative, STOP, runArgs(engine, label, ['--rm'], ['sleep', '1000']), dir)
+        await started(engine, label, events)
+        w.kill('SIGTERM')
+        const { code } = await exitOf(w, ENGINE_BOUND)
+        expect(code, 'not 123: the engine answered').toBe(137)
+        expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it.runIf(engine.name === 'docker')('SIGTERM while the daemon creates the container (its client dies first): the last look waits for it and removes it', async () => {
+      // the create request reaches the daemon 1 s late, long after the client died of the SIGTERM
+      const proxy = await delayingProxy(engine.env.DOCKER_HOST!, 1000)
+      try {
+        const slow = { ...engine, env: { ...engine.env, DOCKER_HOST: proxy.host } }
+        const { w, events } = startWrapper(slow, STOP, runArgs(engine, label, ['--rm'], ['sleep', '1000']))
+        const start = await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start')
+        trackGroup(start.pgid)
+        await within(proxy.createSent, ENGINE_BOUND, 'the client to ask for its container')
+        w.kill('SIGTERM')
+        const { code } = await exitOf(w, ENGINE_BOUND)
+        await within(proxy.createAnswered, ENGINE_BOUND, 'the daemon to create the container')
+        expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
+        expect(code).toBe(143) // the client's, cut short by the SIGTERM
+        expect(events.seen.find((e) => e.event === 'container-stop' && e.why === 'settle')).toMatchObject({ containers: 1 })
+        expect(events.seen.map((e) => e.event)).toContain('container-gone')
+      } finally {
+        await proxy.close()
       }
     })
   })

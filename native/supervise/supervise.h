@@ -226,6 +226,7 @@ extern container_t ctr;
 char **container_prepare(char **argv);
 int container_reaped(pid_t pid, int status);
 void containers_stop(const char *why, long grace_ms);
+void containers_last_look(void);
 
 /* host.c */
 void watch_parent(pid_t parent);
