@@ -3,11 +3,12 @@
 // path of the wrapper must end it through the engine (native/supervise/engine.c). Every container
 // carries this test's own label and is removed by that label after each test.
 import { spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { hostname } from 'node:os'
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelled, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
+import { delayingProxy } from './docker-delay-proxy'
 import { canUnshare, exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
@@ -48,8 +49,8 @@ function startHost(engine: TestEngine, launcher: Launcher, wrapperArgs: string[]
 }
 
 /** The wrapper run directly by this test, its stdin a pipe kept open (no end-of-file). */
-function startWrapper(engine: TestEngine, wrapperArgs: string[], command: string[]) {
-  const w = spawnGroup(BIN, [...wrapperArgs, '--', ...command], { stdio: ['pipe', 'pipe', 'pipe'], env: engine.env })
+function startWrapper(engine: TestEngine, wrapperArgs: string[], command: string[], cwd?: string) {
+  const w = spawnGroup(BIN, [...wrapperArgs, '--', ...command], { stdio: ['pipe', 'pipe', 'pipe'], env: engine.env, cwd })
   return { w, events: jsonLines(w.stderr!), out: jsonLines(w.stdout!) }
 }
 
@@ -60,6 +61,10 @@ async function started(engine: TestEngine, label: string, events: ReturnType<typ
   await waitForEngine(() => containersWith(engine, label, false).length === 1, ENGINE_BOUND, 'the container to run')
   return start
 }
+
+/** Bounds a promise of the test's own (a proxy's, say). */
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms))])
 
 const goneWithin = (engine: TestEngine, label: string, what: string) =>
   waitForEngine(() => containersWith(engine, label).length === 0, ENGINE_BOUND, what)
@@ -181,7 +186,7 @@ for (const engine of testEngines()) {
         // other podman on the machine: refused before anything starts
         const r = spawnSync(BIN, ['--isolate', '--', ...runArgs(engine, label, ['--rm'], ['true'])], { env: engine.env, encoding: 'utf8', timeout: ENGINE_BOUND })
         expect(r.status).toBe(125)
-        expect(r.stderr).toMatch(/--isolate cannot run `podman run`/)
+        expect(r.stderr).toMatch(/--isolate cannot run podman: /)
         expect(containersWith(engine, label)).toEqual([])
         return
       }
@@ -202,6 +207,11 @@ for (const engine of testEngines()) {
         [['run', '-i', '-e', 'A=1', '--env=B=2', '-eC=3', '--rm', '--label', label, '--name', `reapkit-test-${label.slice(-8)}`, image, 'true'], true],
         [['run', '-i', '--detach=false', '--label', label, image, 'sh', '-c', 'echo --rm -d'], false], // flags after the image are the container's
         [['run', '-id', '--label', label, image, 'true'], null], // detached: the user's to stop
+        [['run', '-i', '--rm=t', '--label', label, image, 'true'], true], // Go's flag parser: 1 t T true TRUE True
+        [['run', '-i', '--rm=True', '--label', label, image, 'true'], true],
+        [['run', '-i', '--rm=F', '--label', label, image, 'true'], false],
+        [['run', '-i', '--detach=T', '--rm', '--label', label, image, 'true'], null],
+        [['run', '-i', '--rm=yes', '--label', label, image, 'true'], null], // the engine refuses it: no guess
         [['run', '-i', '--reapkit-unknown-flag', '--label', label, image, 'true'], null],
         [['--reapkit-unknown-global', 'run', '-i', '--label', label, image, 'true'], null],
         [['ps', '-q', '--filter', `label=${label}`], null],
@@ -234,5 +244,92 @@ for (const engine of testEngines()) {
       expect(containerState(engine, id!)).toBe('running')
       expect(events.seen.some((e) => e.event === 'container')).toBe(false)
     })
+
+    it('the user\'s own reapkit.run and reapkit.owner labels (--label, --label-file): ours win, and the stop finds the container', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'reapkit-labels-'))
+      try {
+        writeFileSync(join(dir, 'labels'), 'reapkit.run=fromfile\nreapkit.owner=fromfile\n')
+        const flags = ['--rm', '--label-file', join(dir, 'labels'), '--label', 'reapkit.run=mine', '-l', 'reapkit.owner=mine']
+        const { w, events } = startWrapper(engine, STOP, runArgs(engine, label, flags, ['sleep', '1000']))
+        await started(engine, label, events)
+        const [id] = containersWith(engine, label)
+        const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout)
+        expect(labels['reapkit.run']).toMatch(/^[0-9a-f]{32}$/)
+        expect(labels['reapkit.owner']).toMatch(/^[^/]+\/[^/]+\/\d+\/\d+$/)
+        w.kill('SIGTERM')
+        const { code } = await exitOf(w, ENGINE_BOUND)
+        expect(code, 'not 123: the stop found its container').toBe(137)
+        expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it.runIf(engine.name === 'docker')('a relative DOCKER_HOST (unix://d.sock): the engine is spoken to from the starting folder, as the client was', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'reapkit-rel-'))
+      try {
+        symlinkSync(engine.env.DOCKER_HOST!.replace(/^unix:\/\//, ''), join(dir, 'd.sock'))
+        const relative = { ...engine, env: { ...engine.env, DOCKER_HOST: 'unix://d.sock' } }
+        const { w, events } = startWrapper(relative, STOP, runArgs(engine, label, ['--rm'], ['sleep', '1000']), dir)
+        await started(engine, label, events)
+        w.kill('SIGTERM')
+        const { code } = await exitOf(w, ENGINE_BOUND)
+        expect(code, 'not 123: the engine answered').toBe(137)
+        expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it.runIf(engine.name === 'docker')('SIGTERM while the daemon creates the container (its client dies first): the last look waits for it and removes it', async () => {
+      // the create request reaches the daemon 1 s late, long after the client died of the SIGTERM
+      const proxy = await delayingProxy(engine.env.DOCKER_HOST!, 1000)
+      try {
+        const slow = { ...engine, env: { ...engine.env, DOCKER_HOST: proxy.host } }
+        const { w, events } = startWrapper(slow, STOP, runArgs(engine, label, ['--rm'], ['sleep', '1000']))
+        const start = await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start')
+        trackGroup(start.pgid)
+        await within(proxy.createSent, ENGINE_BOUND, 'the client to ask for its container')
+        w.kill('SIGTERM')
+        const { code } = await exitOf(w, ENGINE_BOUND)
+        await within(proxy.createAnswered, ENGINE_BOUND, 'the daemon to create the container')
+        expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
+        expect(code).toBe(143) // the client's, cut short by the SIGTERM
+        expect(events.seen.find((e) => e.event === 'container-stop' && e.why === 'settle')).toMatchObject({ containers: 1 })
+        expect(events.seen.map((e) => e.event)).toContain('container-gone')
+      } finally {
+        await proxy.close()
+      }
+    })
   })
 }
+
+// podman under --isolate would mount its network namespaces where no other podman on the machine
+// can reach them: never run, whatever the arguments. A fake `podman` on PATH that only logs its argv
+// shows it (the real one is never run under --isolate by a test).
+describe('reapkit --isolate -- podman ...', () => {
+  it.runIf(process.platform !== 'win32')('is refused (exit 125) for every podman command, recognized run or not, and --no-container too', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-fake-podman-'))
+    try {
+      const log = join(dir, 'argv.log')
+      writeFileSync(join(dir, 'podman'), `#!/bin/sh\necho "$*" >> ${sq(log)}\n`)
+      chmodSync(join(dir, 'podman'), 0o755)
+      const env = { ...process.env, PATH: `${dir}:${process.env.PATH}` }
+      const cases = [
+        ['--isolate', '--no-container', '--', 'podman', 'run', '-i', '--rm', 'busybox', 'true'],
+        ['--isolate', '--', 'podman', 'run', '-d', 'busybox', 'sleep', '1'],
+        ['--isolate', '--', 'podman', 'run', '-i', '--reapkit-unknown-flag', 'busybox', 'true'],
+        ['--isolate', '--', 'podman', 'ps'],
+        ['--isolate', '--', join(dir, 'podman'), 'run', '-i', 'busybox', 'true'],
+      ]
+      for (const args of cases) {
+        const r = spawnSync(BIN, args, { env, encoding: 'utf8', timeout: 10_000 })
+        expect(r.status, args.join(' ')).toBe(125)
+        expect(r.stderr).toMatch(/--isolate cannot run podman: /)
+      }
+      expect(existsSync(log), 'podman was never run').toBe(false)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

@@ -7,7 +7,7 @@
  *
  *   engine [global flags] run|container run [run flags] IMAGE [args...]
  *
- * and we add, right after the `run` token, two labels: `reapkit.run=<32 hex>`, a fresh random id
+ * and we add, after the user's run flags (right before the image), two labels: `reapkit.run=<32 hex>`, a fresh random id
  * that is the container's identity for every engine call (`ps -a --filter label=...` finds it even
  * when the client died before it learnt an id), and `reapkit.owner=<host>/<boot id>/<pid>/<start>`,
  * who stops it (reapkit doctor tells a leftover from a live run by it). `-d`/`--detach` runs are
@@ -181,9 +181,18 @@ static int word_in(const char *const *list, const char *word, size_t n) {
   return 0;
 }
 
-/* A boolean flag's value: `--rm`, `--rm=true` set it; `--rm=false` clears it. */
+/* A boolean flag's value as the engines' flag parser (Go's strconv.ParseBool) reads it: `--rm` and
+ * `--rm=1|t|T|true|TRUE|True` set it, `--rm=0|f|F|false|FALSE|False` clear it; -1 for anything else
+ * (the engine refuses it: we do not guess). */
 static int bool_value(const char *eq) {
-  return eq == NULL || strcasecmp(eq + 1, "true") == 0 || strcmp(eq + 1, "1") == 0;
+  static const char *const yes[] = {"1", "t", "T", "true", "TRUE", "True", NULL};
+  static const char *const no[] = {"0", "f", "F", "false", "FALSE", "False", NULL};
+  if (eq == NULL) return 1;
+  for (int i = 0; yes[i] != NULL; i++)
+    if (strcmp(eq + 1, yes[i]) == 0) return 1;
+  for (int i = 0; no[i] != NULL; i++)
+    if (strcmp(eq + 1, no[i]) == 0) return 0;
+  return -1;
 }
 
 /* `-itd`, `-eKEY=v`, `-p 80:80`: returns how many arguments the cluster used (1 or 2), -1 unknown. */
@@ -201,12 +210,13 @@ static int short_cluster(char **argv, int i, int *detach) {
   return 1;
 }
 
-/* The run flags from `from` to the image: sets *detach and *auto_remove; -1 when not understood. */
+/* The run flags from `from` to the image: sets *detach and *auto_remove; returns where the image
+ * is (or the `--` before it), -1 when not understood. */
 static int scan_run_flags(char **argv, int from, int *detach, int *auto_remove) {
   for (int i = from; argv[i] != NULL;) {
     const char *a = argv[i];
-    if (a[0] != '-' || a[1] == '\0') return 0; /* the image */
-    if (strcmp(a, "--") == 0) return argv[i + 1] != NULL ? 0 : -1;
+    if (a[0] != '-' || a[1] == '\0') return i; /* the image */
+    if (strcmp(a, "--") == 0) return argv[i + 1] != NULL ? i : -1;
     if (a[1] != '-') {
       int used = short_cluster(argv, i, detach);
       if (used < 0) return -1;
@@ -216,8 +226,10 @@ static int scan_run_flags(char **argv, int from, int *detach, int *auto_remove) 
     const char *name = a + 2, *eq = strchr(name, '=');
     size_t n = eq ? (size_t)(eq - name) : strlen(name);
     if (word_in(run_bool, name, n)) {
-      if (n == 6 && strncmp(name, "detach", 6) == 0) *detach = bool_value(eq);
-      if (n == 2 && strncmp(name, "rm", 2) == 0) *auto_remove = bool_value(eq);
+      int value = bool_value(eq);
+      if (value < 0) return -1;
+      if (n == 6 && strncmp(name, "detach", 6) == 0) *detach = value;
+      if (n == 2 && strncmp(name, "rm", 2) == 0) *auto_remove = value;
       i++;
     } else if (word_in(run_value, name, n)) {
       if (eq == NULL && argv[i + 1] == NULL) return -1;
@@ -229,20 +241,33 @@ static int scan_run_flags(char **argv, int from, int *detach, int *auto_remove) 
   return -1; /* no image */
 }
 
-/* The labelled argv: the two labels right after the `run` token. */
-static char **insert_labels(char **argv, int run_at) {
+/* The labelled argv: the two labels after the user's run flags, right before the image (or the `--`
+ * before it). The engines keep the last value of a label given twice, and a --label over one of a
+ * --label-file: a user's own reapkit.run or reapkit.owner cannot hide the run from its stop. */
+static char **insert_labels(char **argv, int image_at) {
   int argc = 0;
   while (argv[argc] != NULL) argc++;
   char **out = malloc((size_t)(argc + 5) * sizeof *out);
   if (out == NULL) return NULL;
   int k = 0;
-  for (int i = 0; i <= run_at; i++) out[k++] = argv[i];
+  for (int i = 0; i < image_at; i++) out[k++] = argv[i];
   out[k++] = "--label";
   out[k++] = ctr.run_label;
   out[k++] = "--label";
   out[k++] = ctr.owner_label;
-  for (int i = run_at + 1; i <= argc; i++) out[k++] = argv[i]; /* the NULL too */
+  for (int i = image_at; i <= argc; i++) out[k++] = argv[i]; /* the NULL too */
   return out;
+}
+
+/* podman inside --isolate's mount namespace would mount a container's network namespace out of reach
+ * of every other podman on the machine (each `podman ps` then fails): whatever the subcommand, and
+ * with --no-container too, podman is not run under --isolate. */
+static void refuse_isolated_podman(enum engine_kind kind) {
+  if (kind != ENGINE_PODMAN || !opt.isolate) return;
+  fputs("reapkit: --isolate cannot run podman: a `podman run` would mount its network namespace where no other "
+        "podman can reach it. Leave out --isolate: the container is stopped through podman on every stop path.\n",
+        stderr);
+  exit(EXIT_OWN_ERROR);
 }
 
 /* Recognizes a container run in the command and returns the argv to execute (labelled, or the same
@@ -251,22 +276,19 @@ char **container_prepare(char **argv) {
   memset(&ctr, 0, sizeof ctr);
   enum engine_kind kind = engine_of(argv[0]);
   int globals_end = 0, detach = 0, auto_remove = 0;
+  refuse_isolated_podman(kind);
   if (!opt.container || kind == ENGINE_NONE) return argv;
   int run_at = find_run(argv, kind, &globals_end);
-  if (run_at < 0 || scan_run_flags(argv, run_at + 1, &detach, &auto_remove) != 0 || detach) return argv;
-  if (kind == ENGINE_PODMAN && opt.isolate) {
-    /* podman would mount the container's network namespace inside the mount namespace of our init,
-     * out of reach of every other podman: each `podman ps` on the machine then fails */
-    fputs("reapkit: --isolate cannot run `podman run`: its network namespace would be mounted where no other podman "
-          "can reach it. Leave out --isolate: the container is stopped through podman on every stop path.\n",
-          stderr);
-    exit(EXIT_OWN_ERROR);
-  }
+  int image_at = run_at < 0 ? -1 : scan_run_flags(argv, run_at + 1, &detach, &auto_remove);
+  if (image_at < 0 || detach) return argv;
   char id[33];
   if (random_hex(id) != 0 || resolve_engine(argv[0], ctr.engine_path, sizeof ctr.engine_path) != 0) return argv;
+  /* the engine's calls run from here (relative paths in global flags or the environment: --config
+   * ./cfg, DOCKER_HOST=unix://d.sock), though we leave it once the command runs */
+  if (getcwd(ctr.start_dir, sizeof ctr.start_dir) == NULL) ctr.start_dir[0] = '\0';
   snprintf(ctr.run_label, sizeof ctr.run_label, "reapkit.run=%s", id);
   owner_label(ctr.owner_label, sizeof ctr.owner_label);
-  char **labelled = insert_labels(argv, run_at);
+  char **labelled = insert_labels(argv, image_at);
   if (labelled == NULL) return argv;
   ctr.active = 1;
   ctr.engine = engine_names[kind];

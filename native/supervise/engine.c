@@ -21,6 +21,11 @@
 #define ENGINE_CALL_MS 10000 /* a list, kill or rm: the engine answers in well under this */
 #define CONFIRM_MIN_MS 5000  /* how long a confirm waits, at least (docker removes --rm asynchronously) */
 #define CONFIRM_POLL_MS 200
+/* The last look, when no list has named a container yet and the client did not end on its own (a
+ * stop of ours reached it, or it died by a signal): the client may have asked for the container
+ * just before it died, and the daemon creates it afterwards (never started: `--rm` will not remove
+ * it). The look goes on this long for one to appear. */
+#define SETTLE_MS 3000
 #define ENGINE_ERR_MAX 2048
 
 /* The child of ours running an engine call, reaped by reap() like any other child (stop.c). */
@@ -50,6 +55,10 @@ static void engine_child(char **args, int out_fd, int err_fd) {
       dup2(err_fd, STDERR_FILENO) < 0)
     _exit(126);
   if (null_fd > STDERR_FILENO) close(null_fd);
+  /* relative paths in the global flags or the environment are the command's, from its folder */
+  if (ctr.start_dir[0] != '\0' && chdir(ctr.start_dir) != 0) {
+    /* gone since: the call runs from /, and its failure says so */
+  }
   execv(ctr.engine_path, args);
   _exit(127);
 }
@@ -113,9 +122,25 @@ static char **call_argv(const char *const *sub) {
   return args;
 }
 
+/* At the bound: SIGKILL the call's group (the client itself, should it not have made its group yet),
+ * and reap it, bounded too (a client stuck in the kernel is left to reap() later). */
+static void kill_call(void) {
+  if (ctr.call_done) return;
+  if (killpg(ctr.call_pid, SIGKILL) != 0) kill(ctr.call_pid, SIGKILL); /* unreaped: its pid is still its */
+  long long end = now_ms() + KILL_CONFIRM_MS;
+  while (!ctr.call_done && now_ms() < end) {
+    int status;
+    pid_t r = waitpid(ctr.call_pid, &status, WNOHANG);
+    if (r == ctr.call_pid) container_reaped(r, status);
+    else if (r < 0 && errno != EINTR) break;
+    else poll(NULL, 0, 10);
+  }
+}
+
 /* Runs `<engine> <globals> sub...`, its stdout into `out`, bounded by `timeout_ms` (the client's
- * group SIGKILLed at the bound). 1 when it exited 0; 0 otherwise, its stderr then on ours. */
-static int engine_call(const char *const *sub, char *out, size_t out_size, long timeout_ms) {
+ * group SIGKILLed at the bound). 1 when it exited 0; 0 otherwise, its stderr then on ours unless
+ * `quiet` (a failure the confirm that follows judges). */
+static int engine_call(const char *const *sub, char *out, size_t out_size, long timeout_ms, int quiet) {
   char err[ENGINE_ERR_MAX] = "";
   char **args = call_argv(sub);
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
@@ -136,6 +161,7 @@ static int engine_call(const char *const *sub, char *out, size_t out_size, long 
   ctr.call_pid = fork();
   int fork_errno = errno;
   if (ctr.call_pid == 0) engine_child(args, out_pipe[1], err_pipe[1]);
+  if (ctr.call_pid > 0) setpgid(ctr.call_pid, ctr.call_pid); /* both sides, as for the command */
   sigprocmask(SIG_SETMASK, &old, NULL);
   close(out_pipe[1]);
   close(err_pipe[1]);
@@ -143,8 +169,7 @@ static int engine_call(const char *const *sub, char *out, size_t out_size, long 
   int fds[2] = {out_pipe[0], err_pipe[0]};
   int in_time = ctr.call_pid > 0 && await_call(fds, out, out_size, err, now_ms() + timeout_ms);
   if (ctr.call_pid > 0 && !in_time) {
-    if (!ctr.call_done) killpg(ctr.call_pid, SIGKILL); /* unreaped: its pid still names its group */
-    if (!ctr.call_done && waitpid(ctr.call_pid, &ctr.call_status, 0) == ctr.call_pid) ctr.call_done = 1;
+    kill_call();
     snprintf(err, sizeof err, "no answer within %ld ms\n", timeout_ms);
   }
   for (int k = 0; k < 2; k++)
@@ -153,7 +178,7 @@ static int engine_call(const char *const *sub, char *out, size_t out_size, long 
   if (ctr.call_pid < 0) snprintf(err, sizeof err, "fork: %s\n", strerror(fork_errno));
   else if (!ok && err[0] == '\0') snprintf(err, sizeof err, "exit status %d\n", WIFEXITED(ctr.call_status) ? WEXITSTATUS(ctr.call_status) : 128 + WTERMSIG(ctr.call_status));
   ctr.call_pid = 0;
-  if (!ok) fprintf(stderr, "reapkit: %s %s failed: %s%s", ctr.engine, sub[0], err, strchr(err, '\n') ? "" : "\n");
+  if (!ok && !quiet) fprintf(stderr, "reapkit: %s %s failed: %s%s", ctr.engine, sub[0], err, strchr(err, '\n') ? "" : "\n");
   return ok;
 }
 
@@ -172,11 +197,12 @@ static int list(int all, idlist_t *l) {
   const char *running[] = {"ps", "-q", "--no-trunc", "--filter", filter, NULL};
   l->n = 0;
   l->id[0] = NULL;
-  if (!engine_call(all ? with_all : running, l->buf, sizeof l->buf, ENGINE_CALL_MS)) return -1;
+  if (!engine_call(all ? with_all : running, l->buf, sizeof l->buf, ENGINE_CALL_MS, 0)) return -1;
   for (char *save = NULL, *tok = strtok_r(l->buf, " \t\r\n", &save); tok != NULL && l->n < MAX_IDS;
        tok = strtok_r(NULL, " \t\r\n", &save))
     l->id[l->n++] = tok;
   l->id[l->n] = NULL;
+  if (all && l->n > 0) ctr.seen = 1;
   return l->n;
 }
 
@@ -199,14 +225,27 @@ static int confirm(long window_ms, idlist_t *l) {
 }
 
 /* `<engine> <verb...> <ids>`, bounded by timeout_ms. */
-static void on_ids(const char *const *verb, int nverb, const idlist_t *l, long timeout_ms) {
+static void on_ids(const char *const *verb, int nverb, const idlist_t *l, long timeout_ms, int quiet) {
   const char *sub[8 + MAX_IDS + 1];
   int k = 0;
   char out[256];
   for (int i = 0; i < nverb && k < 8; i++) sub[k++] = verb[i];
   for (int i = 0; i < l->n; i++) sub[k++] = l->id[i];
   sub[k] = NULL;
-  engine_call(sub, out, sizeof out, timeout_ms);
+  engine_call(sub, out, sizeof out, timeout_ms, quiet);
+}
+
+/* Forced: the engine's kill of what runs, then with --rm the removal (a leftover that never started,
+ * or that podman's cleanup, which died with its client, left). Never `rm -f` first: podman 4 drops
+ * the record of a container a stop is ending without killing it. Quiet: "not running", "removal
+ * in progress" are as expected, and the confirm that follows judges. */
+static void force(const idlist_t *l) {
+  const char *kill_verb[] = {"kill"};
+  const char *rm_docker[] = {"rm", "-f"};
+  const char *rm_podman[] = {"rm", "-f", "-t", "0"}; /* (podman's rm -f would stop with a timeout first) */
+  int podman = strcmp(ctr.engine, "podman") == 0;
+  on_ids(kill_verb, 1, l, ENGINE_CALL_MS, 1);
+  if (ctr.auto_remove) on_ids(podman ? rm_podman : rm_docker, podman ? 4 : 2, l, ENGINE_CALL_MS, 1);
 }
 
 /* Names what is not confirmed gone on stderr (the engine's own list, or the run label when the
@@ -230,37 +269,62 @@ static int ours_to_end(void) {
   return ctr.active && ctr.left == 0 && st.mode != NS_INIT;
 }
 
-/* Stop with `secs`, confirm, force, confirm; `l` holds the containers listed. 1 when confirmed gone. */
+/* Stop with `secs`, confirm, force, confirm (no grace: force, confirm); `l` holds the containers
+ * listed. 1 when confirmed gone. */
 static int end_listed(idlist_t *l, long secs) {
-  char time_arg[24];
-  snprintf(time_arg, sizeof time_arg, "%ld", secs);
-  const char *stop[] = {"stop", "--time", time_arg};
-  on_ids(stop, 3, l, secs * 1000 + ENGINE_CALL_MS);
   long window = opt.close_ms > CONFIRM_MIN_MS ? opt.close_ms : CONFIRM_MIN_MS;
-  int gone = confirm(window, l);
+  int gone = 0;
+  if (secs > 0) {
+    char time_arg[24];
+    snprintf(time_arg, sizeof time_arg, "%ld", secs);
+    const char *stop[] = {"stop", "--time", time_arg};
+    on_ids(stop, 3, l, secs * 1000 + ENGINE_CALL_MS, 0);
+    gone = confirm(window, l);
+  }
   if (gone == 0) {
-    /* forced: remove (--rm: an exited leftover too, which podman may leave), else kill */
-    const char *rm[] = {"rm", "-f"};
-    const char *kill_verb[] = {"kill"};
-    on_ids(ctr.auto_remove ? rm : kill_verb, ctr.auto_remove ? 2 : 1, l, ENGINE_CALL_MS);
+    force(l);
     gone = confirm(window, l);
   }
   if (gone != 1) report_left(gone, l);
   return gone == 1;
 }
 
+/* Did the client end on its own? Not when a stop of ours reached it alive, nor when it died by a
+ * signal (a client exits 128 + n on a signal it handles): then it may have asked for its container
+ * and died before the daemon answered. */
+static int client_cut_short(void) {
+  return ctr.stopped_live || st.exit_code > 128;
+}
+
+/* The last look, for a run that no list has named a container of and whose client was cut short:
+ * looks again for SETTLE_MS. The number of containers found (`l`), or -1: no answer. */
+static int settle(idlist_t *l) {
+  long long end = now_ms() + SETTLE_MS;
+  for (;;) {
+    int n = list(1, l);
+    if (n != 0 || now_ms() >= end) return n;
+    pause_reaping(CONFIRM_POLL_MS);
+  }
+}
+
 /* Ends this run's container through the engine: stop with `grace_ms` (rounded up to whole seconds,
  * the engine's unit), confirm, force, confirm. Blocks for at most the grace and a few bounded engine
  * calls, reaping meanwhile; sets ctr.left when something is not confirmed gone. The first call
- * lists every container of the run (a created one too); later ones (the last look before we exit,
- * for a client that created its container after the first) only what is not gone yet. */
-void containers_stop(const char *why, long grace_ms) {
+ * lists every container of the run (a created one too); later ones only what is not gone yet. The
+ * `last` look before we exit settles (above) when no list ever named a container. */
+static void end_run(const char *why, long grace_ms, int last) {
   if (!ours_to_end()) return;
   int first = !ctr.done;
   ctr.done = 1;
+  if (first && !st.main_done) ctr.stopped_live = 1;
   long long t0 = now_ms();
   idlist_t l;
   int n = list(first || ctr.auto_remove, &l);
+  if (n == 0 && last && !ctr.seen && client_cut_short()) {
+    why = "settle";
+    grace_ms = 0; /* created for a client that is gone: nothing waits for a graceful end */
+    n = settle(&l);
+  }
   if (n == 0 && !first) return;
   long secs = grace_ms > 0 ? (grace_ms + 999) / 1000 : 0;
   event("container-stop", "\"why\":\"%s\",\"run\":\"%s\",\"containers\":%d,\"time\":%ld", why,
@@ -268,4 +332,14 @@ void containers_stop(const char *why, long grace_ms) {
   if (n < 0) report_left(-1, &l);
   if (n <= 0 || !end_listed(&l, secs)) return;
   event("container-gone", "\"run\":\"%s\",\"elapsedMs\":%lld", ctr.run_label + 12, now_ms() - t0);
+}
+
+void containers_stop(const char *why, long grace_ms) {
+  end_run(why, grace_ms, 0);
+}
+
+/* Before we exit, nothing of ours left but maybe the container: a client that died, or one that
+ * created its container after the stop had looked. */
+void containers_last_look(void) {
+  end_run(ctr.done ? "last-look" : "child-exit", ctr.done ? 0 : opt.grace_ms, 1);
 }

@@ -277,9 +277,7 @@ void begin_kill(const char *why) {
 }
 
 void finish(int survivors) {
-  /* Nothing of ours is left but maybe the container: a client that died, or one that created its
-   * container after the stop had looked (a last look, then). */
-  containers_stop(ctr.done ? "last-look" : "child-exit", ctr.done ? 0 : opt.grace_ms);
+  containers_last_look(); /* nothing of ours is left but maybe the container (engine.c) */
   restore_tty();
   if (!st.main_reaped) {
     int status;

@@ -209,12 +209,15 @@ typedef struct {
   int active;              /* the command is a container run of ours to end */
   const char *engine;      /* "docker", "podman", "nerdctl" */
   char engine_path[PATH_MAX]; /* its client, as execvp found it from the starting folder */
+  char start_dir[PATH_MAX];   /* the starting folder, where every engine call runs ("": unknown) */
   char **argv;             /* the command as given: argv[0] and the global flags, argv[1..nglobals] */
   int nglobals;
   int auto_remove;         /* --rm */
   char run_label[64];      /* reapkit.run=<32 hex> */
   char owner_label[400];   /* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime> */
   int done;                /* the engine stop has run once */
+  int seen;                /* a list has named a container of the run */
+  int stopped_live;        /* a stop of ours began while the client was alive */
   int left;                /* containers not confirmed gone (or 1 when the engine did not answer) */
   pid_t call_pid;          /* an engine call in flight */
   int call_status, call_done;
@@ -223,6 +226,7 @@ extern container_t ctr;
 char **container_prepare(char **argv);
 int container_reaped(pid_t pid, int status);
 void containers_stop(const char *why, long grace_ms);
+void containers_last_look(void);
 
 /* host.c */
 void watch_parent(pid_t parent);
