@@ -599,6 +599,7 @@ defcase({
         ...msRule(o.confirmMs, 'confirmMs'),
         ...abortRule(o.abortSignal, 'abortSignal'),
         ...booleanRule(o.group, 'group'),
+        ...booleanRule(o.allowSelf, 'allowSelf'),
       )
     }
     const kind = targetKind(w, target)
