@@ -3,6 +3,9 @@
 // through the engine and confirm it, on every engine that runs here. Before: the client (and its
 // group) was stopped, the result said no survivors, and the container ran on (PID 1 ignores SIGTERM;
 // with podman the record stayed Up and the name taken).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { EngineError, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { containerStatus, engineCall, listRun } from '../lib/mechanisms/container/engine'
@@ -45,6 +48,25 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         expect(spawnedInfo(plain)?.container).toBe(undefined)
         expect(plain.spawnargs.join(' ')).not.toContain('reapkit.run')
         expect(await new Promise((res) => plain.once('exit', res))).toBe(0)
+      })
+
+      it("the user's own reapkit.run / reapkit.owner labels (--label, -l, --label-file) do not hide the container: ours win, the stop finds and ends it", async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'reapkit-labels-'))
+        try {
+          const file = join(dir, 'labels')
+          writeFileSync(file, 'reapkit.run=from-file\nreapkit.owner=from-file\n')
+          const flags = ['--rm', '--label', 'reapkit.run=mine', '-l', 'reapkit.owner=someone', '--label-file', file]
+          const child = t.run(engine, flags, IGNORES_TERM)
+          const [id] = await t.running(engine)
+          const record = spawnedInfo(child)!.container!
+          const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout) as Record<string, string>
+          expect(labels).toMatchObject({ 'reapkit.run': record.runId, 'reapkit.owner': record.owner })
+          const result = await killProcessGracefully(child, { graceMs: 1000 })
+          expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone', stopped: true })])
+          expect(containersWith(engine, t.label)).toEqual([])
+        } finally {
+          rmSync(dir, { recursive: true, force: true })
+        }
       })
 
       it('PID 1 ignoring SIGTERM, --rm: the engine stops it after the grace, and it is confirmed removed', async () => {
