@@ -148,6 +148,35 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         })
       }
 
+      it("the client SIGKILLed, and the host's exit handler then ends the host: the backstop still kills the container (its step was under way)", async () => {
+        const host = spawnFixture('container-host.cjs', [engine.bin, engine.image, t.label, 'client-exit'], { env: engine.env, stdio: ['ignore', 'pipe', 'ignore'] })
+        let out = ''
+        host.stdout!.on('data', (d: Buffer) => (out += String(d)))
+        await t.running(engine)
+        await waitForEngine(() => /^\d+\n/.test(out), 10_000, 'the client pid')
+        process.kill(Number(out.trim()), 'SIGKILL') // the client this test's host started
+        expect((await exitOf(host, 30_000)).code).toBe(1)
+        await waitForEngine(() => containersWith(engine, t.label, false).length === 0, 20_000, 'the container to stop')
+      })
+
+      it("a worker thread's process.exit() kills only that worker's containers; the process's exit then kills the main thread's and a live worker's", async () => {
+        const host = spawnFixture('container-host.cjs', [engine.bin, engine.image, t.label, 'worker'], { env: engine.env, stdio: ['pipe', 'pipe', 'ignore'] })
+        let out = ''
+        host.stdout!.on('data', (d: Buffer) => (out += String(d)))
+        const who = (w: string): string[] => containersWith(engine, `who=${w}`, false).filter((id) => containersWith(engine, t.label, false).includes(id))
+        await t.running(engine, 2) // main's and the first worker's
+        expect(who('worker')).toHaveLength(1)
+        host.stdin!.write('worker\n')
+        await waitForEngine(() => out.includes('worker2-started'), 60_000, 'the second worker')
+        await waitForEngine(() => who('worker2').length === 1, 60_000, "the second worker's container")
+        expect(who('worker')).toEqual([]) // gone with its worker's exit
+        expect(who('main')).toHaveLength(1)
+        expect(who('worker2')).toHaveLength(1)
+        host.stdin!.write('go\n')
+        expect((await exitOf(host, 30_000)).code).toBe(0)
+        await waitForEngine(() => containersWith(engine, t.label, false).length === 0, 20_000, 'the containers to stop')
+      }, 120_000)
+
       it('the client SIGKILLed by someone else: its own exit stops the container through the engine', async () => {
         const saved = process.env.REAPKIT_KILL_GRACE_MS
         process.env.REAPKIT_KILL_GRACE_MS = '1000' // the own-exit step's grace

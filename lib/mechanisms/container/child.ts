@@ -5,7 +5,8 @@
  * - spawn(): `prepareContainerRun` rewrites the run's args and builds its record
  *   (SpawnedInfo.container);
  * - this process's 'exit' (process.exit, an uncaught exception): exit-backstop.ts kills, synchronously,
- *   what still runs under this process's owner label;
+ *   what still runs under this process's owner label; a record stays in its watch while its client
+ *   runs and until a stop step has confirmed its container gone;
  * - the client's own exit (`attachContainer`): when the docker/podman client ends while its
  *   container still runs (it was SIGKILLed, say), the container is stopped through the engine,
  *   bounded, with the kill grace: nothing the client started outlives it;
@@ -76,6 +77,8 @@ interface Underway {
   hurry: AbortController
 }
 const underway = new WeakMap<ContainerRecord, Underway>()
+/** Records whose client has not exited yet. */
+const clientRunning = new WeakSet<ContainerRecord>()
 
 /**
  * The container step for `record`, or the one already under way for it (one at a time per run).
@@ -87,8 +90,13 @@ export function stopRecordedContainer(record: ContainerRecord, options: { graceM
   let timer: NodeJS.Timeout | undefined
   if (!current) {
     const hurry = new AbortController()
-    const step = stopContainerRun(record, { ...options, abortSignal: hurry.signal }).finally(() => {
+    // The exit backstop keeps watching the record until the step has confirmed it gone: this
+    // process may exit (a host's `child.on('exit', () => process.exit(1))`) while it runs.
+    trackLiveContainer(record)
+    const step = stopContainerRun(record, { ...options, abortSignal: hurry.signal }).then((outcome) => {
       if (underway.get(record) === current) underway.delete(record)
+      if (outcome.state === 'gone' && !clientRunning.has(record)) releaseLiveContainer(record)
+      return outcome
     })
     underway.set(record, (current = { step, hurry }))
   } else {
@@ -113,9 +121,11 @@ export function stopRecordedContainer(record: ContainerRecord, options: { graceM
  */
 export function attachContainer(child: ChildProcess, record: ContainerRecord): void {
   records.set(child, record)
+  clientRunning.add(record)
   trackLiveContainer(record) // this process's exit: exit-backstop.ts
   child.once('exit', () => {
-    releaseLiveContainer(record)
+    clientRunning.delete(record)
+    // Released by the step, once it has confirmed the container gone (not before: see stopRecordedContainer).
     void stopOnClientExit(record)
   })
 }
