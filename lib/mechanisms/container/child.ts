@@ -85,7 +85,7 @@ const clientRunning = new WeakSet<ContainerRecord>()
  * A caller that joins one keeps its own bounds: at the end of its grace (or when its abortSignal
  * fires) the step's grace ends too, and the engine is told to kill.
  */
-export function stopRecordedContainer(record: ContainerRecord, options: { graceMs: number; confirmMs: number; abortSignal?: AbortSignal; logger?: Logger }): Promise<ContainerOutcome> {
+export function stopRecordedContainer(record: ContainerRecord, options: { graceMs: number; confirmMs: number; settleMs?: number; abortSignal?: AbortSignal; logger?: Logger }): Promise<ContainerOutcome> {
   let current = underway.get(record)
   let timer: NodeJS.Timeout | undefined
   if (!current) {
@@ -123,16 +123,22 @@ export function attachContainer(child: ChildProcess, record: ContainerRecord): v
   records.set(child, record)
   clientRunning.add(record)
   trackLiveContainer(record) // this process's exit: exit-backstop.ts
-  child.once('exit', () => {
+  child.once('exit', (_code, signal) => {
     clientRunning.delete(record)
     // Released by the step, once it has confirmed the container gone (not before: see stopRecordedContainer).
-    void stopOnClientExit(record)
+    void stopOnClientExit(record, signal !== null)
   })
 }
 
+/**
+ * How long a step waits for a second look when the first finds nothing, for a client that may have
+ * died in the middle of its create (killed, or still running: the stop is about to end it).
+ */
+const SETTLE_MS = 1500
+
 /** The client-exit step: the container step with the kill grace, its trouble told as a warning. */
-async function stopOnClientExit(record: ContainerRecord): Promise<void> {
-  const outcome = await stopRecordedContainer(record, { graceMs: killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT })
+async function stopOnClientExit(record: ContainerRecord, killed: boolean): Promise<void> {
+  const outcome = await stopRecordedContainer(record, { graceMs: killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT, settleMs: killed ? SETTLE_MS : 0 })
   if (outcome.state === 'gone') return
   process.emitWarning(
     `reapkit: the ${record.engine} container of run ${record.runId} is ${outcome.state} after its client exited` +
@@ -149,7 +155,9 @@ export function containerStopsOf(
   const record = child ? records.get(child) : undefined
   if (!record) return Promise.resolve([])
   const { abortSignal, logger, graceMs, confirmMs } = options
-  return stopRecordedContainer(record, { graceMs, confirmMs, ...(abortSignal ? { abortSignal } : {}), ...(logger ? { logger } : {}) }).then((o) => [o])
+  // A client that exited by itself saw its container end; one still running (or killed) may be mid-create.
+  const settleMs = child!.exitCode === null ? SETTLE_MS : 0
+  return stopRecordedContainer(record, { graceMs, confirmMs, settleMs, ...(abortSignal ? { abortSignal } : {}), ...(logger ? { logger } : {}) }).then((o) => [o])
 }
 
 /** `result` with the container outcomes merged in: a container not confirmed gone is never a success. */

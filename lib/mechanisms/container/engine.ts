@@ -71,9 +71,10 @@ export function engineCall(client: EngineClient, args: readonly string[], timeou
 
 const lines = (out: string): string[] => out.split('\n').map((l) => l.trim()).filter(Boolean)
 
-/** Ids (full) of the containers carrying `label` (`key` or `key=value`); `all`: stopped ones too. */
-export async function listByLabel(client: EngineClient, label: string, options: { all?: boolean; timeoutMs?: number } = {}): Promise<string[]> {
-  const args = ['ps', ...(options.all === false ? [] : ['-a']), '-q', '--no-trunc', '--filter', `label=${label}`]
+/** Ids (full) of the containers carrying `label` (`key` or `key=value`); `all`: stopped ones too; `status`: only in that state. */
+export async function listByLabel(client: EngineClient, label: string, options: { all?: boolean; status?: string; timeoutMs?: number } = {}): Promise<string[]> {
+  const status = options.status ? ['--filter', `status=${options.status}`] : []
+  const args = ['ps', ...(options.all === false ? [] : ['-a']), '-q', '--no-trunc', '--filter', `label=${label}`, ...status]
   return lines(await engineCall(client, args, options.timeoutMs))
 }
 
