@@ -3,7 +3,8 @@
 // through the engine and confirm it, on every engine that runs here. Before: the client (and its
 // group) was stopped, the result said no survivors, and the container ran on (PID 1 ignores SIGTERM;
 // with podman the record stayed Up and the name taken).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -77,6 +78,28 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         expect(result.containerSurvivors).toEqual([])
         expect(result.uncertain).toBe(false)
         expect(containersWith(engine, t.label)).toEqual([])
+      })
+
+      it('a relative program path, then process.chdir(): the record holds the absolute path and working directory, and the stop reaches the engine', async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'reapkit-relcwd-'))
+        const home = process.cwd()
+        let child: ReturnType<typeof spawn> | undefined
+        try {
+          mkdirSync(join(dir, 'bin'))
+          symlinkSync(spawnSync('sh', ['-c', `command -v ${engine.bin}`], { encoding: 'utf8' }).stdout.trim(), join(dir, 'bin', engine.bin))
+          process.chdir(dir)
+          child = spawn(`./bin/${engine.bin}`, ['run', '-i', '--rm', '--label', t.label, engine.image, ...IGNORES_TERM], { env: engine.env, stdio: ['pipe', 'ignore', 'ignore'] })
+          process.chdir(home) // the program moves on
+          const record = spawnedInfo(child)!.container!
+          expect(record).toMatchObject({ cwd: dir, bin: join(dir, 'bin', engine.bin) })
+          const [id] = await t.running(engine)
+          const result = await killProcessGracefully(child, { graceMs: 1000 })
+          expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone' })])
+        } finally {
+          process.chdir(home)
+          if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+          rmSync(dir, { recursive: true, force: true })
+        }
       })
 
       it('global flags before run (docker -H, podman --log-level) reach every engine call', async () => {

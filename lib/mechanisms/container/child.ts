@@ -16,6 +16,7 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { isAbsolute, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from '../../ground/config'
 import { TimeoutError } from '../../ground/errors'
@@ -56,19 +57,29 @@ export function prepareContainerRun(
   if (run === null) return null
   const runId = randomUUID()
   const owner = formatOwner(ownerOf())
-  const cwd = options.cwd === undefined ? undefined : typeof options.cwd === 'string' ? options.cwd : fileURLToPath(options.cwd)
+  // Absolute, as at spawn time: the engine is spoken to from there whatever process.chdir() comes later.
+  const cwd = resolve(options.cwd === undefined ? process.cwd() : typeof options.cwd === 'string' ? options.cwd : fileURLToPath(options.cwd))
   const record: ContainerRecord = {
     engine: run.engine,
-    bin: run.bin,
+    bin: absoluteBin(run.bin, cwd),
     globals: run.globals,
     // A copy: the engine is spoken to with the environment the client got, whatever changes later.
     env: { ...(options.env ?? process.env) },
-    ...(cwd !== undefined ? { cwd } : {}),
+    cwd,
     runId,
     owner,
     autoRemove: run.autoRemove,
   }
   return { args: labelledRunArgs(args, run, { runId, owner }), record }
+}
+
+/**
+ * A program path with a directory in it (`./bin/docker`) is found from the client's working
+ * directory: the same one, made absolute. A bare name is looked up on PATH, as spawn did.
+ */
+function absoluteBin(bin: string, cwd: string): string {
+  const hasDir = bin.includes('/') || (process.platform === 'win32' && bin.includes('\\'))
+  return hasDir && !isAbsolute(bin) ? resolve(cwd, bin) : bin
 }
 
 /** A step under way: its outcome, and the abort that ends its grace early (the engine's kill now). */

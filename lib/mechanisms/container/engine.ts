@@ -22,7 +22,7 @@ export interface EngineClient {
   globals: readonly string[]
   /** The environment the run's client got. */
   env: NodeJS.ProcessEnv
-  /** The run's working directory (matters for a relative `bin` or config path). */
+  /** The run's working directory, absolute (spawn() records it at spawn time: a later process.chdir() changes nothing). */
   cwd?: string
 }
 
