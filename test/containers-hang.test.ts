@@ -2,12 +2,15 @@
 // test's own in front of the shared daemon (real client, real daemon; only the wire is held):
 // - the engine's stop and kill never answered: the container step ends by one deadline (grace +
 //   confirm + a small slack), not the sum of each call's bound. Before: about three call bounds.
+// - every endpoint silent at this process's exit: the exit backstop gives up by its one total
+//   bound. Before: each endpoint's listing took its own bound, one after another.
 // - the create held until the client is dead: the engine finishes it after its client died; the
 //   step's second look finds the `created` container and removes it. Before: 'gone' with no ids,
 //   and the container (with its --name) stayed.
 import { spawn as nodeSpawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, request, type Server } from 'node:http'
+import { createServer as createNetServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -15,6 +18,7 @@ import { killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { stopContainerRun } from '../lib/mechanisms/container/stop'
 import { containersWith, enginesSkipReason, removeLabelled, testEngines, testLabel, waitForEngine } from './containers'
 import { IGNORES_TERM } from './containers-lib'
+import { exitOf, spawnFixture } from './helpers'
 
 const docker = testEngines().find((e) => e.name === 'docker')
 const skip = enginesSkipReason() ?? (docker ? null : 'no docker engine')
@@ -123,4 +127,28 @@ describe.skipIf(skip !== null)(`containers: a daemon that holds some calls${skip
     const again = nodeSpawn(engine.bin, ['create', '--name', name, '--label', label, engine.image, 'true'], { env: engine.env, stdio: 'ignore' })
     expect(await new Promise((res) => again.once('exit', res))).toBe(0)
   }, 60_000)
+
+  it("four silent endpoints at the host's exit: the backstop ends by its total bound, not one bound per endpoint", async () => {
+    label = testLabel()
+    dir = mkdtempSync(join(tmpdir(), 'reapkit-hang-'))
+    const sockets: Socket[] = []
+    const hosts: string[] = []
+    for (let i = 0; i < 4; i++) {
+      const server = createNetServer((c) => void sockets.push(c)) // accepts, never answers
+      const sock = join(dir, `silent-${i}.sock`)
+      await new Promise<void>((res) => server.listen(sock, res))
+      cleanup.push(() => new Promise<void>((res) => (sockets.forEach((c) => c.destroy()), server.close(() => res()))))
+      hosts.push(`unix://${sock}`)
+    }
+    const host = spawnFixture('container-exit-hosts.cjs', [engine.bin, engine.image, ...hosts], { env: engine.env, stdio: ['pipe', 'pipe', 'ignore'] })
+    let out = ''
+    host.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    await waitForEngine(() => out.includes('ready'), 30_000, 'the host')
+    await new Promise((res) => setTimeout(res, 500)) // the clients are at their endpoints
+    const started = performance.now()
+    host.stdin!.write('go\n')
+    expect((await exitOf(host, 60_000)).code).toBe(0)
+    // The total bound is 5 s; before, 3 s per endpoint: 12 s.
+    expect(performance.now() - started).toBeLessThan(9_000)
+  }, 90_000)
 })

@@ -45,11 +45,6 @@ export function releaseLiveContainer(record: ContainerRecord): void {
   live.delete(record)
 }
 
-/** Whether `record` is tracked (for tests). */
-export function isTrackedContainer(record: ContainerRecord): boolean {
-  return live.has(record)
-}
-
 function endpointKey(record: ContainerRecord): string {
   return JSON.stringify([record.bin, record.globals, record.cwd ?? null, record.owner, ENDPOINT_VARS.map((v) => record.env[v] ?? null)])
 }
