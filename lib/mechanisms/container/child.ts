@@ -90,6 +90,8 @@ interface Underway {
 const underway = new WeakMap<ContainerRecord, Underway>()
 /** Records whose client has not exited yet. */
 const clientRunning = new WeakSet<ContainerRecord>()
+/** Records whose container a step has seen: a later step needs no second look for a late create. */
+const seenOnce = new WeakSet<ContainerRecord>()
 
 /**
  * The container step for `record`, or the one already under way for it (one at a time per run).
@@ -104,7 +106,9 @@ export function stopRecordedContainer(record: ContainerRecord, options: { graceM
     // The exit backstop keeps watching the record until the step has confirmed it gone: this
     // process may exit (a host's `child.on('exit', () => process.exit(1))`) while it runs.
     trackLiveContainer(record)
-    const step = stopContainerRun(record, { ...options, abortSignal: hurry.signal }).then((outcome) => {
+    const settleMs = seenOnce.has(record) ? 0 : (options.settleMs ?? 0)
+    const step = stopContainerRun(record, { ...options, settleMs, abortSignal: hurry.signal }).then((outcome) => {
+      if (outcome.ids.length > 0) seenOnce.add(record)
       if (underway.get(record) === current) underway.delete(record)
       if (outcome.state === 'gone' && !clientRunning.has(record)) releaseLiveContainer(record)
       return outcome

@@ -91,8 +91,11 @@ interface Budget {
 
 function budgetOf(options: ContainerStopOptions): Budget {
   const callMs = options.callTimeoutMs ?? ENGINE_CALL_MS_DEFAULT
-  const deadline = now() + Math.max(0, options.graceMs) + Math.max(0, options.confirmMs) + (options.settleMs ?? 0) + DEADLINE_SLACK_MS
-  return { deadline, call: () => Math.max(MIN_CALL_MS, Math.min(callMs, deadline - now())) }
+  const budget: Budget = {
+    deadline: now() + Math.max(0, options.graceMs) + Math.max(0, options.confirmMs) + DEADLINE_SLACK_MS,
+    call: () => Math.max(MIN_CALL_MS, Math.min(callMs, budget.deadline - now())),
+  }
+  return budget
 }
 
 interface Look {
@@ -106,8 +109,11 @@ const asError = (err: unknown): Error => (err instanceof Error ? err : new Error
 
 /** Resolve: the run's containers (all of them, and those running). */
 async function look(record: ContainerRecord, timeoutMs: number): Promise<Look> {
-  const [all, running] = await Promise.all([listRun(record, record.runId, { timeoutMs }), listRun(record, record.runId, { all: false, timeoutMs })])
-  return { all, running }
+  // Both calls settle before the look does: a step never ends with an engine call still running.
+  const [all, running] = await Promise.allSettled([listRun(record, record.runId, { timeoutMs }), listRun(record, record.runId, { all: false, timeoutMs })])
+  if (all.status === 'rejected') throw all.reason
+  if (running.status === 'rejected') throw running.reason
+  return { all: all.value, running: running.value }
 }
 
 /** What still keeps the run from being gone. */
@@ -207,6 +213,7 @@ async function resolve(record: ContainerRecord, options: ContainerStopOptions, b
   const first = await look(record, budget.call())
   if (first.all.length > 0 || !options.settleMs) return first
   await sleep(options.settleMs)
+  budget.deadline += options.settleMs // the wait is not the engine's time
   const again = await look(record, budget.call())
   if (again.all.length === 0) return again
   const created = await listByLabel(record, `${RUN_LABEL}=${record.runId}`, { status: 'created', timeoutMs: budget.call() }).catch((): string[] => [])
