@@ -1,8 +1,8 @@
 /**
  * `reapkit doctor`: lists the process trees whose stdio host is gone (see lib/policies/doctor.ts for the
  * criterion) and the leaked containers (lib/policies/doctor-containers.ts), and with --stop stops them. bin/reapkit runs this with node. Exit status: 0 none
- * found (or, with --stop, everything listed is gone), 1 found (or something survived the stop),
- * 2 usage error or a stop refused.
+ * found (or, with --stop, everything listed is gone), 1 found (or something survived the stop, or
+ * containers were asked for and no engine answered), 2 usage error or a stop refused.
  */
 import { createInterface } from 'node:readline'
 import { humanContainers, stoppedContainerLines } from './doctor-cli-containers'
@@ -39,7 +39,8 @@ Signals nothing unless --stop.
   --yes           stop without asking (required for --stop without a terminal)
   --grace-ms N    grace between SIGTERM and SIGKILL (default 5000)
 
-Exit status: 0 none found (after --stop: all gone), 1 found (after --stop: some survived), 2 usage.
+Exit status: 0 none found (after --stop: all gone), 1 found (after --stop: some survived, or
+with --containers or --engine: no engine answered, so nothing could be checked), 2 usage.
 `
 
 interface Args {
@@ -163,15 +164,28 @@ interface Found {
   containers: ContainerReport
   /** --containers: the process table was not read. */
   containersOnly: boolean
+  /** Containers were asked for (--containers, or --engine) and no engine answered: no all-clear can be given. */
+  unchecked: boolean
 }
 
-function containerSummary(containers: ContainerReport): string {
+/**
+ * Whether the containers asked for could not be checked at all. Only when they were asked for
+ * (--containers, --engine): a plain `doctor` on a machine whose docker daemon is not running
+ * checks the processes, and says which engines it skipped.
+ */
+function uncheckedContainers(args: Args, containers: ContainerReport): boolean {
+  if (args.noContainers || !(args.containersOnly || args.engines.length > 0)) return false
+  return containers.engines.every((e) => !e.answered)
+}
+
+function containerSummary(containers: ContainerReport, unchecked: boolean): string {
   const n = containers.leaked.length
+  if (unchecked) return 'Nothing could be checked: no container engine answered.'
   return n === 0 ? 'No leaked containers.' : `${n} leaked container${n === 1 ? '' : 's'}`
 }
 
-function human({ report, containers, containersOnly }: Found): string {
-  if (containersOnly) return `${humanContainers(containers)}${containerSummary(containers)}\n`
+function human({ report, containers, containersOnly, unchecked }: Found): string {
+  if (containersOnly) return `${humanContainers(containers)}${containerSummary(containers, unchecked)}\n`
   let out = ''
   if (report.trees.length > 0) {
     out += 'Orphaned servers: nobody can write to their stdin or read their stdout any more (pipe or socket peers gone).\n\n'
@@ -185,7 +199,7 @@ function human({ report, containers, containersOnly }: Found): string {
   }
   if (report.unreadable > 0) out += `(${report.unreadable} processes of other users not examined; run as root with --all-users to include them)\n`
   if (containers !== NO_CONTAINERS) out += humanContainers(containers)
-  return `${out}${containers.leaked.length > 0 ? `${containerSummary(containers)}\n` : ''}${summary(report)}\n`
+  return `${out}${containers.leaked.length > 0 || unchecked ? `${containerSummary(containers, unchecked)}\n` : ''}${summary(report)}\n`
 }
 
 function stopLines(results: StoppedTree[]): string {
@@ -214,7 +228,7 @@ async function find(args: Args): Promise<Found> {
   const report = args.containersOnly ? NO_PROCESSES : await findOrphans({ allUsers: args.allUsers, paths: args.paths })
   const engines = args.engines.length > 0 ? args.engines : undefined // all
   const containers = args.noContainers ? NO_CONTAINERS : await findLeakedContainers({ trees: report.trees, labels: args.labels, engines })
-  return { report, containers, containersOnly: args.containersOnly }
+  return { report, containers, containersOnly: args.containersOnly, unchecked: uncheckedContainers(args, containers) }
 }
 
 const json = (found: Found, extra: object = {}): string =>
@@ -240,7 +254,7 @@ async function main(): Promise<number> {
   const listed = found.report.trees.length + found.containers.leaked.length
   if (!args.stop || listed === 0) {
     process.stdout.write(args.json ? json(found) : human(found))
-    return listed > 0 ? 1 : 0
+    return listed > 0 || found.unchecked ? 1 : 0
   }
   if (!args.json) process.stdout.write(human(found))
   const refused = await confirmStop(found, args.yes)

@@ -1,5 +1,5 @@
 // Recognizing a container run in an argv (issue 18's contract): pure parsing, no engine needed.
-// What is recognized gets two labels after `run`; anything reapkit cannot read for certain is a
+// What is recognized gets two labels at the end of its run flags; anything reapkit cannot read for certain is a
 // plain command, exactly as before.
 import { describe, expect, it } from 'vitest'
 import { spawn, spawnedInfo } from '../lib/index'
@@ -100,15 +100,32 @@ describe('parseContainerRun: a plain command', () => {
 })
 
 describe('labelledRunArgs', () => {
-  it('inserts the two labels right after the run token, nothing else changes', () => {
+  it('inserts the two labels at the end of the run flags, right before the image; nothing else changes', () => {
     const args = ['-H', 'unix:///x', 'container', 'run', '-i', '--rm', '--name', 'n', 'img', 'sleep', '1']
     const run = parseContainerRun('docker', args)!
+    expect(run.flagsEnd).toBe(8)
     const out = labelledRunArgs(args, run, { runId: 'RID', owner: 'h/b/1/2' })
-    expect(out).toEqual(['-H', 'unix:///x', 'container', 'run', '--label', 'reapkit.run=RID', '--label', 'reapkit.owner=h/b/1/2', '-i', '--rm', '--name', 'n', 'img', 'sleep', '1'])
+    expect(out).toEqual(['-H', 'unix:///x', 'container', 'run', '-i', '--rm', '--name', 'n', '--label', 'reapkit.run=RID', '--label', 'reapkit.owner=h/b/1/2', 'img', 'sleep', '1'])
     expect(args).toHaveLength(11) // not mutated
-    // The labelled argv is still read the same way.
+    // The labelled argv is still read the same way, and ours are its last labels.
     const again = parseContainerRun('docker', out)!
     expect({ runAt: again.runAt, autoRemove: again.autoRemove, globals: again.globals }).toEqual({ runAt: 3, autoRemove: true, globals: ['-H', 'unix:///x'] })
+    expect(again.labels).toEqual(['reapkit.run=RID', 'reapkit.owner=h/b/1/2'])
+  })
+
+  it("after the user's own labels (the engine keeps a label's last value), and before a `--` that precedes the image", () => {
+    const args = ['run', '--label', 'reapkit.run=mine', '-il', 'reapkit.owner=x', '-lreapkit.run=m2', '--label=a=b', '--rm', '--', 'img', '--label', 'cmd']
+    const run = parseContainerRun('podman', args)!
+    expect(run.labels).toEqual(['reapkit.run=mine', 'reapkit.owner=x', 'reapkit.run=m2', 'a=b'])
+    expect(run.flagsEnd).toBe(8)
+    const out = labelledRunArgs(args, run, { runId: 'RID', owner: 'h/b/1/2' })
+    expect(out).toEqual([...args.slice(0, 8), '--label', 'reapkit.run=RID', '--label', 'reapkit.owner=h/b/1/2', '--', 'img', '--label', 'cmd'])
+    expect(parseContainerRun('podman', out)!.labels.slice(-2)).toEqual(['reapkit.run=RID', 'reapkit.owner=h/b/1/2'])
+  })
+
+  it('a run with no flags: the labels go right after run', () => {
+    const run = parseContainerRun('docker', ['run', 'img'])!
+    expect(labelledRunArgs(['run', 'img'], run, { runId: 'R', owner: 'o' })).toEqual(['run', '--label', 'reapkit.run=R', '--label', 'reapkit.owner=o', 'img'])
   })
 })
 

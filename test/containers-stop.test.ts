@@ -3,6 +3,10 @@
 // through the engine and confirm it, on every engine that runs here. Before: the client (and its
 // group) was stopped, the result said no survivors, and the container ran on (PID 1 ignores SIGTERM;
 // with podman the record stayed Up and the name taken).
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { EngineError, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { containerStatus, engineCall, listRun } from '../lib/mechanisms/container/engine'
@@ -47,6 +51,25 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         expect(await new Promise((res) => plain.once('exit', res))).toBe(0)
       })
 
+      it("the user's own reapkit.run / reapkit.owner labels (--label, -l, --label-file) do not hide the container: ours win, the stop finds and ends it", async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'reapkit-labels-'))
+        try {
+          const file = join(dir, 'labels')
+          writeFileSync(file, 'reapkit.run=from-file\nreapkit.owner=from-file\n')
+          const flags = ['--rm', '--label', 'reapkit.run=mine', '-l', 'reapkit.owner=someone', '--label-file', file]
+          const child = t.run(engine, flags, IGNORES_TERM)
+          const [id] = await t.running(engine)
+          const record = spawnedInfo(child)!.container!
+          const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout) as Record<string, string>
+          expect(labels).toMatchObject({ 'reapkit.run': record.runId, 'reapkit.owner': record.owner })
+          const result = await killProcessGracefully(child, { graceMs: 1000 })
+          expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone', stopped: true })])
+          expect(containersWith(engine, t.label)).toEqual([])
+        } finally {
+          rmSync(dir, { recursive: true, force: true })
+        }
+      })
+
       it('PID 1 ignoring SIGTERM, --rm: the engine stops it after the grace, and it is confirmed removed', async () => {
         const child = t.run(engine, ['--rm'], IGNORES_TERM)
         const [id] = await t.running(engine)
@@ -55,6 +78,28 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         expect(result.containerSurvivors).toEqual([])
         expect(result.uncertain).toBe(false)
         expect(containersWith(engine, t.label)).toEqual([])
+      })
+
+      it('a relative program path, then process.chdir(): the record holds the absolute path and working directory, and the stop reaches the engine', async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'reapkit-relcwd-'))
+        const home = process.cwd()
+        let child: ReturnType<typeof spawn> | undefined
+        try {
+          mkdirSync(join(dir, 'bin'))
+          symlinkSync(spawnSync('sh', ['-c', `command -v ${engine.bin}`], { encoding: 'utf8' }).stdout.trim(), join(dir, 'bin', engine.bin))
+          process.chdir(dir)
+          child = spawn(`./bin/${engine.bin}`, ['run', '-i', '--rm', '--label', t.label, engine.image, ...IGNORES_TERM], { env: engine.env, stdio: ['pipe', 'ignore', 'ignore'] })
+          process.chdir(home) // the program moves on
+          const record = spawnedInfo(child)!.container!
+          expect(record).toMatchObject({ cwd: dir, bin: join(dir, 'bin', engine.bin) })
+          const [id] = await t.running(engine)
+          const result = await killProcessGracefully(child, { graceMs: 1000 })
+          expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone' })])
+        } finally {
+          process.chdir(home)
+          if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+          rmSync(dir, { recursive: true, force: true })
+        }
       })
 
       it('global flags before run (docker -H, podman --log-level) reach every engine call', async () => {
@@ -125,6 +170,35 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
           await waitForEngine(() => containersWith(engine, t.label).length === 0, 30_000, 'the container to be removed')
         })
       }
+
+      it("the client SIGKILLed, and the host's exit handler then ends the host: the backstop still kills the container (its step was under way)", async () => {
+        const host = spawnFixture('container-host.cjs', [engine.bin, engine.image, t.label, 'client-exit'], { env: engine.env, stdio: ['ignore', 'pipe', 'ignore'] })
+        let out = ''
+        host.stdout!.on('data', (d: Buffer) => (out += String(d)))
+        await t.running(engine)
+        await waitForEngine(() => /^\d+\n/.test(out), 10_000, 'the client pid')
+        process.kill(Number(out.trim()), 'SIGKILL') // the client this test's host started
+        expect((await exitOf(host, 30_000)).code).toBe(1)
+        await waitForEngine(() => containersWith(engine, t.label, false).length === 0, 20_000, 'the container to stop')
+      })
+
+      it("a worker thread's process.exit() kills only that worker's containers; the process's exit then kills the main thread's and a live worker's", async () => {
+        const host = spawnFixture('container-host.cjs', [engine.bin, engine.image, t.label, 'worker'], { env: engine.env, stdio: ['pipe', 'pipe', 'ignore'] })
+        let out = ''
+        host.stdout!.on('data', (d: Buffer) => (out += String(d)))
+        const who = (w: string): string[] => containersWith(engine, `who=${w}`, false).filter((id) => containersWith(engine, t.label, false).includes(id))
+        await t.running(engine, 2) // main's and the first worker's
+        expect(who('worker')).toHaveLength(1)
+        host.stdin!.write('worker\n')
+        await waitForEngine(() => out.includes('worker2-started'), 60_000, 'the second worker')
+        await waitForEngine(() => who('worker2').length === 1, 60_000, "the second worker's container")
+        expect(who('worker')).toEqual([]) // gone with its worker's exit
+        expect(who('main')).toHaveLength(1)
+        expect(who('worker2')).toHaveLength(1)
+        host.stdin!.write('go\n')
+        expect((await exitOf(host, 30_000)).code).toBe(0)
+        await waitForEngine(() => containersWith(engine, t.label, false).length === 0, 20_000, 'the containers to stop')
+      }, 120_000)
 
       it('the client SIGKILLed by someone else: its own exit stops the container through the engine', async () => {
         const saved = process.env.REAPKIT_KILL_GRACE_MS

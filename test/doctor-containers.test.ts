@@ -251,3 +251,19 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
     })
   }
 })
+
+// A docker that does not answer: before, `doctor --containers --engine docker` printed "No leaked
+// containers." and exited 0, an all-clear for what it never saw.
+describe.runIf(process.platform === 'linux' && onPath('docker'))('doctor: containers asked for and no engine answered', () => {
+  it('says nothing could be checked and exits 1, in words and in JSON', () => {
+    const env = { ...process.env, DOCKER_HOST: 'unix:///nonexistent/reapkit-doctor.sock' }
+    const words = spawnSync(BIN, ['doctor', '--containers', '--engine', 'docker'], { env, encoding: 'utf8', timeout: 60_000 })
+    expect(words.stdout).not.toContain('No leaked containers')
+    expect(words.stdout).toMatch(/Container engines asked: none answered; skipped: docker \(.*nonexistent/)
+    expect(words.stdout).toContain('Nothing could be checked')
+    expect(words.status).toBe(1)
+    const json = spawnSync(BIN, ['doctor', '--containers', '--json', '--engine', 'docker'], { env, encoding: 'utf8', timeout: 60_000 })
+    expect((JSON.parse(json.stdout) as DoctorJson).containers.engines).toEqual([expect.objectContaining({ engine: 'docker', answered: false })])
+    expect(json.status).toBe(1)
+  })
+})

@@ -3,8 +3,9 @@
  * host is gone (findOrphans' dead-pipe criterion) leaves its container to the daemon, so doctor
  * says which container it is, where that can be told exactly, in this order:
  *
- *   1. the run carries reapkit's `reapkit.run=<id>` label (right after `run`, where reapkit puts
- *      it): the engine lists the container by that label;
+ *   1. the run carries a `reapkit.run=<id>` label among its run flags (the last one: the engine
+ *      keeps the last value, and reapkit puts its own at the end of the run flags; older ones, and
+ *      the wrapper, put it right after `run`): the engine lists the container by that label;
  *   2. the user's own `--cidfile`: the file the client wrote the id into;
  *   3. podman's conmon in the same tree, naming the container (`-c <id>`): below the client, or
  *      beside it under a subreaper when the tree holds no other podman client.
@@ -14,7 +15,7 @@
  */
 import { readFileSync, readlinkSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
-import { type ContainerRun, engineOf, OWNER_LABEL, parseContainerRun, RUN_LABEL } from '../mechanisms/container/command'
+import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../mechanisms/container/command'
 import type { EngineClient } from '../mechanisms/container/engine'
 import type { OrphanProcess, OrphanTree } from './doctor'
 
@@ -67,12 +68,13 @@ function cwdOf(pid: number): string | undefined {
   }
 }
 
-/** reapkit's own labels sit right after the `run` token (labelledRunArgs): the run id, exactly there. */
-function reapkitRunId(args: readonly string[], runAt: number): string | null {
-  const [flag, value, flag2, value2] = args.slice(runAt + 1, runAt + 5)
-  if (flag !== '--label' || !value?.startsWith(`${RUN_LABEL}=`)) return null
-  if (flag2 !== '--label' || !value2?.startsWith(`${OWNER_LABEL}=`)) return null
-  const id = value.slice(RUN_LABEL.length + 1)
+/** The value of the last `reapkit.run` label among the run's flags (the one the engine keeps), or null. */
+function reapkitRunId(run: ContainerRun): string | null {
+  let id: string | null = null
+  for (const label of run.labels) {
+    const eq = label.indexOf('=')
+    if ((eq < 0 ? label : label.slice(0, eq)) === RUN_LABEL) id = eq < 0 ? '' : label.slice(eq + 1)
+  }
   return id === '' ? null : id
 }
 
@@ -142,7 +144,7 @@ export function findClients(trees: readonly OrphanTree[], fallbackEnv: NodeJS.Pr
       const args = argvs.get(pid)!.slice(1)
       const cwd = cwdOf(pid)
       const client: EngineClient = { engine: run.engine, bin: run.bin, globals: run.globals, env: envOf(pid) ?? fallbackEnv, ...(cwd ? { cwd } : {}) }
-      const runId = reapkitRunId(args, run.runAt)
+      const runId = reapkitRunId(run)
       const cidfile = runId === null ? cidfileOf(run.bin, args, run.runAt) : null
       let clue: ClientClue | null = null
       if (runId !== null) clue = { via: 'run-label', runId }

@@ -5,7 +5,8 @@
  * - spawn(): `prepareContainerRun` rewrites the run's args and builds its record
  *   (SpawnedInfo.container);
  * - this process's 'exit' (process.exit, an uncaught exception): exit-backstop.ts kills, synchronously,
- *   what still runs under this process's owner label;
+ *   what still runs under this process's owner label; a record stays in its watch while its client
+ *   runs and until a stop step has confirmed its container gone;
  * - the client's own exit (`attachContainer`): when the docker/podman client ends while its
  *   container still runs (it was SIGKILLed, say), the container is stopped through the engine,
  *   bounded, with the kill grace: nothing the client started outlives it;
@@ -15,6 +16,7 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { isAbsolute, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from '../../ground/config'
 import { TimeoutError } from '../../ground/errors'
@@ -55,19 +57,29 @@ export function prepareContainerRun(
   if (run === null) return null
   const runId = randomUUID()
   const owner = formatOwner(ownerOf())
-  const cwd = options.cwd === undefined ? undefined : typeof options.cwd === 'string' ? options.cwd : fileURLToPath(options.cwd)
+  // Absolute, as at spawn time: the engine is spoken to from there whatever process.chdir() comes later.
+  const cwd = resolve(options.cwd === undefined ? process.cwd() : typeof options.cwd === 'string' ? options.cwd : fileURLToPath(options.cwd))
   const record: ContainerRecord = {
     engine: run.engine,
-    bin: run.bin,
+    bin: absoluteBin(run.bin, cwd),
     globals: run.globals,
     // A copy: the engine is spoken to with the environment the client got, whatever changes later.
     env: { ...(options.env ?? process.env) },
-    ...(cwd !== undefined ? { cwd } : {}),
+    cwd,
     runId,
     owner,
     autoRemove: run.autoRemove,
   }
   return { args: labelledRunArgs(args, run, { runId, owner }), record }
+}
+
+/**
+ * A program path with a directory in it (`./bin/docker`) is found from the client's working
+ * directory: the same one, made absolute. A bare name is looked up on PATH, as spawn did.
+ */
+function absoluteBin(bin: string, cwd: string): string {
+  const hasDir = bin.includes('/') || (process.platform === 'win32' && bin.includes('\\'))
+  return hasDir && !isAbsolute(bin) ? resolve(cwd, bin) : bin
 }
 
 /** A step under way: its outcome, and the abort that ends its grace early (the engine's kill now). */
@@ -76,19 +88,30 @@ interface Underway {
   hurry: AbortController
 }
 const underway = new WeakMap<ContainerRecord, Underway>()
+/** Records whose client has not exited yet. */
+const clientRunning = new WeakSet<ContainerRecord>()
+/** Records whose container a step has seen: a later step needs no second look for a late create. */
+const seenOnce = new WeakSet<ContainerRecord>()
 
 /**
  * The container step for `record`, or the one already under way for it (one at a time per run).
  * A caller that joins one keeps its own bounds: at the end of its grace (or when its abortSignal
  * fires) the step's grace ends too, and the engine is told to kill.
  */
-export function stopRecordedContainer(record: ContainerRecord, options: { graceMs: number; confirmMs: number; abortSignal?: AbortSignal; logger?: Logger }): Promise<ContainerOutcome> {
+export function stopRecordedContainer(record: ContainerRecord, options: { graceMs: number; confirmMs: number; settleMs?: number; abortSignal?: AbortSignal; logger?: Logger }): Promise<ContainerOutcome> {
   let current = underway.get(record)
   let timer: NodeJS.Timeout | undefined
   if (!current) {
     const hurry = new AbortController()
-    const step = stopContainerRun(record, { ...options, abortSignal: hurry.signal }).finally(() => {
+    // The exit backstop keeps watching the record until the step has confirmed it gone: this
+    // process may exit (a host's `child.on('exit', () => process.exit(1))`) while it runs.
+    trackLiveContainer(record)
+    const settleMs = seenOnce.has(record) ? 0 : (options.settleMs ?? 0)
+    const step = stopContainerRun(record, { ...options, settleMs, abortSignal: hurry.signal }).then((outcome) => {
+      if (outcome.ids.length > 0) seenOnce.add(record)
       if (underway.get(record) === current) underway.delete(record)
+      if (outcome.state === 'gone' && !clientRunning.has(record)) releaseLiveContainer(record)
+      return outcome
     })
     underway.set(record, (current = { step, hurry }))
   } else {
@@ -113,16 +136,24 @@ export function stopRecordedContainer(record: ContainerRecord, options: { graceM
  */
 export function attachContainer(child: ChildProcess, record: ContainerRecord): void {
   records.set(child, record)
+  clientRunning.add(record)
   trackLiveContainer(record) // this process's exit: exit-backstop.ts
-  child.once('exit', () => {
-    releaseLiveContainer(record)
-    void stopOnClientExit(record)
+  child.once('exit', (_code, signal) => {
+    clientRunning.delete(record)
+    // Released by the step, once it has confirmed the container gone (not before: see stopRecordedContainer).
+    void stopOnClientExit(record, signal !== null)
   })
 }
 
+/**
+ * How long a step waits for a second look when the first finds nothing, for a client that may have
+ * died in the middle of its create (killed, or still running: the stop is about to end it).
+ */
+const SETTLE_MS = 1500
+
 /** The client-exit step: the container step with the kill grace, its trouble told as a warning. */
-async function stopOnClientExit(record: ContainerRecord): Promise<void> {
-  const outcome = await stopRecordedContainer(record, { graceMs: killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT })
+async function stopOnClientExit(record: ContainerRecord, killed: boolean): Promise<void> {
+  const outcome = await stopRecordedContainer(record, { graceMs: killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT, settleMs: killed ? SETTLE_MS : 0 })
   if (outcome.state === 'gone') return
   process.emitWarning(
     `reapkit: the ${record.engine} container of run ${record.runId} is ${outcome.state} after its client exited` +
@@ -139,7 +170,9 @@ export function containerStopsOf(
   const record = child ? records.get(child) : undefined
   if (!record) return Promise.resolve([])
   const { abortSignal, logger, graceMs, confirmMs } = options
-  return stopRecordedContainer(record, { graceMs, confirmMs, ...(abortSignal ? { abortSignal } : {}), ...(logger ? { logger } : {}) }).then((o) => [o])
+  // A client that exited by itself saw its container end; one still running (or killed) may be mid-create.
+  const settleMs = child!.exitCode === null ? SETTLE_MS : 0
+  return stopRecordedContainer(record, { graceMs, confirmMs, settleMs, ...(abortSignal ? { abortSignal } : {}), ...(logger ? { logger } : {}) }).then((o) => [o])
 }
 
 /** `result` with the container outcomes merged in: a container not confirmed gone is never a success. */

@@ -4,9 +4,12 @@
  *
  * `docker run -i --rm IMAGE` is a client: the container belongs to the engine's daemon, not to our
  * process tree. So a command whose program is docker, podman or nerdctl running `run` (or
- * `container run`) gets two labels right after the `run` token: `reapkit.run=<id>` (the run's
- * identity: the container is found by it, without a race and without a cidfile) and
- * `reapkit.owner=<owner>` (who stops it: owner.ts). Nothing else about the run changes.
+ * `container run`) gets two labels at the end of its run flags, right before the image (or the `--`
+ * before it): `reapkit.run=<id>` (the run's identity: the container is found by it, without a race
+ * and without a cidfile) and `reapkit.owner=<owner>` (who stops it: owner.ts). Last, because both
+ * engines keep the last value of a label given twice (`--label-file`'s come before every
+ * `--label`): a user's own `reapkit.run` label cannot hide the container from its stop. Nothing
+ * else about the run changes.
  *
  * Parsing follows the clients' own flag parser (pflag): a value flag takes the next argument
  * unless written `--flag=value`; short flags may be clustered (`-it`, `-dit`, `-eFOO=1`); parsing of
@@ -25,8 +28,12 @@ export interface ContainerRun {
   bin: string
   /** The global flags before the subcommand, verbatim: every engine call repeats them. */
   globals: string[]
-  /** Index in `args` (argv without argv[0]) of the `run` token; the labels go right after it. */
+  /** Index in `args` (argv without argv[0]) of the `run` token. */
   runAt: number
+  /** Index in `args` where the run's flags end: the image, or the `--` before it. Our labels go there. */
+  flagsEnd: number
+  /** The values of the run's `-l`/`--label` flags, in order (the engine keeps the last of a key). */
+  labels: string[]
   /** `--rm` was given: the engine removes the container once it exits. */
   autoRemove: boolean
 }
@@ -164,19 +171,31 @@ function findRun(args: readonly string[], globals: FlagTable): { runAt: number; 
   return null
 }
 
-/** `--rm` given (and true) among the run flags from args[from]; null when the run is not ours to handle. */
-function readRunFlags(args: readonly string[], from: number): { autoRemove: boolean } | null {
+interface RunFlags {
+  autoRemove: boolean
+  flagsEnd: number
+  labels: string[]
+}
+
+/**
+ * What the run flags from args[from] say: `--rm` given (and true), where they end, their labels;
+ * null when the run is not ours to handle.
+ */
+function readRunFlags(args: readonly string[], from: number): RunFlags | null {
   let autoRemove = false
+  const labels: string[] = []
   let i = from
+  let flagsEnd = -1
   while (i < args.length && isFlag(args[i]!)) {
     if (args[i] === '--') {
-      i++
+      flagsEnd = i++
       break
     }
     const flag = readFlag(args, i, RUN_FLAGS)
     if (flag === null) return null
     for (let k = 0; k < flag.names.length; k++) {
       const name = flag.names[k]!
+      if (name === '-l' || name === '--label') labels.push(flag.values[k]!)
       if (!RUN_FLAGS.booleans.has(name)) continue
       const on = boolValue(flag.values[k]!)
       if (on === null) return null // `--rm=maybe`: the client refuses it; not ours to read
@@ -185,7 +204,8 @@ function readRunFlags(args: readonly string[], from: number): { autoRemove: bool
     }
     i = flag.next
   }
-  return i < args.length ? { autoRemove } : null // no image: the client fails on its own
+  if (i >= args.length) return null // no image: the client fails on its own
+  return { autoRemove, flagsEnd: flagsEnd < 0 ? i : flagsEnd, labels }
 }
 
 /**
@@ -199,11 +219,14 @@ export function parseContainerRun(command: string, args: readonly string[]): Con
   if (found === null) return null
   const flags = readRunFlags(args, found.runAt + 1)
   if (flags === null) return null
-  return { engine, bin: command, globals: found.globals, runAt: found.runAt, autoRemove: flags.autoRemove }
+  return { engine, bin: command, globals: found.globals, runAt: found.runAt, autoRemove: flags.autoRemove, flagsEnd: flags.flagsEnd, labels: flags.labels }
 }
 
-/** `args` with reapkit's two labels inserted right after the `run` token (a new array). */
-export function labelledRunArgs(args: readonly string[], run: Pick<ContainerRun, 'runAt'>, labels: { runId: string; owner: string }): string[] {
-  const at = run.runAt + 1
+/**
+ * `args` with reapkit's two labels inserted at the end of the run flags, right before the image or
+ * the `--` before it (a new array): the engine keeps the last value of a label, so ours win.
+ */
+export function labelledRunArgs(args: readonly string[], run: Pick<ContainerRun, 'flagsEnd'>, labels: { runId: string; owner: string }): string[] {
+  const at = run.flagsEnd
   return [...args.slice(0, at), '--label', `${RUN_LABEL}=${labels.runId}`, '--label', `${OWNER_LABEL}=${labels.owner}`, ...args.slice(at)]
 }

@@ -22,7 +22,7 @@ export interface EngineClient {
   globals: readonly string[]
   /** The environment the run's client got. */
   env: NodeJS.ProcessEnv
-  /** The run's working directory (matters for a relative `bin` or config path). */
+  /** The run's working directory, absolute (spawn() records it at spawn time: a later process.chdir() changes nothing). */
   cwd?: string
 }
 
@@ -52,15 +52,16 @@ export function engineCall(client: EngineClient, args: readonly string[], timeou
   const { execFile } = require('node:child_process') as typeof import('node:child_process')
   const argv = [...client.globals, ...args]
   const what = `${client.bin} ${args[0] ?? ''}`.trim()
+  const bound = Math.max(1, Math.ceil(timeoutMs))
   return new Promise((resolve, reject) => {
     execFile(
       client.bin,
       argv,
-      { env: client.env, ...(client.cwd ? { cwd: client.cwd } : {}), ...(signal ? { signal } : {}), timeout: Math.max(1, Math.ceil(timeoutMs)), killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, windowsHide: true },
+      { env: client.env, ...(client.cwd ? { cwd: client.cwd } : {}), ...(signal ? { signal } : {}), timeout: bound, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, windowsHide: true },
       (err: ExecFileException | null, stdout: string, stderr: string) => {
         if (!err) return resolve(stdout)
         if (err.name === 'AbortError') return reject(err)
-        if (err.killed && err.signal === 'SIGKILL') return reject(new TimeoutError(`${what} did not answer within ${timeoutMs} ms`, timeoutMs))
+        if (err.killed && err.signal === 'SIGKILL') return reject(new TimeoutError(`${what} did not answer within ${bound} ms`, bound))
         const code = typeof err.code === 'number' ? err.code : null
         const detail = stderr.trim() || err.message
         reject(new EngineError(`${what} failed${code !== null ? ` (exit ${code})` : ''}: ${detail}`, stderr, code, err))
@@ -71,9 +72,10 @@ export function engineCall(client: EngineClient, args: readonly string[], timeou
 
 const lines = (out: string): string[] => out.split('\n').map((l) => l.trim()).filter(Boolean)
 
-/** Ids (full) of the containers carrying `label` (`key` or `key=value`); `all`: stopped ones too. */
-export async function listByLabel(client: EngineClient, label: string, options: { all?: boolean; timeoutMs?: number } = {}): Promise<string[]> {
-  const args = ['ps', ...(options.all === false ? [] : ['-a']), '-q', '--no-trunc', '--filter', `label=${label}`]
+/** Ids (full) of the containers carrying `label` (`key` or `key=value`); `all`: stopped ones too; `status`: only in that state. */
+export async function listByLabel(client: EngineClient, label: string, options: { all?: boolean; status?: string; timeoutMs?: number } = {}): Promise<string[]> {
+  const status = options.status ? ['--filter', `status=${options.status}`] : []
+  const args = ['ps', ...(options.all === false ? [] : ['-a']), '-q', '--no-trunc', '--filter', `label=${label}`, ...status]
   return lines(await engineCall(client, args, options.timeoutMs))
 }
 

@@ -10,10 +10,13 @@
  *             runs (the stopped container stays, as the user asked);
  *   report    'gone', 'survived' (with the ids), or 'uncertain' when the engine did not answer:
  *             a daemon that cannot be reached is never read as "gone".
+ *
+ * The whole step has one deadline, grace + confirm + a small slack: a hung engine costs no more
+ * than that, each call bounded by what is left of it.
  */
 import { type Logger, logEvent } from '../../ground/logger'
-import type { ContainerEngine } from './command'
-import { type EngineClient, ENGINE_CALL_MS_DEFAULT, isNoSuchContainer, killContainers, listRun, removeContainers, stopContainers } from './engine'
+import { type ContainerEngine, RUN_LABEL } from './command'
+import { type EngineClient, ENGINE_CALL_MS_DEFAULT, isNoSuchContainer, killContainers, listByLabel, listRun, removeContainers, stopContainers } from './engine'
 
 /** What spawn() recorded of a container run (SpawnedInfo.container). */
 export interface ContainerRecord extends EngineClient {
@@ -52,8 +55,15 @@ export interface ContainerStopOptions {
   confirmMs: number
   /** Ends the grace at once: the engine's kill (or `rm -f`) now. */
   abortSignal?: AbortSignal
-  /** Bound of each engine call that does not wait on a container. Default 10000. */
+  /** Bound of each engine call that does not wait on a container (less when the step's deadline is nearer). Default 10000. */
   callTimeoutMs?: number
+  /**
+   * When the first look finds nothing, look once more after this long before saying 'gone': a
+   * client killed in the middle of its create leaves the engine to finish it (a `created`
+   * container, removed then). 0 (the default) for a client that exited by itself: it saw its
+   * container end.
+   */
+  settleMs?: number
   logger?: Logger
 }
 
@@ -67,6 +77,27 @@ const ENGINE_RESERVE_MS = 1000
 /** How often the confirm step looks again. */
 const CONFIRM_POLL_MS = 200
 
+/** What the step's deadline adds to grace + confirm, for the first look and the engine's own work. */
+const DEADLINE_SLACK_MS = 2500
+/** The least an engine call is given, however near the deadline. */
+const MIN_CALL_MS = 250
+
+/** The step's deadline, and each call's bound under it. */
+interface Budget {
+  deadline: number
+  /** min(the call bound, what is left), at least MIN_CALL_MS. */
+  call(): number
+}
+
+function budgetOf(options: ContainerStopOptions): Budget {
+  const callMs = options.callTimeoutMs ?? ENGINE_CALL_MS_DEFAULT
+  const budget: Budget = {
+    deadline: now() + Math.max(0, options.graceMs) + Math.max(0, options.confirmMs) + DEADLINE_SLACK_MS,
+    call: () => Math.max(MIN_CALL_MS, Math.min(callMs, budget.deadline - now())),
+  }
+  return budget
+}
+
 interface Look {
   all: string[]
   running: string[]
@@ -78,8 +109,11 @@ const asError = (err: unknown): Error => (err instanceof Error ? err : new Error
 
 /** Resolve: the run's containers (all of them, and those running). */
 async function look(record: ContainerRecord, timeoutMs: number): Promise<Look> {
-  const [all, running] = await Promise.all([listRun(record, record.runId, { timeoutMs }), listRun(record, record.runId, { all: false, timeoutMs })])
-  return { all, running }
+  // Both calls settle before the look does: a step never ends with an engine call still running.
+  const [all, running] = await Promise.allSettled([listRun(record, record.runId, { timeoutMs }), listRun(record, record.runId, { all: false, timeoutMs })])
+  if (all.status === 'rejected') throw all.reason
+  if (running.status === 'rejected') throw running.reason
+  return { all: all.value, running: running.value }
 }
 
 /** What still keeps the run from being gone. */
@@ -119,13 +153,13 @@ async function removeLeftovers(record: ContainerRecord, seen: Look, tally: Map<s
 }
 
 /** Confirm: looks until nothing remains or `deadline`, killing once what the stop left running. */
-async function confirm(record: ContainerRecord, deadline: number, callMs: number, forced: { done: boolean }): Promise<{ left: string[] | null; error?: Error }> {
+async function confirm(record: ContainerRecord, deadline: number, budget: Budget, forced: { done: boolean }): Promise<{ left: string[] | null; error?: Error }> {
   let error: Error | undefined
   const notRunning = new Map<string, number>()
   for (;;) {
     let seen: Look | null = null
     try {
-      seen = await look(record, Math.max(1000, Math.min(callMs, deadline - now())))
+      seen = await look(record, budget.call())
       error = undefined
     } catch (err) {
       error = asError(err)
@@ -135,10 +169,10 @@ async function confirm(record: ContainerRecord, deadline: number, callMs: number
     if (now() >= deadline) return { left, ...(error ? { error } : {}) }
     if (seen && seen.running.length > 0 && !forced.done) {
       forced.done = true
-      error = await force(record, seen.running, callMs)
+      error = await force(record, seen.running, budget.call())
       continue
     }
-    if (seen && record.autoRemove) await removeLeftovers(record, seen, notRunning, callMs)
+    if (seen && record.autoRemove) await removeLeftovers(record, seen, notRunning, budget.call())
     await sleep(CONFIRM_POLL_MS)
   }
 }
@@ -148,19 +182,19 @@ async function confirm(record: ContainerRecord, deadline: number, callMs: number
  * grace is over: the engine's kill, now (the stop then returns as the container exits). Resolves
  * to the stop's error, if any.
  */
-async function signal(record: ContainerRecord, first: Look, options: ContainerStopOptions, forced: { done: boolean }, callMs: number): Promise<Error | undefined> {
+async function signal(record: ContainerRecord, first: Look, options: ContainerStopOptions, forced: { done: boolean }, budget: Budget): Promise<Error | undefined> {
   const seconds = Math.max(0, Math.floor((options.graceMs - ENGINE_RESERVE_MS) / 1000))
   logEvent(options.logger, 'info', 'container.stop', { engine: record.engine, runId: record.runId, ids: first.running, seconds })
   let forcing: Promise<unknown> = Promise.resolve()
   const onAbort = (): void => {
     forced.done = true
     logEvent(options.logger, 'warn', 'container.kill', { engine: record.engine, runId: record.runId, ids: first.running, reason: 'grace ended early' })
-    forcing = force(record, first.running, callMs)
+    forcing = force(record, first.running, budget.call())
   }
   if (options.abortSignal?.aborted) onAbort()
   else options.abortSignal?.addEventListener('abort', onAbort, { once: true })
   try {
-    await stopContainers(record, first.running, seconds, callMs)
+    await stopContainers(record, first.running, seconds, Math.max(MIN_CALL_MS, budget.call() - seconds * 1000))
     return undefined
   } catch (err) {
     return isNoSuchContainer(err) ? undefined : asError(err)
@@ -170,9 +204,28 @@ async function signal(record: ContainerRecord, first: Look, options: ContainerSt
   }
 }
 
+/**
+ * Resolve, with a second look after `settleMs` when the first finds nothing: a container the
+ * engine created after its client died mid-create shows up then; one left `created` (never
+ * started) is removed at once (`rm -f` of a container that never ran ends nothing).
+ */
+async function resolve(record: ContainerRecord, options: ContainerStopOptions, budget: Budget): Promise<Look> {
+  const first = await look(record, budget.call())
+  if (first.all.length > 0 || !options.settleMs) return first
+  await sleep(options.settleMs)
+  budget.deadline += options.settleMs // the wait is not the engine's time
+  const again = await look(record, budget.call())
+  if (again.all.length === 0) return again
+  const created = await listByLabel(record, `${RUN_LABEL}=${record.runId}`, { status: 'created', timeoutMs: budget.call() }).catch((): string[] => [])
+  if (created.length === 0) return again
+  logEvent(options.logger, 'info', 'container.created', { engine: record.engine, runId: record.runId, ids: created })
+  await removeContainers(record, created, budget.call()).catch(() => {}) // the confirm's looks judge
+  return record.autoRemove ? again : { all: again.all, running: again.running.filter((id) => !created.includes(id)) }
+}
+
 /** The container step of a stop, for one run. Never rejects: the outcome says what is known. */
 export async function stopContainerRun(record: ContainerRecord, options: ContainerStopOptions): Promise<ContainerOutcome> {
-  const callMs = options.callTimeoutMs ?? ENGINE_CALL_MS_DEFAULT
+  const budget = budgetOf(options)
   const { logger } = options
   const base = { engine: record.engine, runId: record.runId }
   const report = (outcome: ContainerOutcome): ContainerOutcome => {
@@ -182,7 +235,7 @@ export async function stopContainerRun(record: ContainerRecord, options: Contain
   }
   let first: Look
   try {
-    first = await look(record, callMs)
+    first = await resolve(record, options, budget)
   } catch (err) {
     return report({ ...base, ids: [], state: 'uncertain', survivors: [], stopped: false, error: asError(err) })
   }
@@ -193,8 +246,8 @@ export async function stopContainerRun(record: ContainerRecord, options: Contain
   const stopped = first.running.length > 0
   const forced = { done: false }
   let stopError: Error | undefined
-  if (first.running.length > 0) stopError = await signal(record, first, options, forced, callMs)
-  const { left, error } = await confirm(record, now() + options.confirmMs, callMs, forced)
+  if (first.running.length > 0) stopError = await signal(record, first, options, forced, budget)
+  const { left, error } = await confirm(record, Math.min(budget.deadline, now() + options.confirmMs), budget, forced)
   if (left !== null && left.length === 0) return report({ ...base, ids, state: 'gone', survivors: [], stopped })
   if (left === null) return report({ ...base, ids, state: 'uncertain', survivors: ids, stopped, error: error ?? stopError ?? new Error('the engine did not answer') })
   const why = error ?? stopError
