@@ -8,6 +8,7 @@
 # Idempotent: a second run finds the daemon and the images and does nothing. Prints the file of
 # environment settings the suite reads (REAPKIT_TEST_DOCKER_HOST...); its absence means "skip".
 # Usage: scripts/containers/setup.sh [--install]   (--install: apt-get what is missing)
+# scripts/containers/teardown.sh stops the private dockerd again (CI runs it when it ends).
 set -euo pipefail
 
 ROOT=${REAPKIT_ENGINES_DIR:-/tmp/reapkit-engines}
@@ -47,9 +48,10 @@ if command -v dockerd >/dev/null && command -v docker >/dev/null; then
   if ! docker version >/dev/null 2>&1; then
     log "starting a private dockerd ($sock)"
     # setsid + nohup: the daemon outlives this script (the suite runs after it) and is nobody's child.
-    setsid nohup dockerd --iptables=false --ip6tables=false --bridge=none \
+    # From /: a daemon started here must not hold the checkout as its working folder.
+    (cd / && exec setsid nohup dockerd --iptables=false --ip6tables=false --bridge=none \
       --data-root "$ROOT/docker-data" --exec-root "$ROOT/docker-exec" -H "$DOCKER_HOST" \
-      --pidfile "$ROOT/dockerd.pid" >"$ROOT/dockerd.log" 2>&1 < /dev/null &
+      --pidfile "$ROOT/dockerd.pid" >"$ROOT/dockerd.log" 2>&1 < /dev/null) &
     for _ in $(seq 1 150); do docker version >/dev/null 2>&1 && break; sleep 0.2; done
   fi
   if docker version >/dev/null 2>&1; then
