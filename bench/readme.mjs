@@ -66,8 +66,30 @@ export function rows(d) {
       `stop a 3-level tree and confirm it gone (${n} trees each)`,
       `${r.text}; done ${fmt(lag.center)} ms (median) after its last process exited; ${sum(d.stop.reapkit, 'survivors')} survivors`,
       `tree-kill: ${tk.text} to send, ${sum(d.stop.treeKill, 'survivors')} processes still alive at its callback; ` +
-        `\`kill(-pgid, 0)\` every 100 ms: ${poll.text}; execa \`kill()\`: ${sum(d.stop.execa, 'survivors')} survivors (direct child only)`,
+        `\`kill(-pgid, 0)\` every 100 ms: ${poll.text}; execa \`kill()\`: ${sum(d.stop.execa, 'survivors')} survivors (direct child only)` +
+        (d.execa10?.rows ? `; execa ${d.execa10.execa} with \`killDescendants\`: ${stat(d.execa10.rows.map((x) => x.ms)).text}, ${sum(d.execa10.rows, 'survivors')} processes still alive when its promise settled` : ''),
       times(r.center, poll.center) + ' (poll)',
+    )
+  }
+  const ctr = d.containers?.rows
+  if (ctr) {
+    // n < 10 here (each sample is a real container); the statistic is said as it is.
+    const gone = (rows) => {
+      const ms = rows.filter((r) => !r.survived && r.ms !== null).map((r) => r.ms)
+      return ms.length === 0 ? `not gone after ${d.containers.boundMs / 1000} s` : stat(ms).text
+    }
+    const left = (rows) => `${rows.filter((r) => r.survived).length} of ${rows.length} left running`
+    add(
+      `host SIGKILLed → its \`docker run -i --rm\` container gone (${d.containers.engine}; PID 1 ignores SIGTERM and stdin end)`,
+      `\`reapkit -- docker run …\`: ${gone(ctr.reapkit)}; ${left(ctr.reapkit)}`,
+      `plain: ${gone(ctr.plain)}, ${left(ctr.plain)}; \`--init\`: ${gone(ctr.init)}, ${left(ctr.init)}`,
+      '',
+    )
+    add(
+      'close a containerized server (`docker run -i --rm`)',
+      `\`closeClient()\`: ${gone(ctr.closeReapkit)}; ${left(ctr.closeReapkit)}`,
+      `MCP SDK \`close()\`: ${stat(ctr.closeSdk.map((r) => r.ms).filter((v) => v !== null)).text}; ${left(ctr.closeSdk)}`,
+      '',
     )
   }
   if (d.close) {
