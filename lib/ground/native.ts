@@ -172,6 +172,7 @@ function packageRoot(): string {
 let loaded: Binding | null = null
 let loadError: Error | null = null
 let addonDir: string | null = null
+let loadedFile: string | null = null
 /**
  * The addon file, in node-gyp-build's order: the local build, then the prebuild for this platform.
  * The two usual places are checked directly (two stats); anything else (libc or arch tags, other
@@ -228,6 +229,7 @@ function loadAddon(root: string): { binding: Binding; file: string } {
 try {
   const found = loadAddon(packageRoot())
   loaded = found.binding
+  loadedFile = found.file
   addonDir = dirname(found.file)
 } catch (err) {
   const cause = err instanceof Error ? err : new Error(String(err))
@@ -247,6 +249,10 @@ try {
 
 /** The addon, or null when it could not load (see capabilities().loadError). */
 export const binding: Binding | null = loaded
+
+/** The addon file this copy loaded, or null. Two copies of reapkit's JavaScript that load the same
+ * file share its per-environment state (the exit watcher): handle.ts keys what it shares by it. */
+export const addonFile: string | null = loadedFile
 
 /** The addon, or throws ENOTSUP for `syscall` when it could not load. */
 export function requireBinding(syscall: string): Binding {

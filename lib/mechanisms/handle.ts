@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs'
 import { envMs, EXIT_POLL_MS_DEFAULT } from '../ground/config'
 import { ReapkitError, rangeError, systemError } from '../ground/errors'
-import { binding, capabilities, type NativeProcessHandle } from '../ground/native'
+import { addonFile, binding, capabilities, type NativeProcessHandle } from '../ground/native'
 import { isSelf, type SignalLike, signalName, signalNumber, validatePid, validateOptions } from '../ground/validate'
 
 /** What is known about a process's end. `code`/`signal` are null where the kernel does not say. */
@@ -30,18 +30,42 @@ interface Watch {
   refs: number
 }
 
-const watches = new Map<number, Watch>()
-let watcherStarted = false
-let reffedWatches = 0
+/**
+ * The registry's state belongs to the addon, not to this copy of the module. The native watcher is
+ * one per environment and per addon file, and takes one dispatcher; a second copy of this module in
+ * the same process (a test runner that resets its module registry between files, a bundle beside
+ * the package) would otherwise try to start it again (EBUSY) or never hear of its exits. So every
+ * copy that loaded the same addon file shares one registry, found on this realm's global object
+ * under a key that names the file (another reapkit install, another file, another registry).
+ */
+interface Registry {
+  watches: Map<number, Watch>
+  started: boolean
+  reffed: number
+  /** Batches not yet fully settled, oldest first (see dispatch()). */
+  queue: { batch: Float64Array; at: number }[]
+  draining: boolean
+}
+
+function sharedRegistry(): Registry {
+  const key = Symbol.for(`reapkit.exitWatchRegistry.v1:${addonFile ?? ''}`)
+  const global = globalThis as unknown as Record<symbol, Registry | undefined>
+  const found = global[key]
+  if (found) return found
+  const fresh: Registry = { watches: new Map(), started: false, reffed: 0, queue: [], draining: false }
+  Object.defineProperty(globalThis, key, { value: fresh, enumerable: false })
+  return fresh
+}
+
+const registry = sharedRegistry()
+const { watches, queue } = registry
 
 // Exits settled per macrotask: a larger batch is split across setImmediate turns so that timers
 // and I/O run between the parts (10,000 exits at once must not hold the loop for their whole run).
 const DISPATCH_CHUNK = 256
 
-// Batches not yet fully settled, oldest first: a batch that arrives while an earlier one is split
-// waits behind it, so exits settle in the order the kernel reported them.
-const queue: { batch: Float64Array; at: number }[] = []
-let draining = false
+// Batches not yet fully settled (registry.queue), oldest first: a batch that arrives while an
+// earlier one is split waits behind it, so exits settle in the order the kernel reported them.
 
 /**
  * Called by the native watcher once per wake-up with every exit it has: (watch id, code, signal)
@@ -49,11 +73,11 @@ let draining = false
  */
 function dispatch(batch: Float64Array): void {
   queue.push({ batch, at: 0 })
-  if (!draining) drain()
+  if (!registry.draining) drain()
 }
 
 function drain(): void {
-  draining = false
+  registry.draining = false
   let budget = DISPATCH_CHUNK
   while (queue.length > 0 && budget > 0) {
     const head = queue[0]!
@@ -67,7 +91,7 @@ function drain(): void {
   if (queue.length > 0) {
     // The watches of the rest are still in `watches` (and hold their refs), so the loop stays
     // alive for them exactly as before their exit arrived.
-    draining = true
+    registry.draining = true
     setImmediate(drain)
   }
 }
@@ -85,9 +109,9 @@ function settle(id: number, code: number, signal: number): void {
 }
 
 function adjustRef(delta: number): void {
-  const before = reffedWatches > 0
-  reffedWatches += delta
-  const after = reffedWatches > 0
+  const before = registry.reffed > 0
+  registry.reffed += delta
+  const after = registry.reffed > 0
   if (before !== after) binding?.watcherRef(after)
 }
 
@@ -112,9 +136,9 @@ export interface NativeWatch {
  */
 export function registerExit(target: NativeProcessHandle | number, onExit: Watch['resolve']): NativeWatch {
   const native = binding!
-  if (!watcherStarted) {
+  if (!registry.started) {
     native.watcherStart(dispatch)
-    watcherStarted = true
+    registry.started = true
   }
   let id: number
   try {
