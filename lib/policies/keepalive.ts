@@ -26,12 +26,14 @@
 import { typeError } from '../ground/errors'
 import { validateMs, validateOptions } from '../ground/validate'
 import { beginDrain, callDrainListener, completeDrain, type DrainParts } from './keepalive/drain'
+import { attachRunDurations, type KeepaliveMetrics, RunDurations } from './keepalive/metrics'
 import { resolveOptions } from './keepalive/options'
 import { Reporter } from './keepalive/report'
 import { installTriggers } from './keepalive/triggers'
 import type { Keepalive, KeepaliveOptions, ShutdownReport } from './keepalive/types'
 import { type Phase, WorkRegistry } from './keepalive/work'
 
+export { type KeepaliveMetrics, RUN_DURATION_BUCKETS_MS } from './keepalive/metrics'
 export {
   type Keepalive,
   type KeepaliveOptions,
@@ -43,8 +45,9 @@ export {
 
 export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
   const resolved = resolveOptions(options)
-  const phase: Phase = { state: 'running', reason: null, triggeredAt: 0 }
-  const work = new WorkRegistry(phase)
+  const phase: Phase = { state: 'running', reason: null, triggeredAt: 0, finalElapsedMs: null }
+  const durations = new RunDurations()
+  const work = new WorkRegistry(phase, durations)
   const reporter = new Reporter(phase, work, resolved.logger)
   let resolveClosed!: (report: ShutdownReport) => void
   const closed = new Promise<ShutdownReport>((res) => (resolveClosed = res))
@@ -57,12 +60,31 @@ export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
   }
   const triggers = installTriggers({ ...resolved, phase, inFlight: () => work.inFlight, shutdown: (why) => void shutdown(why) })
   const parts: DrainParts = { ...resolved, phase, work, reporter, triggers }
-  return facade({ parts, shutdown, closed, hookTimeoutMs: resolved.hookTimeoutMs })
+  const keepalive = facade({ parts, shutdown, closed, hookTimeoutMs: resolved.hookTimeoutMs, durations })
+  attachRunDurations(keepalive, durations)
+  return keepalive
+}
+
+/** keepalive.metrics(). */
+function metricsOf({ phase, work }: DrainParts, durations: RunDurations): KeepaliveMetrics {
+  const { state, reason, triggeredAt, finalElapsedMs } = phase
+  return {
+    state,
+    reason,
+    inFlight: work.inFlight,
+    served: work.served,
+    drained: work.drained,
+    refused: work.refused,
+    abandoned: work.abandoned,
+    drainMs: state === 'running' ? null : (finalElapsedMs ?? Math.round(performance.now() - triggeredAt)),
+    runDurationMs: durations.snapshot(),
+  }
 }
 
 /** The object createKeepalive() returns, over its parts. */
-function facade({ parts, shutdown, closed, hookTimeoutMs }: {
+function facade({ parts, shutdown, closed, hookTimeoutMs, durations }: {
   parts: DrainParts
+  durations: RunDurations
   shutdown: (why?: string) => Promise<ShutdownReport>
   closed: Promise<ShutdownReport>
   hookTimeoutMs: number
@@ -96,6 +118,7 @@ function facade({ parts, shutdown, closed, hookTimeoutMs }: {
       return { inFlight: work.inFlight, served: work.served, drained: work.drained, refused: work.refused, reason: phase.reason }
     },
     report: () => reporter.report(),
+    metrics: () => metricsOf(parts, durations),
     closed,
     dispose: () => triggers.dispose(),
   }

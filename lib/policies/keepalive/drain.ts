@@ -55,6 +55,7 @@ export async function completeDrain(parts: DrainParts, onClosed: (report: Shutdo
   phase.state = 'closing'
   await runHooks(parts)
   const final = await writeFinalReport(parts.reporter, parts.finalLine, parts.flushTimeoutMs)
+  phase.finalElapsedMs = final.elapsedMs
   phase.state = 'closed'
   parts.triggers.dispose()
   onClosed(final)

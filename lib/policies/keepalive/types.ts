@@ -4,6 +4,7 @@
  */
 import { ReapkitError } from '../../ground/errors'
 import type { Logger } from '../../ground/logger'
+import type { KeepaliveMetrics } from './metrics'
 
 /** The JSON-RPC error code of ShuttingDownError, in the implementation-defined server-error range
  * (-32000 to -32099). -32000 and -32001 are taken by the MCP SDKs (connection closed, timeout). */
@@ -116,6 +117,11 @@ export interface Keepalive {
   readonly stats: { inFlight: number; served: number; drained: number; refused: number; reason: string | null }
   /** The report as it stands now. */
   report(): ShutdownReport
+  /**
+   * A plain snapshot of the figures: state, in flight, served, drained, refused, abandoned, the
+   * drain's duration, and the served work's durations as a histogram with fixed buckets.
+   */
+  metrics(): KeepaliveMetrics
   /** Resolves with the final report once the shutdown has completed. */
   readonly closed: Promise<ShutdownReport>
   /** Removes every listener and watcher without shutting down (for tests and embedding). */

@@ -5,6 +5,7 @@
  */
 import { setMaxListeners } from 'node:events'
 import { typeError } from '../../ground/errors'
+import type { RunDurations } from './metrics'
 import { ShuttingDownError, type KeepaliveState } from './types'
 
 /** Where the shutdown stands: shared by the registry, the triggers and the drain. */
@@ -14,6 +15,8 @@ export interface Phase {
   reason: string | null
   /** performance.now() at the trigger; 0 while running. */
   triggeredAt: number
+  /** The final report's elapsedMs, once closed. */
+  finalElapsedMs: number | null
 }
 
 export class WorkRegistry {
@@ -23,14 +26,16 @@ export class WorkRegistry {
   refused = 0
   abandoned = 0
   readonly #phase: Phase
+  readonly #durations: RunDurations
   #inFlightAtTrigger = 0
   // One signal for all work: it aborts once, when the drain abandons whatever still runs. (An
   // AbortController per call cost ~3.6 us, thirty times the call itself.)
   #abandon: AbortController | null = null
   #onIdle: (() => void) | null = null
 
-  constructor(phase: Phase) {
+  constructor(phase: Phase, durations: RunDurations) {
     this.#phase = phase
+    this.#durations = durations
   }
 
   /** Marks one work item started; its done() is called once when it ends. */
@@ -40,17 +45,21 @@ export class WorkRegistry {
       throw new ShuttingDownError(this.#phase.reason ?? 'shutdown')
     }
     this.inFlight++
+    const startedAt = performance.now()
     let ended = false
     return (counted = true) => {
       if (ended) return
       ended = true
-      this.#end(counted !== false)
+      this.#end(counted !== false, startedAt)
     }
   }
 
-  #end(counted: boolean): void {
+  #end(counted: boolean, startedAt: number): void {
     this.inFlight--
-    if (counted) this.served++
+    if (counted) {
+      this.served++
+      this.#durations.observe(performance.now() - startedAt)
+    }
     // Finished within the grace.
     if (counted && this.#phase.state === 'draining') this.drained = Math.min(this.#inFlightAtTrigger, this.drained + 1)
     if (this.inFlight === 0) this.#onIdle?.()
