@@ -8,14 +8,14 @@
  * read of it is not work: it is never counted in flight, and it is answered while the server drains
  * (when every other request is refused), which is when a host wants it.
  */
-import type { Keepalive } from './index'
+import type { Keepalive, KeepaliveState } from './index'
 import type { JsonRpcMessage } from './mcp'
 
 export const KEEPALIVE_RESOURCE_URI = 'reapkit://keepalive'
 
 /** What a read of the resource returns (its text, parsed). */
 export interface KeepaliveResourceState {
-  state: 'running' | 'draining' | 'closing' | 'closed'
+  state: KeepaliveState
   /** What started the shutdown; null while running. */
   reason: string | null
   inFlight: number
