@@ -136,3 +136,15 @@ describe.runIf(posix)('registerKeepaliveMetrics: Prometheus text through prom-cl
     expect((await registry.getMetricsAsJSON()).map((m) => m.name)).toEqual(['reapkit_keepalive_drain_seconds'])
   })
 })
+
+describe('the drain phases keep their timeline', () => {
+  it("shutdown() with nothing in flight is 'closing' before it returns, and 'closed' at `closed`", async () => {
+    const k = keepalive(1000)
+    const done = k.shutdown('now')
+    expect(k.state).toBe('closing')
+    expect(k.metrics()).toMatchObject({ state: 'closing', reason: 'now', inFlight: 0 })
+    const report = await done
+    expect(k.state).toBe('closed')
+    expect(await k.closed).toBe(report)
+  })
+})

@@ -49,9 +49,11 @@ export function callDrainListener(listener: (reason: string) => unknown, reason:
 /** The phases after the trigger, to the end. */
 export async function completeDrain(parts: DrainParts, onClosed: (report: ShutdownReport) => void): Promise<ShutdownReport> {
   const { phase, work } = parts
-  await work.settle(parts.graceMs)
+  // Awaited only when there is something to wait for: with nothing in flight, the state is
+  // 'closing' before shutdown() returns, as it always was.
+  if (work.inFlight > 0) await work.settle(parts.graceMs)
   work.abandonRest(phase.reason!)
-  await settleParentExit(parts)
+  if (awaitsParentExit(parts)) await settlesWithin(parts.triggers.parentExit, PARENT_EXIT_SETTLE_MS)
   phase.state = 'closing'
   await runHooks(parts)
   const final = await writeFinalReport(parts.reporter, parts.finalLine, parts.flushTimeoutMs)
@@ -68,8 +70,8 @@ export async function completeDrain(parts: DrainParts, onClosed: (report: Shutdo
  * thread died first, and whose exit event is a few ms behind. Give that event a moment (at most
  * PARENT_EXIT_SETTLE_MS, only in this ambiguous case) so the report says why.
  */
-async function settleParentExit({ phase, triggers }: DrainParts): Promise<void> {
-  if (phase.reason === triggers.deathSignal && triggers.watchesParent) await settlesWithin(triggers.parentExit, PARENT_EXIT_SETTLE_MS)
+function awaitsParentExit({ phase, triggers }: DrainParts): boolean {
+  return phase.reason === triggers.deathSignal && triggers.watchesParent
 }
 
 /** The shutdown hooks, in order, each bounded by its timeout; a hook's error or timeout is logged. */

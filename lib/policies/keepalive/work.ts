@@ -98,11 +98,10 @@ export class WorkRegistry {
   }
 
   /**
-   * Waits for the work in flight, at most `graceMs`. A ref'd timer keeps the process alive for the
+   * Waits for the work in flight (some), at most `graceMs`. A ref'd timer keeps the process alive for the
    * whole grace, even if the work in flight waits on nothing that would.
    */
   async settle(graceMs: number): Promise<void> {
-    if (this.inFlight === 0) return
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, graceMs)
       this.#onIdle = () => {
