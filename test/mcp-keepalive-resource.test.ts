@@ -87,7 +87,7 @@ describe.runIf(posix).each(LINES)('withKeepalive({ resource: true }) on the MCP 
     expect(resources).toContainEqual(expect.objectContaining({ uri: KEEPALIVE_RESOURCE_URI, mimeType: 'application/json' }))
     // initialize and resources/list were served; the reads themselves are not work
     expect(await read()).toEqual({ state: 'running', reason: null, inFlight: 0, served: 2, drained: 0, refused: 0, abandoned: 0, drainMs: null })
-    const slow = client.callTool({ name: 'slow', arguments: { ms: 1500 } })
+    const slow = client.callTool({ name: 'slow', arguments: { ms: 3000 } })
     slow.catch(() => {})
     await err.next((m) => m.event === 'slow-start', 10_000, 'the slow call to start')
     expect(await read()).toMatchObject({ state: 'running', inFlight: 1, served: 2 })
@@ -101,7 +101,7 @@ describe.runIf(posix).each(LINES)('withKeepalive({ resource: true }) on the MCP 
     expect(during.drainMs).toBeGreaterThanOrEqual(0)
     await expect(client.callTool({ name: 'quick', arguments: {} })).rejects.toMatchObject({ code: SHUTTING_DOWN_JSONRPC_CODE })
     expect(await read()).toMatchObject({ state: 'draining', inFlight: 1, refused: 1 })
-    expect(await slow).toMatchObject({ content: [{ type: 'text', text: 'slept 1500' }] })
+    expect(await slow).toMatchObject({ content: [{ type: 'text', text: 'slept 3000' }] })
     expect(await exitOf(child)).toEqual({ code: 0, signal: null })
     // The report agrees: the reads were neither served nor refused.
     expect(err.seen.at(-1)).toMatchObject({ event: 'shutdown', reason: 'SIGTERM', served: 3, drained: 1, refused: 1, abandoned: 0 })
