@@ -64,6 +64,8 @@ export {
   type KeepaliveOptions,
   type KeepaliveState,
   type ShutdownReport as KeepaliveReport,
+  type KeepaliveMetrics,
 } from './policies/keepalive'
+export { registerKeepaliveMetrics } from './policies/keepalive/prometheus'
 export { ReapkitError, TimeoutError, AbortError, type SystemError } from './ground/errors'
 export type { SignalLike } from './ground/validate'

@@ -8,7 +8,8 @@
  * SHUTTING_DOWN_JSONRPC_CODE), not silence; a request counts as done when its response has been
  * written (so the drain never cuts a frame) or when the client cancels it (the SDK then aborts the
  * handler's AbortSignal and sends no response); the server's transport is closed only after the
- * drain, as the keepalive's first shutdown hook.
+ * drain, as the keepalive's first shutdown hook. With `{ resource: true }` (an McpServer), the
+ * host can read the drain state as the resource reapkit://keepalive (mcp-keepalive-resource.ts).
  *
  * Where the two lines differ, and how this module meets both:
  * - 2.x's StdioServerTransport closes itself when stdin ends (1.x ignores stdin end), which aborts
@@ -21,7 +22,10 @@
  * - StdioServerParameters are the same in both (command, args, env, stderr, cwd, maxBufferSize).
  */
 import type { Keepalive } from './index'
+import { typeError } from './ground/errors'
+import { validateOptions } from './ground/validate'
 import { shuttingDownResponse } from './mcp-http-wire'
+import { canRegisterResources, readsKeepaliveResource, registerKeepaliveResource } from './mcp-keepalive-resource'
 
 /** The part of the SDK's Transport interface this module relies on (1.x and 2.x alike). */
 export interface McpTransport {
@@ -80,6 +84,8 @@ class TrackedTransport implements McpTransport {
   readonly #keepalive: Keepalive
   readonly #pending = new Map<string, () => void>()
   readonly #closeInner: () => Promise<void>
+  /** Requests passed on untracked, never refused (a read of the keepalive resource). */
+  readonly #untracked: (message: JsonRpcMessage) => boolean
   #closeHeld = false
   /** Rejects once the real transport's output stream has closed. */
   #outputGone: Promise<never> | null = null
@@ -87,9 +93,10 @@ class TrackedTransport implements McpTransport {
   onclose?: () => void
   onerror?: (error: Error) => void
 
-  constructor(inner: McpTransport, keepalive: Keepalive) {
+  constructor(inner: McpTransport, keepalive: Keepalive, untracked: (message: JsonRpcMessage) => boolean) {
     this.#inner = inner
     this.#keepalive = keepalive
+    this.#untracked = untracked
     inner.onmessage = (message, extra) => this.#incoming(message, extra)
     inner.onerror = (error) => this.onerror?.(error)
     inner.onclose = () => {
@@ -176,7 +183,7 @@ class TrackedTransport implements McpTransport {
   }
 
   #incoming(message: JsonRpcMessage, extra?: unknown): void {
-    if (message.method !== undefined && message.id !== undefined) {
+    if (message.method !== undefined && message.id !== undefined && !this.#untracked(message)) {
       let done: () => void
       try {
         done = this.#keepalive.begin()
@@ -195,18 +202,42 @@ class TrackedTransport implements McpTransport {
   }
 }
 
+export interface WithKeepaliveOptions {
+  /**
+   * Registers the resource `reapkit://keepalive` on the server (an McpServer of either SDK line): a
+   * JSON document (state, reason, inFlight, served, drained, refused, abandoned, drainMs) the host
+   * reads with resources/read, answered even while the server drains. Default false: it adds the
+   * `resources` capability and an entry to resources/list, which a host may show to its user or
+   * model, so a server opts in.
+   */
+  resource?: boolean
+}
+
 /**
  * Wires `keepalive` into an SDK server (McpServer or Server). Call it before `server.connect()`.
  * Returns the server.
  */
-export function withKeepalive<S extends McpServerLike>(server: S, keepalive: Keepalive): S {
+export function withKeepalive<S extends McpServerLike>(server: S, keepalive: Keepalive, options: WithKeepaliveOptions = {}): S {
   const lowLevel: McpServerLike = server.server ?? server
   if (typeof lowLevel.connect !== 'function') throw new TypeError('withKeepalive() takes an MCP SDK server (McpServer or Server)')
+  const resource = resourceOption(server, options)
+  if (resource) registerKeepaliveResource(server as unknown as Parameters<typeof registerKeepaliveResource>[0], keepalive)
+  const untracked = resource ? readsKeepaliveResource : () => false
   const connect = lowLevel.connect.bind(lowLevel)
-  lowLevel.connect = (transport: McpTransport) => connect(new TrackedTransport(transport, keepalive))
+  lowLevel.connect = (transport: McpTransport) => connect(new TrackedTransport(transport, keepalive, untracked))
   // First hook: close the transport only once the drain is over.
   keepalive.onShutdown(() => lowLevel.close())
   return server
+}
+
+/** The `resource` option, checked: it needs an McpServer (a low-level Server has no resource registry). */
+function resourceOption(server: McpServerLike, options: WithKeepaliveOptions): boolean {
+  const { resource = false } = validateOptions(options)
+  if (typeof resource !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "resource" option must be a boolean')
+  if (resource && !canRegisterResources(server)) {
+    throw typeError('ERR_INVALID_ARG_VALUE', 'The "resource" option needs an McpServer: a low-level Server answers resources/read with its own handlers')
+  }
+  return resource
 }
 
 // ---- The client side: a drop-in StdioClientTransport (mcp-stdio-client.ts) ----
@@ -220,6 +251,8 @@ export {
   type StdioClientTransportOptions,
   type StdioServerParameters,
 } from './mcp-stdio-client'
+
+export { KEEPALIVE_RESOURCE_URI, type KeepaliveResourceState } from './mcp-keepalive-resource'
 
 // ---- Streamable HTTP servers: the drain below the SDK, for both lines ----
 export {

@@ -323,6 +323,46 @@ describe.runIf(linux)('examples/process-server --http', () => {
     }
   })
 
+  it('/metrics: the drain\'s figures beside the supervisor\'s (keepalive state, in flight, served, run durations)', async () => {
+    const server = await startServer()
+    const conns: Conn[] = []
+    type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string>; count?: string; buckets?: Record<string, string> }> }
+    const scrape = async () => {
+      const res = await fetch(new URL('/metrics', server.url), { headers: { Authorization: `Bearer ${TOKEN}` } })
+      expect(res.status).toBe(200)
+      const families = (createRequire(__filename)('parse-prometheus-text-format') as (t: string) => Family[])(await res.text())
+      const family = (name: string) => families.find((f) => f.name === `reapkit_keepalive_${name}`)!
+      const value = (name: string, labels: Record<string, string> = {}) =>
+        Number(family(name).metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))!.value)
+      return { family, value, supervisor: families.some((f) => f.name === 'reapkit_supervisor_starts_total') }
+    }
+    try {
+      const conn = await connect('1', server)
+      conns.push(conn)
+      const held = conn.call('run_command', { command: 'sleep', args: ['1000'], tags: ['held'] }).catch((e) => e)
+      const proc = await running(conn, 'held')
+      const during = await scrape()
+      expect(during.supervisor).toBe(true)
+      expect(during.value('state', { state: 'running' })).toBe(1)
+      expect(during.value('state', { state: 'draining' })).toBe(0)
+      expect(during.value('in_flight')).toBeGreaterThanOrEqual(1) // the run_command call
+      expect(during.value('refused_total')).toBe(0)
+      expect(during.value('drain_seconds')).toBe(0)
+      const servedBefore = during.value('served_total')
+      expect(parse(await conn.call('terminate_process', { pid: proc.pid }))).toMatchObject({ survivors: [] })
+      await held
+      const after = await scrape()
+      expect(after.value('in_flight')).toBe(0)
+      expect(after.value('served_total')).toBeGreaterThanOrEqual(servedBefore + 2) // the held call, terminate_process
+      const runs = after.family('run_duration_seconds').metrics[0]!
+      expect(Number(runs.count)).toBe(after.value('served_total'))
+      expect(Number(runs.buckets!['+Inf'])).toBe(after.value('served_total'))
+    } finally {
+      await closeAll(conns)
+      server.child.kill('SIGKILL')
+    }
+  })
+
   it('security: 401 without or with a wrong token, 403 for a wrong Origin or Host, 413 over the body limit, no access to another session; none of it starts a process', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'reapkit-example-http-'))
     const marker = (n: string) => join(dir, `marker-${n}`)

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type ProcessRecord, registerSupervisorMetrics, Supervisor, type SupervisorOptions } from '../lib/index'
 import { Restarter, restartSpec } from '../lib/policies/restart'
-import { trackGroup, waitFor } from './helpers'
+import { isGone, trackGroup, waitFor } from './helpers'
 
 const posix = process.platform !== 'win32'
 const linux = process.platform === 'linux'
@@ -228,5 +228,35 @@ describe.runIf(posix)('registerSupervisorMetrics and health checks at the edges'
     await settled(sup, 'h', 'terminated')
     expect(most).toBe(1)
     expect(fails).toEqual([1, 2, 3, 4])
+  })
+})
+
+describe.runIf(posix)('shutdownAll of a child waiting out a restart backoff', () => {
+  it("emits one 'terminate' event with its record and the stop's report, as terminate() does, and starts nothing", async () => {
+    const dir = tempDir()
+    const leftoverFile = join(dir, 'leftover.pid')
+    const { sup, events } = supervise()
+    const stops: Array<{ record: ProcessRecord; report: { requestId?: unknown; capped?: boolean; signalsSent: unknown[]; survivors: number[] } }> = []
+    sup.on('terminate', (record, report) => stops.push({ record, report: report as never }))
+    // Crashes at once, leaving a member of its group behind (stopped before any next incarnation),
+    // then waits out a long backoff.
+    sup.spawn('sh', ['-c', `sleep 1000 & echo $! > ${leftoverFile}; exit 1`], { stdio: 'ignore', requestId: 'backoff', restart: 'on-failure', backoff: { initialMs: 60_000, jitter: 0 } })
+    await settled(sup, 'backoff', 'restarting')
+    await waitFor(() => readFileSync(leftoverFile, 'utf8').trim() !== '', 10_000, 'the leftover pid')
+    const leftover = Number(readFileSync(leftoverFile, 'utf8'))
+    trackGroup(leftover)
+    const stopsBefore = sup.metrics().stops
+    const reports = await sup.shutdownAll()
+    expect(sup.get('backoff')).toMatchObject({ status: 'terminated', restarts: 0 })
+    expect(stops).toHaveLength(1)
+    expect(stops[0]!.record).toMatchObject({ requestId: 'backoff', status: 'terminated' })
+    expect(stops[0]!.report).toMatchObject({ requestId: 'backoff', capped: false, survivors: [] })
+    // The stop of the old incarnation's leftovers, under way at the shutdown, is part of the report.
+    expect(stops[0]!.report.signalsSent.length).toBeGreaterThanOrEqual(1)
+    expect(reports).toContainEqual(stops[0]!.report)
+    expect(sup.metrics().stops).toBe(stopsBefore + 1)
+    await waitFor(() => isGone(leftover), 10_000, 'the leftover to be gone')
+    await sleep(300)
+    expect(events.filter((e) => e === 'spawn')).toHaveLength(1)
   })
 })

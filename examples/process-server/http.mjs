@@ -14,7 +14,7 @@
 //   5. The body: over --max-body-bytes is 413, told by Content-Length or by counting what arrives.
 // None of these refusals reaches the SDK, so none can start a process.
 //
-// GET /metrics: the supervisor's figures in Prometheus text (prom-client, when it is installed;
+// GET /metrics: the supervisor's and the drain's figures in Prometheus text (prom-client, when it is installed;
 // 501 otherwise), behind the same Host, Origin and token checks.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createServer } from 'node:http'

@@ -90,7 +90,8 @@
 //   --container-memory <size>   Default: 512m
 //   --container-label <key=value> a label on every container (repeatable)
 //   Liveness and readiness: GET /livez and /readyz (no token needed: they tell only up or draining).
-//   Metrics: GET /metrics (a token needed), the supervisor's figures in Prometheus text (with prom-client installed).
+//   Metrics: GET /metrics (a token needed), the supervisor's and the drain's figures in Prometheus text
+//   (with prom-client installed).
 //
 // Installed with reapkit, it is the `reapkit-process-server` command (bin/reapkit-process-server.mjs,
 // which says so plainly when the MCP SDK is missing). From an MCP host's configuration:
@@ -101,7 +102,7 @@ import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { createKeepalive, registerSupervisorMetrics, Supervisor } from 'reapkit'
+import { createKeepalive, registerKeepaliveMetrics, registerSupervisorMetrics, Supervisor } from 'reapkit'
 import { withKeepalive } from 'reapkit/mcp'
 import { createOutputHistory } from './output.mjs'
 import { containerConfig } from './container.mjs'
@@ -222,7 +223,8 @@ if (httpMode === null) {
   } catch (err) {
     fail(`--allow-origin: ${err.message}`)
   }
-  await serveHttp({
+  const prometheus = await prometheusFigures()
+  const { drain } = await serveHttp({
     ...httpMode,
     host: flags.host,
     tokens,
@@ -237,15 +239,23 @@ if (httpMode === null) {
     // Calls in flight are not stopped at the drain's start: they run until they end or the grace
     // does. Then (after the abandoned ones got their error) everything still running is stopped.
     onShutdown: () => supervisor.shutdownAll(),
-    metrics: await supervisorMetrics(),
+    metrics: prometheus.read,
   })
+  // The drain's figures beside the supervisor's (the keepalive is the HTTP drain's own).
+  prometheus.add((registry) => registerKeepaliveMetrics(drain.keepalive, registry))
 }
 
-/** The supervisor's figures for /metrics, through prom-client when it is installed (an optional peer dependency). */
-async function supervisorMetrics() {
+/**
+ * The figures for /metrics, through prom-client when it is installed (an optional peer dependency):
+ * the supervisor's, and the drain's once it exists. `read()` gives null without prom-client.
+ */
+async function prometheusFigures() {
   const prom = await import('prom-client').catch(() => null)
-  if (prom === null) return async () => null
+  if (prom === null) return { read: async () => null, add: () => {} }
   const registry = new prom.Registry()
   registerSupervisorMetrics(supervisor, registry)
-  return async () => ({ contentType: registry.contentType, text: await registry.metrics() })
+  return {
+    read: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
+    add: (register) => register(registry),
+  }
 }

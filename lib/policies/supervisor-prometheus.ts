@@ -23,13 +23,27 @@ export interface PrometheusOptions {
   prefix?: string
 }
 
-function loadPromClient(): PromClient {
+/** prom-client, or ERR_REAPKIT_MISSING_PEER when it is not installed. */
+export function loadPromClient(): PromClient {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require('prom-client') as PromClient
   } catch (err) {
     throw new ReapkitError('ERR_REAPKIT_MISSING_PEER', 'prom-client is not installed; it is an optional peer dependency of reapkit: npm install prom-client', { cause: err })
   }
+}
+
+/** Checks the registry and the options before anything is loaded or registered; returns the prefix. */
+export function checkRegistration(registry: PrometheusRegistry, options: PrometheusOptions, defaultPrefix: string): string {
+  options = validateOptions(options)
+  const prefix = options.prefix ?? defaultPrefix
+  if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
+    throw typeError('ERR_INVALID_ARG_VALUE', `The "prefix" option must be a valid Prometheus metric name prefix. Received ${describe(prefix)}`)
+  }
+  if (typeof registry !== 'object' || registry === null || typeof registry.registerMetric !== 'function') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "registry" argument must be a prom-client Registry. Received ${describe(registry)}`)
+  }
+  return prefix
 }
 
 type Counted = Exclude<keyof SupervisorMetrics, 'children' | 'exits' | 'stopDurationMs'>
@@ -48,14 +62,7 @@ const COUNTERS: Array<[Counted, string, string]> = [
  * removes them again (and stops observing the supervisor).
  */
 export function registerSupervisorMetrics(supervisor: Supervisor, registry: PrometheusRegistry, options: PrometheusOptions = {}): () => void {
-  options = validateOptions(options)
-  const prefix = options.prefix ?? 'reapkit_supervisor_'
-  if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
-    throw typeError('ERR_INVALID_ARG_VALUE', `The "prefix" option must be a valid Prometheus metric name prefix. Received ${describe(prefix)}`)
-  }
-  if (typeof registry !== 'object' || registry === null || typeof registry.registerMetric !== 'function') {
-    throw typeError('ERR_INVALID_ARG_TYPE', `The "registry" argument must be a prom-client Registry. Received ${describe(registry)}`)
-  }
+  const prefix = checkRegistration(registry, options, 'reapkit_supervisor_')
   const client = loadPromClient()
   const registered: string[] = []
   let durations: import('prom-client').Histogram

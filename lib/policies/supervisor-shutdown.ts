@@ -4,6 +4,7 @@
  * process table shared by every entry.
  */
 import type { ChildProcess } from 'node:child_process'
+import type { KillResult } from '../mechanisms/kill'
 import { type CloseReport, closeClient } from './close'
 import { containersAtCap } from '../mechanisms/container/child'
 import { type Logger, logEvent } from '../ground/logger'
@@ -54,6 +55,9 @@ export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Pro
 
 async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, started: number, ctx: ShutdownContext): Promise<ShutdownReport> {
   const wasRunning = running(entry)
+  // A child waiting out a backoff (its restart cancelled): this stop ends it, as terminate() would.
+  const wasWaiting = entry.record.status === 'restarting'
+  const underWay = stopUnderWay(entry)
   entry.stopping++
   const close = ctx.close
   const closing = closeClient(entry.child, {
@@ -61,12 +65,13 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
     graceMs: ctx.graceMs,
     logger: ctx.logger,
     ...(close ? { close: () => close(entry.child, copyRecord(entry.record)) } : {}),
-  })
+  }).then(async (own) => withStopUnderWay(own, await underWay?.catch(() => undefined)))
   try {
     const first = await Promise.race([closing, cap])
     if (first !== 'cap') {
       const report = { ...first, requestId: entry.record.requestId, capped: false }
       if (wasRunning && exited(entry)) ctx.settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated', report)
+      if (wasWaiting) ctx.settle(entry, first.escalated ? 'killed' : 'terminated', report)
       return report
     }
     const table = capTable.get()
@@ -95,10 +100,34 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
       durationMs: performance.now() - started,
     }
     const capped = { ...report, requestId: entry.record.requestId, capped: true }
-    if (wasRunning && exited(entry)) ctx.settle(entry, 'killed', capped)
+    if ((wasRunning && exited(entry)) || wasWaiting) ctx.settle(entry, 'killed', capped)
     return capped
   } finally {
     entry.stopping--
     ctx.settleIfExited(entry)
+  }
+}
+
+/** A child waiting out a backoff: the stop of its last incarnation's leftovers, when one is under way. */
+export function stopUnderWay(entry: Entry): Promise<KillResult> | undefined {
+  return entry.record.status === 'restarting' ? entry.restart?.leftovers : undefined
+}
+
+type StopFigures = Pick<KillResult, 'signalsSent' | 'escalated' | 'survivors' | 'uncertain' | 'error'>
+
+/**
+ * A stop of a child waiting out a backoff (terminate, shutdownAll): the stop of its leftovers that
+ * was already under way (its signals first, timed from its own start) joins the report, so a
+ * SIGKILL it sent is an escalation and what resisted it a survivor.
+ */
+export function withStopUnderWay<R extends StopFigures>(own: R, earlier: StopFigures | undefined): R {
+  if (!earlier) return own
+  return {
+    ...own,
+    signalsSent: [...earlier.signalsSent, ...own.signalsSent],
+    escalated: own.escalated || earlier.escalated,
+    survivors: [...new Set([...earlier.survivors, ...own.survivors])],
+    uncertain: own.uncertain || earlier.uncertain,
+    error: own.error ?? earlier.error,
   }
 }

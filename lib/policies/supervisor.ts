@@ -28,7 +28,7 @@ import { MetricsRecorder, type SupervisorMetrics } from './supervisor-metrics'
 import { copyRecord, newRecord, startIncarnation, type ProcessRecord, type ProcessStatus, type ShutdownReport, type StopReport, type SupervisorEvents, type SupervisorOptions } from './supervisor-record'
 import { type Entry, Registry, exited, live, running } from './supervisor-registry'
 import { type RestartOptions, Restarter, type StartReason, restartSpec } from './restart'
-import { closeUnderCap } from './supervisor-shutdown'
+import { closeUnderCap, stopUnderWay, withStopUnderWay } from './supervisor-shutdown'
 import { type HealthOptions, HealthMonitor, healthSpec } from './supervisor-health'
 import { closeClient } from './close'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
@@ -180,7 +180,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
     // A stop of the last incarnation's leftovers may be under way: what it did belongs to this report.
-    const underWay = entry.record.status === 'restarting' ? entry.restart?.leftovers : undefined
+    const underWay = stopUnderWay(entry)
     this.#quiesce(entry) // a backoff wait ends here, before anything is awaited
     entry.stopping++
     try {
@@ -205,17 +205,20 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     options = validateOptions(options)
     this.#shuttingDown++
     try {
-      for (const entry of this.#registry.entries.values()) this.#quiesce(entry, 'terminated')
-      return await this.#shutdown(options.close)
+      // A child waiting out a backoff: its restart is cancelled here, and it settles with the stop
+      // below (its leftovers' stop under way included), with a 'terminate' event, as terminate() does.
+      const inBackoff = new Set([...this.#registry.entries.values()].filter((e) => e.record.status === 'restarting'))
+      for (const entry of this.#registry.entries.values()) this.#quiesce(entry)
+      return await this.#shutdown(options.close, inBackoff)
     } finally {
       this.#shuttingDown--
     }
   }
 
-  async #shutdown(close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined): Promise<ShutdownReport[]> {
+  async #shutdown(close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined, inBackoff: Set<Entry>): Promise<ShutdownReport[]> {
     const entries = [...this.#registry.entries.values()]
     const leftovers = await Promise.all(
-      entries.map((e) => (running(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
+      entries.map((e) => (running(e) || inBackoff.has(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
     )
     const targets = entries.filter((_, i) => leftovers[i])
     const adoptedStopped = this.#state?.stopAll(this.graceMs)
@@ -445,23 +448,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         throw err
       })
     }
-  }
-}
-
-/**
- * terminate() of a child waiting out a backoff: the stop of its leftovers that was already under
- * way (its signals first, timed from its own start) joins the report, so a SIGKILL it sent is an
- * escalation and what resisted it a survivor.
- */
-function withStopUnderWay(own: KillResult, earlier: KillResult | undefined): KillResult {
-  if (!earlier) return own
-  return {
-    ...own,
-    signalsSent: [...earlier.signalsSent, ...own.signalsSent],
-    escalated: own.escalated || earlier.escalated,
-    survivors: [...new Set([...earlier.survivors, ...own.survivors])],
-    uncertain: own.uncertain || earlier.uncertain,
-    error: own.error ?? earlier.error,
   }
 }
 
