@@ -13,6 +13,8 @@
  * its RequestOptions.
  */
 import type { ChildProcess } from 'node:child_process'
+import { typeError } from './ground/errors'
+import { describe } from './ground/validate'
 import { AbortError, type HealthCheckContext, ReapkitError } from './index'
 
 /** What the check needs of an SDK Client (1.x `@modelcontextprotocol/sdk`, 2.x `@modelcontextprotocol/client`). */
@@ -40,16 +42,13 @@ export type McpPingClientSource =
  */
 export function mcpPingHealthCheck(client: McpPingClientSource): (context: HealthCheckContext) => Promise<void> {
   if (typeof client !== 'function' && !isPingClient(client)) {
-    throw Object.assign(
-      new TypeError(`The "client" argument must be an MCP SDK Client (with a ping() method) or a function that returns one. Received ${typeOf(client)}`),
-      { code: 'ERR_INVALID_ARG_TYPE' },
-    )
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "client" argument must be an MCP SDK Client (with a ping() method) or a function that returns one. Received ${describe(client)}`)
   }
   return async (context) => {
     const { child, record, signal } = context
     const found = await untilAborted(typeof client === 'function' ? client({ child, record }) : client, signal)
     if (!isPingClient(found)) {
-      throw new ReapkitError('ERR_REAPKIT_MCP_NO_CLIENT', `No MCP client is connected to pid ${child.pid} to ping (the client source gave ${typeOf(found)})`)
+      throw new ReapkitError('ERR_REAPKIT_MCP_NO_CLIENT', `No MCP client is connected to pid ${child.pid} to ping (the client source gave ${describe(found)})`)
     }
     await found.ping({ signal })
   }
@@ -77,10 +76,4 @@ async function untilAborted<T>(value: T | PromiseLike<T>, signal: AbortSignal): 
 
 function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
   return typeof (value as PromiseLike<T> | null)?.then === 'function'
-}
-
-function typeOf(value: unknown): string {
-  if (value === null) return 'null'
-  if (typeof value === 'object') return `an instance of ${value.constructor?.name ?? 'Object'}`
-  return `${typeof value} ${String(value)}`
 }
