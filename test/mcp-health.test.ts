@@ -89,6 +89,35 @@ describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.
     expect(isGone(child.pid!)).toBe(false)
   })
 
+  it('takes a Client itself (a child that is not restarted): its pings reach that server', async () => {
+    const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
+    current.push(sup)
+    let connected: Promise<McpPingClient> | undefined
+    sup.on('spawn', (_r, child) => {
+      trackGroup(child.pid!)
+      connected = connect(line, child)
+    })
+    const failures: unknown[] = []
+    sup.on('health-fail', (_r, error) => failures.push(error))
+    // The Client the host connects in 'spawn', before the first check runs.
+    const child = sup.spawn(process.execPath, [sdkServer(line)], {
+      requestId: 'one',
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, REAPKIT_DIST: DIST },
+      health: {
+        check: async (context) => mcpPingHealthCheck(await connected!)(context).then(() => answered++),
+        intervalMs: 100,
+        timeoutMs: 5000,
+        failures: 2,
+      },
+    })
+    let answered = 0
+    await waitFor(() => answered >= 3, 20_000, '3 answered pings')
+    expect(failures).toEqual([])
+    expect(sup.get('one')!.status).toBe('running')
+    expect(isGone(child.pid!)).toBe(false)
+  })
+
   it('a wedged server that still holds its pipes fails N pings, is stopped with the bounded close and restarted by its policy', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'reapkit-mcp-health-'))
     dirs.push(dir)
