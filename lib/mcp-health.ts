@@ -48,7 +48,7 @@ export function mcpPingHealthCheck(client: McpPingClientSource): (context: Healt
     const { child, record, signal } = context
     const found = await untilAborted(typeof client === 'function' ? client({ child, record }) : client, signal)
     if (!isPingClient(found)) {
-      throw new ReapkitError('ERR_REAPKIT_MCP_NO_CLIENT', `No MCP client is connected to pid ${child.pid} to ping (the client source gave ${describe(found)})`)
+      throw new ReapkitError('ERR_REAPKIT_MCP_NO_CLIENT', `No MCP client is connected to pid ${child.pid} to ping (the client source gave ${found == null ? 'none' : describe(found)})`)
     }
     await found.ping({ signal })
   }
