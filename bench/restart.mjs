@@ -196,7 +196,7 @@ function cpuNow() {
 }
 
 /** Runs `loop` (which returns its stop function and start count) for windowMs; CPU over that window. */
-async function window(windowMs, loop) {
+async function overWindow(windowMs, loop) {
   const cpu0 = cpuNow()
   const t0 = performance.now()
   const run = loop()
@@ -247,9 +247,9 @@ function handRolledLoop() {
 async function crashLoop(windowMs) {
   return {
     windowMs,
-    backoff: await window(windowMs, supervisedLoop({})),
-    noBackoff: await window(windowMs, supervisedLoop({ initialMs: 0, jitter: 0 })),
-    handRolled: await window(windowMs, handRolledLoop),
+    backoff: await overWindow(windowMs, supervisedLoop({})),
+    noBackoff: await overWindow(windowMs, supervisedLoop({ initialMs: 0, jitter: 0 })),
+    handRolled: await overWindow(windowMs, handRolledLoop),
   }
 }
 
