@@ -200,6 +200,24 @@ export function rows(d) {
       '',
     )
   }
+  if (d.restart) {
+    const { latency: l, events: e, crash: c } = d.restart
+    const s = stat(l.supervisor)
+    const h = stat(l.node)
+    add('restart of a crashed child: its exit → the new child\'s first instruction (both stamped by the child)', `Supervisor \`restart: 'on-failure'\`, no backoff: ${s.text}`, `hand-rolled \`child.on('exit', () => spawn(...))\`: ${h.text}`, `${fmt(s.center / h.center)}x the hand-rolled`)
+    for (const [x, when] of [[e, 'a fresh Supervisor'], [d.restart.eventsFull, `${d.restart.eventsFull?.history} finished records in its history`]]) {
+      if (!x) continue
+      const [o, p] = [stat(x.observed.cpuUs, 'µs'), stat(x.plain.cpuUs, 'µs')]
+      add(`events and metrics, per start/stop (${when}): host CPU with a listener on every event and \`metrics()\` read`, o.text, `without them: ${p.text}`, `${(o.center / p.center).toFixed(2)}x (target ≤ 1.05x)`)
+    }
+    const cpu = (r) => r.hostCpuMs + r.childrenCpuMs
+    add(
+      `a crash-looping child over one ${c.windowMs / 1000} s window: CPU (host and children), starts`,
+      `Supervisor, default backoff: ${fmt(cpu(c.backoff))} ms, ${c.backoff.starts} starts`,
+      `hand-rolled immediate respawn: ${fmt(cpu(c.handRolled))} ms, ${c.handRolled.starts} starts`,
+      times(cpu(c.backoff), cpu(c.handRolled)),
+    )
+  }
   if (d.windows && !d.windows.skipped) {
     const w = d.windows
     const r = stat(w.exit.reapkit)

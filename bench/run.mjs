@@ -212,6 +212,7 @@ const doctorBench = await import('./doctor.mjs')
 const windowsBench = await import('./win32.mjs')
 const peersBench = await import('./peers.mjs')
 const containersBench = await import('./containers.mjs')
+const restartBench = await import('./restart.mjs')
 const started = Date.now()
 const loadAtStart = os.loadavg()[0] // other work on the machine shifts every absolute time: stamped
 const exit = await exitLatency()
@@ -242,6 +243,7 @@ const cliStartup = (() => {
 const cliRss = await cliBench.residentMemory()
 const cliSurvivors = await cliBench.survivorsAfterHostKill(quick ? 1 : 3)
 const wrapperStop = process.platform === 'linux' ? await wrapperStopBench.wrapperStop(quick) : null // (its C fixture uses prctl)
+const restart = process.platform === 'linux' ? await restartBench.restartFigures(quick) : null // (CPU from /proc, a C child)
 const containers = process.platform === 'linux' ? await containersBench.containerFigures(quick) : null // (the engines of scripts/containers/setup.sh)
 const doctor = await doctorBench.doctorFigures(quick ? 200 : 2000, quick ? 5 : 20)
 const windows = await windowsBench.windowsFigures(quick)
@@ -513,6 +515,8 @@ ${httpCost ? httpCostBench.httpCostMarkdown(httpCost).trimEnd() : ''}
 
 ${containers ? containersBench.containerMarkdown(containers).trimEnd() : ''}
 
+${restart ? restartBench.restartMarkdown(restart).trimEnd() : ''}
+
 ## The \`reapkit\` command (a server wrapped as \`reapkit -- command\`)
 
 Start-up, spawn → exit of \`/bin/true\` (${cliStartup.bare.length} runs each, interleaved; p50 is the median):
@@ -569,7 +573,7 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, spawnCost, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows, containers, execa10 }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, spawnCost, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows, containers, execa10, restart }, null, 1))
 console.log(md)
 // A full run also rewrites the README's figures table from this very run (bench/readme.mjs).
 if (!quick) (await import('./readme.mjs')).writeReadme(join(outDir, 'latest.json'))

@@ -263,3 +263,6 @@ export {
   type McpClosables,
   withHttpKeepalive,
 } from './mcp-http'
+
+// ---- Supervised servers: an MCP ping as the Supervisor's health check ----
+export { type McpPingClient, type McpPingClientSource, mcpPingHealthCheck } from './mcp-health'

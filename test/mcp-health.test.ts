@@ -1,0 +1,213 @@
+// reapkit/mcp's mcpPingHealthCheck under a real Supervisor (issue 20 item 2): a healthy MCP server
+// answers every ping and is left alone; a wedged one (answers `initialize`, then reads nothing more,
+// pipes held) fails its pings, is stopped with the bounded close and started again by its restart
+// policy. Both SDK lines' clients, connected over each supervised child's own pipes.
+import { mkdtempSync, rmSync } from 'node:fs'
+import type { ChildProcess } from 'node:child_process'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Client as ClientV2 } from '@modelcontextprotocol/client'
+import { StdioServerTransport as StreamTransportV2 } from '@modelcontextprotocol/server/stdio'
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioServerTransport as StreamTransportV1 } from '@modelcontextprotocol/sdk/server/stdio.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { type HealthCheckContext, Supervisor } from '../lib/index'
+import { mcpPingHealthCheck, type McpPingClient } from '../lib/mcp'
+import { DIST, FIXTURES, isGone, jsonLines, trackGroup, waitFor } from './helpers'
+
+const posix = process.platform !== 'win32'
+let current: Supervisor[] = []
+let dirs: string[] = []
+
+afterEach(async () => {
+  for (const sup of current) {
+    await sup.shutdownAll()
+    sup.dispose()
+  }
+  current = []
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  dirs = []
+})
+
+type Line = 1 | 2
+
+/**
+ * A Client of `line` over the child's pipes: the SDK's StdioServerTransport is newline-delimited
+ * JSON-RPC over any two streams, here the child's stdout (read) and stdin (written). The client is
+ * closed when its child exits; a write to the gone child (EPIPE) is not an uncaught error.
+ */
+async function connect(line: Line, child: ChildProcess): Promise<McpPingClient> {
+  child.stdin!.on('error', () => {})
+  const info = { name: 'reapkit-health-test', version: '1.0.0' }
+  const client = line === 1 ? new ClientV1(info) : new ClientV2(info)
+  const transport = line === 1 ? new StreamTransportV1(child.stdout!, child.stdin!) : new StreamTransportV2(child.stdout!, child.stdin!)
+  child.once('exit', () => void client.close().catch(() => {}))
+  await client.connect(transport as never)
+  return client
+}
+
+/** A supervisor whose every incarnation gets a client of `line` (by child), tracked for cleanup. */
+function supervise(line: Line) {
+  const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
+  current.push(sup)
+  const clients = new Map<ChildProcess, Promise<McpPingClient>>()
+  const failures: Array<{ pid: number; error: unknown; inARow: number }> = []
+  sup.on('spawn', (_record, child) => {
+    trackGroup(child.pid!)
+    const connected = connect(line, child)
+    connected.catch(() => {}) // a child gone before it answered: its checks fail, nothing more
+    clients.set(child, connected)
+  })
+  sup.on('health-fail', (record, error, inARow) => failures.push({ pid: record.pid, error, inARow }))
+  const pings = new Map<number, number>() // answered pings by pid
+  const ping = mcpPingHealthCheck(({ child }) => clients.get(child))
+  const check = async (context: HealthCheckContext) => {
+    await ping(context)
+    pings.set(context.child.pid!, (pings.get(context.child.pid!) ?? 0) + 1)
+  }
+  return { sup, clients, failures, pings, check }
+}
+
+const sdkServer = (line: Line) => join(FIXTURES, line === 1 ? 'mcp-server.mjs' : 'mcp-server-v2.mjs')
+
+describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.x client', (line) => {
+  it('a healthy MCP server answers every ping: no failure, no stop, no restart', async () => {
+    const { sup, failures, pings, check } = supervise(line)
+    const child = sup.spawn(process.execPath, [sdkServer(line)], {
+      requestId: 'healthy',
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, REAPKIT_DIST: DIST },
+      restart: 'on-failure',
+      health: { check, intervalMs: 100, timeoutMs: 5000, failures: 2 },
+    })
+    await waitFor(() => (pings.get(child.pid!) ?? 0) >= 5, 20_000, '5 answered pings')
+    expect(failures).toEqual([])
+    const record = sup.get('healthy')!
+    expect(record.status).toBe('running')
+    expect(record.pid).toBe(child.pid)
+    expect(record.restarts).toBe(0)
+    expect(isGone(child.pid!)).toBe(false)
+  })
+
+  it('takes a Client itself (a child that is not restarted): its pings reach that server', async () => {
+    const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
+    current.push(sup)
+    let connected: Promise<McpPingClient> | undefined
+    sup.on('spawn', (_r, child) => {
+      trackGroup(child.pid!)
+      connected = connect(line, child)
+    })
+    const failures: unknown[] = []
+    sup.on('health-fail', (_r, error) => failures.push(error))
+    // The Client the host connects in 'spawn', before the first check runs.
+    const child = sup.spawn(process.execPath, [sdkServer(line)], {
+      requestId: 'one',
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, REAPKIT_DIST: DIST },
+      health: {
+        check: async (context) => mcpPingHealthCheck(await connected!)(context).then(() => answered++),
+        intervalMs: 100,
+        timeoutMs: 5000,
+        failures: 2,
+      },
+    })
+    let answered = 0
+    await waitFor(() => answered >= 3, 20_000, '3 answered pings')
+    expect(failures).toEqual([])
+    expect(sup.get('one')!.status).toBe('running')
+    expect(isGone(child.pid!)).toBe(false)
+  })
+
+  it('a wedged server that still holds its pipes fails N pings, is stopped with the bounded close and restarted by its policy', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-mcp-health-'))
+    dirs.push(dir)
+    const { sup, clients, failures, pings, check } = supervise(line)
+    const first = sup.spawn(process.execPath, [join(FIXTURES, 'stdio-peer.cjs'), 'wedge', join(dir, 'starts')], {
+      requestId: 'wedged',
+      stdio: ['pipe', 'pipe', 'ignore'],
+      restart: 'on-failure',
+      backoff: { initialMs: 50, jitter: 0 },
+      // A timeout well above a loaded machine's start of the next incarnation (its first check waits for its client).
+      health: { check, intervalMs: 100, timeoutMs: 1500, failures: 3 },
+    })
+    await clients.get(first) // the first incarnation answered `initialize`: the wedge comes after
+    await waitFor(() => sup.get('wedged')?.restarts === 1 && sup.get('wedged')?.status === 'running', 30_000, 'one restart')
+    const record = sup.get('wedged')!
+    const second = record.pid
+    await waitFor(() => (pings.get(second) ?? 0) >= 3, 20_000, 'the new incarnation to answer 3 pings')
+
+    expect(pings.get(first.pid!) ?? 0, 'the wedged server answered no ping').toBe(0)
+    const firstFailures = failures.filter((f) => f.pid === first.pid)
+    expect(firstFailures.map((f) => f.inARow)).toEqual([1, 2, 3])
+    for (const f of firstFailures) expect((f.error as { code?: string }).code, String(f.error)).toBe('ETIMEDOUT')
+    expect(failures.filter((f) => f.pid === second), 'the restarted server is healthy').toEqual([])
+
+    const [wedged, restarted] = sup.get('wedged')!.incarnations
+    expect(wedged!.pid).toBe(first.pid)
+    // The bounded close: stdin end is never read by a wedged server, so SIGTERM ended it.
+    expect(wedged!.signal).toBe('SIGTERM')
+    expect(restarted!.reason).toBe('unhealthy')
+    expect(restarted!.pid).toBe(second)
+    expect(isGone(first.pid!)).toBe(true)
+    expect(isGone(second)).toBe(false)
+  })
+  it('a ping past the check\'s timeout is cancelled in the protocol (the check\'s signal reaches the SDK request)', async () => {
+    const { sup, failures, check } = supervise(line)
+    let seen: ReturnType<typeof jsonLines> | undefined
+    sup.once('spawn', (_r, child) => (seen = jsonLines(child.stderr!)))
+    sup.spawn(process.execPath, [join(FIXTURES, 'stdio-peer.cjs'), 'mute'], {
+      requestId: 'mute',
+      stdio: 'pipe',
+      health: { check, intervalMs: 200, timeoutMs: 1000, failures: 2 },
+    })
+    await waitFor(() => sup.get('mute')?.status === 'terminated', 20_000, 'the unhealthy child to be stopped')
+    expect(failures.map((f) => f.inARow)).toEqual([1, 2])
+    const got = () => seen!.seen.filter((m) => m.got)
+    const pings = () => got().filter((m) => m.got === 'ping').map((m) => m.id)
+    const cancelled = () => got().filter((m) => m.got === 'notifications/cancelled').map((m) => m.requestId)
+    // Its stderr may still be on its way after the exit: wait, bounded, for a cancel of each ping.
+    await waitFor(() => pings().length > 0 && cancelled().length >= pings().length, 10_000, `a cancel for each ping: ${JSON.stringify(got())}`).catch(() => {})
+    expect(pings().length, 'pings sent (a first check on a slow start may time out waiting for its client)').toBeGreaterThan(0)
+    expect(cancelled()).toEqual(pings())
+  })
+})
+
+describe.runIf(posix)('mcpPingHealthCheck', () => {
+  it('fails, with ERR_REAPKIT_MCP_NO_CLIENT, when no client is connected to the child it checks', async () => {
+    const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
+    current.push(sup)
+    const errors: unknown[] = []
+    sup.on('spawn', (_r, child) => trackGroup(child.pid!))
+    sup.on('health-fail', (_r, error) => errors.push(error))
+    const child = sup.spawn('sleep', ['1000'], {
+      requestId: 'no-client',
+      stdio: 'pipe',
+      health: { check: mcpPingHealthCheck(() => undefined), intervalMs: 50, timeoutMs: 1000, failures: 1 },
+    })
+    await waitFor(() => sup.get('no-client')?.status === 'terminated', 20_000, 'the unhealthy child to be stopped')
+    expect((errors[0] as { code?: string }).code).toBe('ERR_REAPKIT_MCP_NO_CLIENT')
+    expect(String(errors[0])).toContain(`pid ${child.pid}`)
+    expect(isGone(child.pid!)).toBe(true)
+  })
+
+  it('a client source that never resolves is bounded by the check\'s timeout', async () => {
+    const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
+    current.push(sup)
+    const errors: unknown[] = []
+    sup.on('spawn', (_r, child) => trackGroup(child.pid!))
+    sup.on('health-fail', (_r, error) => errors.push(error))
+    sup.spawn('sleep', ['1000'], {
+      requestId: 'pending',
+      stdio: 'pipe',
+      health: { check: mcpPingHealthCheck(() => new Promise<undefined>(() => {})), intervalMs: 50, timeoutMs: 200, failures: 2 },
+    })
+    await waitFor(() => sup.get('pending')?.status === 'terminated', 20_000, 'the unhealthy child to be stopped')
+    expect(errors.map((e) => (e as { code?: string }).code)).toEqual(['ETIMEDOUT', 'ETIMEDOUT'])
+  })
+
+  it('refuses what is neither a client nor a function, before anything starts', () => {
+    for (const bad of [undefined, null, 42, 'client', {}, { ping: 1 }]) {
+      expect(() => mcpPingHealthCheck(bad as never), String(bad)).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }))
+    }
+  })
+})
