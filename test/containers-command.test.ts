@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest'
 import { spawn, spawnedInfo } from '../lib/index'
 import { prepareContainerRun } from '../lib/mechanisms/container/child'
-import { engineOf, labelledRunArgs, parseContainerRun } from '../lib/mechanisms/container/command'
-import { formatOwner, ownerAlive, ownerOf, ownerStatus, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
+import { engineOf, labelledRunArgs, parseContainerRun, redactRunArgs } from '../lib/mechanisms/container/command'
+import { formatOwner, ownerAlive, ownerNamespace, ownerOf, ownerStatus, ownPidNamespace, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
 
 const parse = (argv: string[]) => parseContainerRun(argv[0]!, argv.slice(1))
 
@@ -129,6 +129,24 @@ describe('labelledRunArgs', () => {
   })
 })
 
+describe('redactRunArgs', () => {
+  const R = '<redacted>'
+  it.each<[string, string[], string[]]>([
+    ['docker', ['run', '-e', 'TOKEN=s3cret', 'img'], ['run', '-e', `TOKEN=${R}`, 'img']],
+    ['docker', ['run', '--env', 'TOKEN=s3cret', '--env=B=x=y', 'img'], ['run', '--env', `TOKEN=${R}`, `--env=B=${R}`, 'img']],
+    ['docker', ['run', '-eTOKEN=s3cret', '-e=A=1', '-ite', 'B=2', 'img'], ['run', `-eTOKEN=${R}`, `-e=A=${R}`, '-ite', `B=${R}`, 'img']],
+    ['podman', ['--remote', 'container', 'run', '--creds', 'me:pw', '-e', 'HOME', 'img'], ['--remote', 'container', 'run', '--creds', R, '-e', 'HOME', 'img']],
+    // The container's own command is not read; nor a command that is no run.
+    ['docker', ['run', '-i', 'img', 'env', '-e', 'X=1'], ['run', '-i', 'img', 'env', '-e', 'X=1']],
+    ['docker', ['exec', '-e', 'X=1', 'c', 'sh'], ['exec', '-e', 'X=1', 'c', 'sh']],
+    ['node', ['-e', 'X=1'], ['-e', 'X=1']],
+  ])('%s %j', (command, args, expected) => {
+    const copy = [...args]
+    expect(redactRunArgs(command, args)).toEqual(expected)
+    expect(args).toEqual(copy) // a new array
+  })
+})
+
 describe('owner', () => {
   it('formats and parses back', () => {
     const me = ownerOf()
@@ -153,6 +171,35 @@ describe('owner', () => {
     expect(ownerStatus({ ...me, hostname: `${me.hostname}-elsewhere` })).toBe('unknown')
     expect(ownerAlive({ ...me, hostname: `${me.hostname}-elsewhere` })).toBe(false)
   })
+
+  it.runIf(process.platform === 'linux')('names its PID namespace, and is judged only from that namespace', () => {
+    const me = ownerOf()
+    expect(me.pidNamespace).toMatch(/^pidns:[1-9][0-9]*$/)
+    expect(me.pidNamespace).toBe(ownPidNamespace())
+    expect(formatOwner(me)).toBe(`${me.hostname}/${me.bootId}/${me.pid}/${me.startTime}/${me.pidNamespace}`)
+    const elsewhere = { ...me, pidNamespace: me.pidNamespace === 'pidns:1' ? 'pidns:2' : 'pidns:1' }
+    expect(ownerNamespace(me)).toBe('same')
+    expect(ownerNamespace(elsewhere)).toBe('other')
+    // Our own pid and start time, but a number in another namespace: not judged either way.
+    expect(ownerStatus(elsewhere)).toBe('unknown')
+    expect(ownerStatus({ ...elsewhere, startTime: String(Number(me.startTime) + 1) })).toBe('unknown')
+    // An earlier boot ended every namespace of it.
+    expect(ownerStatus({ ...elsewhere, bootId: '00000000-0000-0000-0000-000000000000' })).toBe('gone')
+    // A label written before the namespace was recorded is read as before.
+    const { pidNamespace: _ns, ...old } = me
+    expect(ownerNamespace(old)).toBe('unrecorded')
+    expect(ownerStatus(old)).toBe('alive')
+    expect(ownerStatus({ ...old, startTime: String(Number(me.startTime) + 1) })).toBe('gone')
+  })
+
+  it('parses a label with its PID namespace, and one without (older labels, macOS)', () => {
+    expect(parseOwner('h/b/12/34/pidns:4026531836')).toEqual({ hostname: 'h', bootId: 'b', pid: 12, startTime: '34', pidNamespace: 'pidns:4026531836' })
+    expect(parseOwner('h/b/12/34')).toEqual({ hostname: 'h', bootId: 'b', pid: 12, startTime: '34' })
+  })
+
+  it.each(['h/b/1/2/pidns:', 'h/b/1/2/pidns:0', 'h/b/1/2/pidns:x', 'h/b/1/2/ns:5', 'h/b/1/2/pidns:5/6', 'h/b/1/2/'])('%j is no owner (a damaged namespace field)', (value) =>
+    expect(parseOwner(value)).toBe(null),
+  )
 
   it.each(['', 'a/b/c', 'a/b/c/d/e', 'h/b/0/1', 'h/b/x/1', 'h/b/12/x', '/b/1/2', 'h//1/2', 'h/b/-1/2'])('%j is no owner', (value) =>
     expect(parseOwner(value)).toBe(null),

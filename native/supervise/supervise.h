@@ -214,7 +214,7 @@ typedef struct {
   int nglobals;
   int auto_remove;         /* --rm */
   char run_label[64];      /* reapkit.run=<32 hex> */
-  char owner_label[400];   /* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime> */
+  char owner_label[400];   /* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime>[/pidns:<inode>] */
   int done;                /* the engine stop has run once */
   int seen;                /* a list has named a container of the run */
   int stopped_live;        /* a stop of ours began while the client was alive */
