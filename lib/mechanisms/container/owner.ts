@@ -64,6 +64,8 @@ export function bootId(): string {
  * cannot be read (no /proc, not Linux, not ours to read). A process never changes its own.
  */
 export function pidNamespaceOf(pid: number | 'self' = 'self'): string | null {
+  // Linux only: under Wine, /proc is Linux's, and its `self` is not the Windows process's pid space.
+  if (process.platform !== 'linux') return null
   try {
     const m = /^pid:\[([0-9]+)\]$/.exec(readlinkSync(`/proc/${pid}/ns/pid`))
     return m ? `pidns:${m[1]}` : null
