@@ -103,6 +103,7 @@ extern int pdeath_signal;
 int cloexec_pipe(int fds[2], int nonblock);
 enum signal_action signal_action_of(int sig);
 void install_handlers(int parent_death_signal);
+void restore_inherited_dispositions(void);
 
 /* command.c */
 pid_t start_command(char **argv);
