@@ -1,10 +1,15 @@
 // Recognizing a container run in an argv (issue 18's contract): pure parsing, no engine needed.
 // What is recognized gets two labels at the end of its run flags; anything reapkit cannot read for certain is a
 // plain command, exactly as before.
-import { describe, expect, it } from 'vitest'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { spawn, spawnedInfo } from '../lib/index'
 import { prepareContainerRun } from '../lib/mechanisms/container/child'
 import { engineOf, labelledRunArgs, parseContainerRun, redactRunArgs } from '../lib/mechanisms/container/command'
+import { canUnshare, DIST, ROOT } from './helpers'
 import { formatOwner, ownerAlive, ownerNamespace, ownerOf, ownerStatus, ownPidNamespace, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
 
 const parse = (argv: string[]) => parseContainerRun(argv[0]!, argv.slice(1))
@@ -233,4 +238,46 @@ describe('spawn() option container', () => {
     expect(prepareContainerRun('docker', ['run', 5 as unknown as string, 'img'], {})).toBe(null)
     expect(prepareContainerRun('docker', ['run', 'img'], {})).not.toBe(null)
   })
+})
+
+// Where the owner label's PID namespace comes from, for both writers (spawn() and the C wrapper),
+// with no engine: the client is a stand-in `docker` script that records its run argv. In a child
+// PID namespace the label names that namespace; under a /proc that is not of the writer's own
+// namespace (unshare --pid without --mount-proc), where no pid of the writer can be looked up, it
+// names none (four fields, judged as labels were before).
+describe.runIf(canUnshare)('the owner label from a child PID namespace', () => {
+  const BIN = join(ROOT, 'bin', 'reapkit')
+  const ours = readlinkSync('/proc/self/ns/pid').replace(/^pid:\[(\d+)\]$/, 'pidns:$1')
+  let dir = ''
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'reapkit-ns-label-'))
+    writeFileSync(join(dir, 'docker'), '#!/bin/sh\n[ "$1" = run ] && printf \'%s\\n\' "$@" > "$RUN_ARGS"\nexit 0\n', { mode: 0o755 })
+  })
+  afterEach(() => rmSync(dir, { recursive: true, force: true }))
+
+  /** The owner label the stand-in client received when `writer` ran it under `unshare ...flags`. */
+  function labelFrom(flags: string[], writer: 'spawn' | 'wrapper'): string {
+    const docker = join(dir, 'docker')
+    const out = join(dir, `${writer}-${flags.length}.args`)
+    const command =
+      writer === 'spawn'
+        ? [process.execPath, '-e', `const c = require(${JSON.stringify(DIST)}).spawn(${JSON.stringify(docker)}, ['run', '-i', 'img'], { stdio: 'ignore' }); c.on('exit', () => {})`]
+        : [BIN, '--', docker, 'run', '-i', 'img']
+    // --kill-child: the namespace's PID 1 goes with unshare, whatever happens.
+    const r = spawnSync('unshare', ['--pid', '--fork', '--kill-child', ...flags, ...command], { env: { ...process.env, RUN_ARGS: out }, encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'ignore', 'pipe'] })
+    expect(r.status, r.stderr).toBe(0)
+    const label = readFileSync(out, 'utf8').split('\n').find((a) => a.startsWith('reapkit.owner='))
+    expect(label, readFileSync(out, 'utf8')).toBeDefined()
+    return label!.slice('reapkit.owner='.length)
+  }
+
+  for (const writer of ['spawn', 'wrapper'] as const) {
+    it(`${writer}: names the child namespace (its own /proc), or none under the parent's /proc`, () => {
+      const own = labelFrom(['--mount-proc'], writer).split('/')
+      expect(own).toHaveLength(5)
+      expect(own[4]).toMatch(/^pidns:[1-9][0-9]*$/)
+      expect(own[4]).not.toBe(ours)
+      expect(labelFrom([], writer).split('/')).toHaveLength(4)
+    })
+  }
 })

@@ -102,12 +102,18 @@ static int random_hex(char out[33]) {
 }
 
 /* "/pidns:<inode>": the PID namespace our pid is a number in (doctor judges an owner only from its
- * own namespace); "" where it cannot be read (not Linux, no /proc): the label then has four fields. */
+ * own namespace); "" where it cannot be read (not Linux, no /proc) or this /proc is another
+ * namespace's (its `self` is not our pid: `unshare --pid --fork` without `--mount-proc`): the label
+ * then has four fields, as the library writes it there too (owner.ts). */
 static void pid_namespace(char *buf, size_t size) {
   buf[0] = '\0';
 #if RK_LINUX
   char link[64];
-  ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  ssize_t n = readlink("/proc/self", link, sizeof link - 1);
+  if (n <= 0) return;
+  link[n] = '\0';
+  if (strtol(link, NULL, 10) != (long)getpid()) return;
+  n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
   unsigned long long ino = 0;
   char tail = 0;
   if (n <= 0) return;

@@ -75,15 +75,27 @@ export function pidNamespaceOf(pid: number | 'self' = 'self'): string | null {
 }
 
 let ownNamespace: string | null | undefined
-/** This process's PID namespace (pidNamespaceOf(), read once). */
+/**
+ * This process's PID namespace (pidNamespaceOf(), read once), or null when this /proc is not of it:
+ * a /proc mounted for another namespace (`unshare --pid --fork` without `--mount-proc`) numbers its
+ * processes differently, so no pid of ours can be looked up there (its `self` is not our pid).
+ */
 export function ownPidNamespace(): string | null {
-  if (ownNamespace === undefined) ownNamespace = pidNamespaceOf()
+  if (ownNamespace === undefined) {
+    let procIsOurs = false
+    try {
+      procIsOurs = process.platform === 'linux' && readlinkSync('/proc/self') === String(process.pid)
+    } catch {
+      // no /proc
+    }
+    ownNamespace = procIsOurs ? pidNamespaceOf() : null
+  }
   return ownNamespace
 }
 
 /** The owner that `pid` (default: this process) would write: what a run started now is labelled with. */
 export function ownerOf(pid: number = process.pid): ContainerOwner {
-  const ns = pid === process.pid ? ownPidNamespace() : pidNamespaceOf(pid)
+  const ns = pid === process.pid || ownPidNamespace() === null ? ownPidNamespace() : pidNamespaceOf(pid)
   return {
     hostname: hostname(),
     bootId: bootId(),
