@@ -214,6 +214,18 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
         expect(wrapper.exitCode).toBe(null)
       }, 120_000)
 
+      // Under a /proc of another namespace (unshare --pid without --mount-proc) no pid can be looked
+      // up as its label wrote it: a label without a namespace is not judged there either.
+      it.runIf(canUnshare && engine.name === 'docker')('doctor under a /proc that is not its own namespace judges no owner label without a namespace', async () => {
+        const old = (await owner(false)).split('/').slice(0, 4).join('/') // a dead pid, as an older reapkit wrote it
+        const id = runDetached(engine, [`reapkit.owner=${old}`])
+        const r = spawnSync('unshare', ['--pid', '--fork', '--kill-child', BIN, 'doctor', '--containers', '--json', '--engine', 'docker', '--label', label], { env: engine.env, encoding: 'utf8', timeout: 90_000 })
+        const report = (JSON.parse(r.stdout) as DoctorJson).containers
+        expect(report.leaked).toEqual([])
+        expect(report.foreign).toEqual([expect.objectContaining({ id, why: expect.stringMatching(/PID namespace.*not ours to judge/) })])
+        expect(r.status, r.stderr).toBe(0)
+      }, 120_000)
+
       it('an engine that does not answer, or is not installed, is skipped and said so; the others are still listed', async () => {
         const id = runDetached(engine, [`reapkit.owner=${await owner(false)}`])
         // The other engine pointed at a socket nobody listens on; nerdctl where it is not installed.

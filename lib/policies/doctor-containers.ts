@@ -19,7 +19,7 @@ import { typeError } from '../ground/errors'
 import { validateMs, validateOptions } from '../ground/validate'
 import { type ContainerEngine, OWNER_LABEL, RUN_LABEL } from '../mechanisms/container/command'
 import { type EngineClient, EngineError, ENGINE_CALL_MS_DEFAULT, listByLabel } from '../mechanisms/container/engine'
-import { bootId, type ContainerOwner, ownerNamespace, ownerStatus, ownPidNamespace, parseOwner, processStartTime } from '../mechanisms/container/owner'
+import { bootId, type ContainerOwner, ownerNamespace, ownerStatus, ownPidNamespace, parseOwner, pidNamespaceOf, processStartTime } from '../mechanisms/container/owner'
 import type { OrphanTree } from './doctor'
 import { type ClientFinding, findClients } from './doctor-clients'
 import { inspectContainers, type InspectedContainer } from './doctor-inspect'
@@ -127,10 +127,13 @@ const lingering = (c: InspectedContainer): boolean => (c.autoRemove ? c.state !=
 /** The initial PID namespace (the kernel's PROC_PID_INIT_INO): owners' pids are written as seen from there, as a rule. */
 const INIT_PID_NS = 'pidns:4026531836'
 
-/** Is doctor in a child PID namespace (where an unlabelled owner's pid may name a process outside)? */
+/**
+ * Is doctor in a child PID namespace, or under a /proc of another namespace than its own (where no
+ * pid can be looked up as written)? There an unlabelled owner's pid may name a process outside.
+ */
 function inChildPidNamespace(): boolean {
-  const own = ownPidNamespace()
-  return own !== null && own !== INIT_PID_NS
+  const raw = pidNamespaceOf() // read even through another namespace's /proc: `ns/pid` is our own
+  return raw !== null && (raw !== INIT_PID_NS || ownPidNamespace() === null)
 }
 
 /**
