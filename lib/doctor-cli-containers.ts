@@ -24,7 +24,7 @@ export function humanContainers(report: ContainerReport): string {
     out += '\n'
   }
   if (report.foreign.length > 0) {
-    out += "Containers whose owner cannot be judged here (another host's; --stop leaves them alone):\n"
+    out += "Containers whose owner cannot be judged here (another host's, or another PID namespace's; --stop leaves them alone):\n"
     for (const c of report.foreign) out += entry(c)
     out += '\n'
   }

@@ -3,7 +3,7 @@
 // path of the wrapper must end it through the engine (native/supervise/engine.c). Every container
 // carries this test's own label and is removed by that label after each test.
 import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -105,7 +105,8 @@ for (const engine of testEngines()) {
       const [id] = containersWith(engine, label)
       const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout)
       const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
-      expect(labels['reapkit.owner']).toBe(`${hostname()}/${bootId}/${start.pid}/${procStat(start.pid)![19]}`)
+      const pidns = readlinkSync(`/proc/${start.pid}/ns/pid`).replace(/^pid:\[(\d+)\]$/, 'pidns:$1')
+      expect(labels['reapkit.owner']).toBe(`${hostname()}/${bootId}/${start.pid}/${procStat(start.pid)![19]}/${pidns}`)
       expect(labels['reapkit.run']).toMatch(/^[0-9a-f]{32}$/)
       const t0 = performance.now()
       w.kill('SIGTERM')
@@ -255,7 +256,7 @@ for (const engine of testEngines()) {
         const [id] = containersWith(engine, label)
         const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout)
         expect(labels['reapkit.run']).toMatch(/^[0-9a-f]{32}$/)
-        expect(labels['reapkit.owner']).toMatch(/^[^/]+\/[^/]+\/\d+\/\d+$/)
+        expect(labels['reapkit.owner']).toMatch(/^[^/]+\/[^/]+\/\d+\/\d+\/pidns:\d+$/)
         w.kill('SIGTERM')
         const { code } = await exitOf(w, ENGINE_BOUND)
         expect(code, 'not 123: the stop found its container').toBe(137)

@@ -1,11 +1,16 @@
 // Recognizing a container run in an argv (issue 18's contract): pure parsing, no engine needed.
 // What is recognized gets two labels at the end of its run flags; anything reapkit cannot read for certain is a
 // plain command, exactly as before.
-import { describe, expect, it } from 'vitest'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { spawn, spawnedInfo } from '../lib/index'
 import { prepareContainerRun } from '../lib/mechanisms/container/child'
-import { engineOf, labelledRunArgs, parseContainerRun } from '../lib/mechanisms/container/command'
-import { formatOwner, ownerAlive, ownerOf, ownerStatus, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
+import { engineOf, labelledRunArgs, parseContainerRun, redactRunArgs } from '../lib/mechanisms/container/command'
+import { canUnshare, DIST, ROOT } from './helpers'
+import { formatOwner, ownerAlive, ownerNamespace, ownerOf, ownerStatus, ownPidNamespace, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
 
 const parse = (argv: string[]) => parseContainerRun(argv[0]!, argv.slice(1))
 
@@ -129,6 +134,24 @@ describe('labelledRunArgs', () => {
   })
 })
 
+describe('redactRunArgs', () => {
+  const R = '<redacted>'
+  it.each<[string, string[], string[]]>([
+    ['docker', ['run', '-e', 'TOKEN=s3cret', 'img'], ['run', '-e', `TOKEN=${R}`, 'img']],
+    ['docker', ['run', '--env', 'TOKEN=s3cret', '--env=B=x=y', 'img'], ['run', '--env', `TOKEN=${R}`, `--env=B=${R}`, 'img']],
+    ['docker', ['run', '-eTOKEN=s3cret', '-e=A=1', '-ite', 'B=2', 'img'], ['run', `-eTOKEN=${R}`, `-e=A=${R}`, '-ite', `B=${R}`, 'img']],
+    ['podman', ['--remote', 'container', 'run', '--creds', 'me:pw', '-e', 'HOME', 'img'], ['--remote', 'container', 'run', '--creds', R, '-e', 'HOME', 'img']],
+    // The container's own command is not read; nor a command that is no run.
+    ['docker', ['run', '-i', 'img', 'env', '-e', 'X=1'], ['run', '-i', 'img', 'env', '-e', 'X=1']],
+    ['docker', ['exec', '-e', 'X=1', 'c', 'sh'], ['exec', '-e', 'X=1', 'c', 'sh']],
+    ['node', ['-e', 'X=1'], ['-e', 'X=1']],
+  ])('%s %j', (command, args, expected) => {
+    const copy = [...args]
+    expect(redactRunArgs(command, args)).toEqual(expected)
+    expect(args).toEqual(copy) // a new array
+  })
+})
+
 describe('owner', () => {
   it('formats and parses back', () => {
     const me = ownerOf()
@@ -154,6 +177,35 @@ describe('owner', () => {
     expect(ownerAlive({ ...me, hostname: `${me.hostname}-elsewhere` })).toBe(false)
   })
 
+  it.runIf(process.platform === 'linux')('names its PID namespace, and is judged only from that namespace', () => {
+    const me = ownerOf()
+    expect(me.pidNamespace).toMatch(/^pidns:[1-9][0-9]*$/)
+    expect(me.pidNamespace).toBe(ownPidNamespace())
+    expect(formatOwner(me)).toBe(`${me.hostname}/${me.bootId}/${me.pid}/${me.startTime}/${me.pidNamespace}`)
+    const elsewhere = { ...me, pidNamespace: me.pidNamespace === 'pidns:1' ? 'pidns:2' : 'pidns:1' }
+    expect(ownerNamespace(me)).toBe('same')
+    expect(ownerNamespace(elsewhere)).toBe('other')
+    // Our own pid and start time, but a number in another namespace: not judged either way.
+    expect(ownerStatus(elsewhere)).toBe('unknown')
+    expect(ownerStatus({ ...elsewhere, startTime: String(Number(me.startTime) + 1) })).toBe('unknown')
+    // An earlier boot ended every namespace of it.
+    expect(ownerStatus({ ...elsewhere, bootId: '00000000-0000-0000-0000-000000000000' })).toBe('gone')
+    // A label written before the namespace was recorded is read as before.
+    const { pidNamespace: _ns, ...old } = me
+    expect(ownerNamespace(old)).toBe('unrecorded')
+    expect(ownerStatus(old)).toBe('alive')
+    expect(ownerStatus({ ...old, startTime: String(Number(me.startTime) + 1) })).toBe('gone')
+  })
+
+  it('parses a label with its PID namespace, and one without (older labels, macOS)', () => {
+    expect(parseOwner('h/b/12/34/pidns:4026531836')).toEqual({ hostname: 'h', bootId: 'b', pid: 12, startTime: '34', pidNamespace: 'pidns:4026531836' })
+    expect(parseOwner('h/b/12/34')).toEqual({ hostname: 'h', bootId: 'b', pid: 12, startTime: '34' })
+  })
+
+  it.each(['h/b/1/2/pidns:', 'h/b/1/2/pidns:0', 'h/b/1/2/pidns:x', 'h/b/1/2/ns:5', 'h/b/1/2/pidns:5/6', 'h/b/1/2/'])('%j is no owner (a damaged namespace field)', (value) =>
+    expect(parseOwner(value)).toBe(null),
+  )
+
   it.each(['', 'a/b/c', 'a/b/c/d/e', 'h/b/0/1', 'h/b/x/1', 'h/b/12/x', '/b/1/2', 'h//1/2', 'h/b/-1/2'])('%j is no owner', (value) =>
     expect(parseOwner(value)).toBe(null),
   )
@@ -168,11 +220,13 @@ describe('spawn() option container', () => {
     expect(() => spawn('docker', ['run', 'img'], { container: value as never })).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }))
   })
 
-  it('a shell command is never rewritten (a shell string is not read)', () => {
+  it('a shell command is never rewritten (a shell string is not read)', async () => {
     const child = spawn('docker', ['run', '-i', '--rm', 'img'], { shell: true, stdio: 'ignore', env: { ...process.env, PATH: '/nonexistent' } })
+    const exited = new Promise((res) => child.once('exit', res))
     expect(spawnedInfo(child)?.container).toBe(undefined)
     expect(child.spawnargs.join(' ')).not.toContain('reapkit.run')
     child.kill('SIGKILL')
+    await exited // reaped before the leak guard looks (it was not waited for: flaky under load)
   })
 
   it('a client that cannot be started (ENOENT) records no container', async () => {
@@ -186,4 +240,46 @@ describe('spawn() option container', () => {
     expect(prepareContainerRun('docker', ['run', 5 as unknown as string, 'img'], {})).toBe(null)
     expect(prepareContainerRun('docker', ['run', 'img'], {})).not.toBe(null)
   })
+})
+
+// Where the owner label's PID namespace comes from, for both writers (spawn() and the C wrapper),
+// with no engine: the client is a stand-in `docker` script that records its run argv. In a child
+// PID namespace the label names that namespace; under a /proc that is not of the writer's own
+// namespace (unshare --pid without --mount-proc), where no pid of the writer can be looked up, it
+// names none (four fields, judged as labels were before).
+describe.runIf(canUnshare)('the owner label from a child PID namespace', () => {
+  const BIN = join(ROOT, 'bin', 'reapkit')
+  const ours = readlinkSync('/proc/self/ns/pid').replace(/^pid:\[(\d+)\]$/, 'pidns:$1')
+  let dir = ''
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'reapkit-ns-label-'))
+    writeFileSync(join(dir, 'docker'), '#!/bin/sh\n[ "$1" = run ] && printf \'%s\\n\' "$@" > "$RUN_ARGS"\nexit 0\n', { mode: 0o755 })
+  })
+  afterEach(() => rmSync(dir, { recursive: true, force: true }))
+
+  /** The owner label the stand-in client received when `writer` ran it under `unshare ...flags`. */
+  function labelFrom(flags: string[], writer: 'spawn' | 'wrapper'): string {
+    const docker = join(dir, 'docker')
+    const out = join(dir, `${writer}-${flags.length}.args`)
+    const command =
+      writer === 'spawn'
+        ? [process.execPath, '-e', `const c = require(${JSON.stringify(DIST)}).spawn(${JSON.stringify(docker)}, ['run', '-i', 'img'], { stdio: 'ignore' }); c.on('exit', () => {})`]
+        : [BIN, '--', docker, 'run', '-i', 'img']
+    // --kill-child: the namespace's PID 1 goes with unshare, whatever happens.
+    const r = spawnSync('unshare', ['--pid', '--fork', '--kill-child', ...flags, ...command], { env: { ...process.env, RUN_ARGS: out }, encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'ignore', 'pipe'] })
+    expect(r.status, r.stderr).toBe(0)
+    const label = readFileSync(out, 'utf8').split('\n').find((a) => a.startsWith('reapkit.owner='))
+    expect(label, readFileSync(out, 'utf8')).toBeDefined()
+    return label!.slice('reapkit.owner='.length)
+  }
+
+  for (const writer of ['spawn', 'wrapper'] as const) {
+    it(`${writer}: names the child namespace (its own /proc), or none under the parent's /proc`, () => {
+      const own = labelFrom(['--mount-proc'], writer).split('/')
+      expect(own).toHaveLength(5)
+      expect(own[4]).toMatch(/^pidns:[1-9][0-9]*$/)
+      expect(own[4]).not.toBe(ours)
+      expect(labelFrom([], writer).split('/')).toHaveLength(4)
+    })
+  }
 })

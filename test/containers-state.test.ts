@@ -4,12 +4,13 @@
 // that carry the recorded owner too. Real engines; every container carries this test's label.
 import { randomUUID } from 'node:crypto'
 import { spawn as nodeSpawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Supervisor } from '../lib/index'
-import { containersWith, engineRun, enginesSkipReason, removeLabelled, testEngines, testLabel, waitForEngine } from './containers'
+import { bootId } from '../lib/mechanisms/container/owner'
+import { containersWith, engineRun, enginesSkipReason, removeLabelled, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
 import { DIST, exitOf } from './helpers'
 
 const skip = enginesSkipReason()
@@ -23,6 +24,32 @@ const keep = process.env.KEEP_CLIENT === '1' ? { parentDeathSignal: false } : {}
 s.leftovers.then(() => { s.spawn(bin, args, { stdio: 'ignore', ...keep }); setInterval(() => {}, 1000) })
 `
 
+/** Whether a live process's command line names `id` (podman's conmon names its container). */
+function processNaming(id: string): boolean {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(id) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) return true
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false
+}
+
+/**
+ * Removes this test's containers (by its label). With podman, a `run -d` made here left its conmon
+ * to this process (the leak guard makes each test a subreaper), and the conmon exits a moment after
+ * its container: waited for, bounded, or the guard counts it as a leak.
+ */
+async function removeMine(engine: TestEngine, label: string): Promise<void> {
+  const ids = containersWith(engine, label)
+  if (engine.name !== 'podman' || ids.length === 0) return void removeLabelled(engine, label)
+  // kill first: podman 4's rm -f of a container left 'stopping' drops its record and leaves its processes running
+  engineRun(engine, ['kill', ...ids])
+  engineRun(engine, ['rm', '-f', '-t', '0', ...ids])
+  await waitForEngine(() => ids.every((id) => !processNaming(id)), 15_000, "the containers' conmon to exit")
+}
+
 describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let label = ''
   let dir = ''
@@ -32,22 +59,26 @@ describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skip
     dir = mkdtempSync(join(tmpdir(), 'reapkit-ctr-state-'))
     file = join(dir, 'state.json')
   })
-  afterEach(() => {
-    for (const engine of testEngines()) removeLabelled(engine, label)
+  afterEach(async () => {
+    for (const engine of testEngines()) await removeMine(engine, label)
     rmSync(dir, { recursive: true, force: true })
   })
 
   for (const engine of testEngines()) {
     describe(engine.name, () => {
-      it("a supervisor SIGKILLed with a container running: the next one on the file stops it through the engine; the file holds no secret of the client's environment", async () => {
+      it("a supervisor SIGKILLed with a container running: the next one on the file stops it through the engine; the file holds no secret of the client's environment nor of its -e flags", async () => {
         const env = { ...engine.env, REAPKIT_TEST_SECRET: 'hunter2' }
-        const host = nodeSpawn(process.execPath, ['-e', HOST, DIST, file, engine.bin, 'run', '--rm', '--label', label, engine.image, 'sleep', '1000'], { env, stdio: 'ignore' })
+        const secrets = ['-e', 'TOKEN=s3cret', '--env=API_KEY=k3y']
+        const host = nodeSpawn(process.execPath, ['-e', HOST, DIST, file, engine.bin, 'run', '--rm', ...secrets, '--label', label, engine.image, 'sleep', '1000'], { env, stdio: 'ignore' })
         try {
           await waitForEngine(() => containersWith(engine, label, false).length === 1, 60_000, 'the container to run')
           const [id] = containersWith(engine, label)
           await waitForEngine(() => readFileSync(file, 'utf8').includes('"container"'), 10_000, 'the run in the state file')
           const written = readFileSync(file, 'utf8')
           expect(written).not.toContain('hunter2')
+          expect(written).not.toContain('s3cret')
+          expect(written).not.toContain('k3y')
+          expect(JSON.parse(written).processes[0].args).toEqual(expect.arrayContaining(['-e', 'TOKEN=<redacted>', '--env=API_KEY=<redacted>']))
           if (engine.env.DOCKER_HOST) expect(written).toContain(engine.env.DOCKER_HOST)
           host.kill('SIGKILL')
           await exitOf(host)
@@ -102,6 +133,28 @@ describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skip
               // gone
             }
           }
+        }
+      })
+
+      // A file shared with a sandbox: its writer's pid is a number in another PID namespace, so
+      // nothing here can tell whether that owner is gone. Before, the label could not say so.
+      it('a recorded run whose owner was in another PID namespace is not stopped, and stays in the file', async () => {
+        const here = readlinkSync('/proc/self/ns/pid').replace(/^pid:\[(\d+)\]$/, 'pidns:$1')
+        const owner = `${hostname()}/${bootId()}/4194304/1/${here === 'pidns:1' ? 'pidns:2' : 'pidns:1'}`
+        const runId = randomUUID()
+        const r = engineRun(engine, ['run', '-d', '--rm', '--label', label, '--label', `reapkit.run=${runId}`, '--label', `reapkit.owner=${owner}`, engine.image, 'sleep', '1000'])
+        expect(r.code, r.stderr).toBe(0)
+        const id = r.stdout.trim()
+        const run = { engine: engine.name, bin: engine.bin, globals: [], env: { PATH: process.env.PATH, ...(engine.env.DOCKER_HOST ? { DOCKER_HOST: engine.env.DOCKER_HOST } : {}) }, runId, owner, autoRemove: true }
+        writeFileSync(file, JSON.stringify({ version: 1, owner: null, processes: [], containers: [run] }), { mode: 0o600 })
+        const sup = new Supervisor({ stateFile: file, graceMs: 1000, backstop: false })
+        try {
+          const report = (await sup.leftovers)!
+          expect(report.containers).toEqual([expect.objectContaining({ runId, ids: [id], state: 'survived', survivors: [id], stopped: false, error: expect.objectContaining({ message: expect.stringMatching(/^owner in another PID namespace: not judged/) }) })])
+          expect(containersWith(engine, label, false)).toEqual([id])
+          expect((JSON.parse(readFileSync(file, 'utf8')).containers as Array<{ runId: string; owner: string }>).map((c) => [c.runId, c.owner])).toEqual([[runId, owner]])
+        } finally {
+          sup.dispose()
         }
       })
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ContainerReport, findLeakedContainers, findOrphans, type StoppedContainer, stopLeakedContainers } from '../lib/index'
-import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
+import { formatOwner, ownerOf, ownPidNamespace } from '../lib/mechanisms/container/owner'
 import { containerState, containersWith, engineRun, enginesSkipReason, type TestEngine, testEngines, testLabel } from './containers'
 import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
 
@@ -101,7 +101,7 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
     started.push(p)
     await new Promise((r) => p.once('spawn', r))
     const value = formatOwner(ownerOf(p.pid!))
-    expect(value).toMatch(/\/\d+\/\d+$/) // its start time was read
+    expect(value).toMatch(/\/\d+\/\d+\/pidns:\d+$/) // its start time and PID namespace were read
     if (!keep) {
       p.kill('SIGKILL')
       await exitOf(p)
@@ -132,7 +132,7 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
             state: 'running',
             autoRemove: true,
             runId: 'doctor-test',
-            owner: { hostname: ownerOf().hostname, bootId: ownerOf().bootId, pid: Number(ownerValue.split('/')[2]), startTime: ownerValue.split('/')[3] },
+            owner: { hostname: ownerOf().hostname, bootId: ownerOf().bootId, pid: Number(ownerValue.split('/')[2]), startTime: ownerValue.split('/')[3], pidNamespace: ownPidNamespace() },
             why: `its owner, pid ${ownerValue.split('/')[2]}, is gone`,
           }),
         ])
@@ -167,6 +167,63 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
         expect(stopped.status).toBe(0)
         expect(stopped.json.stoppedContainers ?? []).toEqual([])
         expect(containerState(engine, id)).toBe('running')
+      }, 120_000)
+
+      // Before the owner label named its PID namespace, a pid from another namespace was judged
+      // as if it were one of ours: gone, or worse, another live process.
+      it('an owner label naming another PID namespace is listed apart as not judged, and --stop leaves it running', async () => {
+        const dead = (await owner(false)).split('/') // this host, this boot, a dead pid: only the namespace differs
+        const other = ownPidNamespace() === 'pidns:1' ? 'pidns:2' : 'pidns:1'
+        const value = [...dead.slice(0, 4), other].join('/')
+        const id = runDetached(engine, [`reapkit.owner=${value}`])
+        const listed = doctor(engine, label, [])
+        expect(listed.status, listed.stderr).toBe(0)
+        expect(listed.json.containers.leaked).toEqual([])
+        expect(listed.json.containers.foreign).toEqual([
+          expect.objectContaining({ id, owner: expect.objectContaining({ pid: Number(dead[2]), pidNamespace: other }), why: expect.stringMatching(/^owner in another PID namespace: not judged/) }),
+        ])
+        const words = spawnSync(BIN, ['doctor', '--containers', '--engine', engine.name, '--label', label], { env: engine.env, encoding: 'utf8', timeout: 90_000 })
+        expect(words.stdout).toContain('owner in another PID namespace: not judged')
+        const stopped = doctor(engine, label, ['--stop', '--yes', '--grace-ms', '0'])
+        expect(stopped.status, stopped.stderr).toBe(0)
+        expect(stopped.json.stoppedContainers ?? []).toEqual([])
+        expect(containerState(engine, id)).toBe('running')
+      }, 120_000)
+
+      // The wrapper is PID 1 of its namespace: its label said pid 1, which doctor outside read as
+      // init (another start time) and called the live owner gone. Docker only: podman must never
+      // run inside unshare (its network namespace mounts would break podman machine-wide).
+      it.runIf(canUnshare && engine.name === 'docker')('a run whose wrapper lives in a child PID namespace (unshare --pid) is not listed as leaked by doctor outside it, nor stopped', async () => {
+        const wrapper = spawnGroup('unshare', ['--pid', '--fork', '--mount-proc', BIN, '--', engine.bin, 'run', '-i', '--rm', '--label', label, engine.image, 'sleep', '1000'], {
+          env: engine.env,
+          stdio: ['pipe', 'pipe', 'pipe'],
+        })
+        started.push(wrapper)
+        let ids: string[] = []
+        await waitFor(() => (ids = containersWith(engine, label, false)).length === 1, 60_000, 'the container')
+        const listed = doctor(engine, label, [])
+        expect(listed.status, listed.stderr).toBe(0)
+        expect(listed.json.containers.leaked).toEqual([])
+        expect(listed.json.containers.foreign).toEqual([
+          expect.objectContaining({ id: ids[0], owner: expect.objectContaining({ pid: 1, pidNamespace: expect.not.stringMatching(`^${ownPidNamespace()}$`) }), why: expect.stringMatching(/^owner in another PID namespace: not judged/) }),
+        ])
+        const stopped = doctor(engine, label, ['--stop', '--yes', '--grace-ms', '0'])
+        expect(stopped.status, stopped.stderr).toBe(0)
+        expect(stopped.json.stoppedContainers ?? []).toEqual([])
+        expect(containerState(engine, ids[0]!)).toBe('running')
+        expect(wrapper.exitCode).toBe(null)
+      }, 120_000)
+
+      // Under a /proc of another namespace (unshare --pid without --mount-proc) no pid can be looked
+      // up as its label wrote it: a label without a namespace is not judged there either.
+      it.runIf(canUnshare && engine.name === 'docker')('doctor under a /proc that is not its own namespace judges no owner label without a namespace', async () => {
+        const old = (await owner(false)).split('/').slice(0, 4).join('/') // a dead pid, as an older reapkit wrote it
+        const id = runDetached(engine, [`reapkit.owner=${old}`])
+        const r = spawnSync('unshare', ['--pid', '--fork', '--kill-child', BIN, 'doctor', '--containers', '--json', '--engine', 'docker', '--label', label], { env: engine.env, encoding: 'utf8', timeout: 90_000 })
+        const report = (JSON.parse(r.stdout) as DoctorJson).containers
+        expect(report.leaked).toEqual([])
+        expect(report.foreign).toEqual([expect.objectContaining({ id, why: expect.stringMatching(/PID namespace.*not ours to judge/) })])
+        expect(r.status, r.stderr).toBe(0)
       }, 120_000)
 
       it('an engine that does not answer, or is not installed, is skipped and said so; the others are still listed', async () => {

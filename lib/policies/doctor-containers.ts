@@ -5,21 +5,21 @@
  * - every container carrying `reapkit.owner` whose owner is gone (owner.ts's ownerStatus: this host,
  *   and an earlier boot, or the pid dead, or the pid now another process), on every engine that
  *   answers (docker, podman, nerdctl; one that is not installed or does not answer is skipped and
- *   said so, never an error that hides the rest). An owner on another host cannot be judged here:
- *   such containers are listed apart (`foreign`) and never stopped;
+ *   said so, never an error that hides the rest). An owner on another host, or in another PID
+ *   namespace, cannot be judged here: such containers are listed apart (`foreign`) and never stopped;
  * - the container of each `docker run`/`podman run` client in an orphaned tree, where it can be
  *   told exactly (./doctor-clients.ts); where it cannot, the client is listed saying so.
  *
  * Never listed: a container whose owner is alive, one without reapkit's labels whose client is not
  * an orphan (a `-d` run, any run whose host lives). Never signals, never stops.
  */
-import { readFileSync, readlinkSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { typeError } from '../ground/errors'
 import { validateMs, validateOptions } from '../ground/validate'
 import { type ContainerEngine, OWNER_LABEL, RUN_LABEL } from '../mechanisms/container/command'
 import { type EngineClient, EngineError, ENGINE_CALL_MS_DEFAULT, listByLabel } from '../mechanisms/container/engine'
-import { bootId, type ContainerOwner, parseOwner, processStartTime, ownerStatus } from '../mechanisms/container/owner'
+import { bootId, type ContainerOwner, ownerNamespace, ownerStatus, ownPidNamespace, parseOwner, pidNamespaceOf, processStartTime } from '../mechanisms/container/owner'
 import type { OrphanTree } from './doctor'
 import { type ClientFinding, findClients } from './doctor-clients'
 import { inspectContainers, type InspectedContainer } from './doctor-inspect'
@@ -69,7 +69,7 @@ export interface ContainerReport {
   engines: EngineScan[]
   /** What `reapkit doctor --stop` stops. */
   leaked: LeakedContainer[]
-  /** Owned by another host: not ours to judge; listed only, never stopped. */
+  /** Owned by another host, or by a process in another PID namespace: not ours to judge; listed only, never stopped. */
   foreign: LeakedContainer[]
   /** Container clients in orphaned trees. */
   clients: OrphanedClient[]
@@ -125,29 +125,36 @@ function matches(c: InspectedContainer, labels: readonly string[]): boolean {
 const lingering = (c: InspectedContainer): boolean => (c.autoRemove ? c.state !== 'removing' : ['running', 'paused', 'restarting', 'stopping'].includes(c.state))
 
 /** The initial PID namespace (the kernel's PROC_PID_INIT_INO): owners' pids are written as seen from there, as a rule. */
-const INIT_PID_NS = 'pid:[4026531836]'
+const INIT_PID_NS = 'pidns:4026531836'
 
+/**
+ * Is doctor in a child PID namespace, or under a /proc of another namespace than its own (where no
+ * pid can be looked up as written)? There an unlabelled owner's pid may name a process outside.
+ */
 function inChildPidNamespace(): boolean {
-  if (process.platform !== 'linux') return false
-  try {
-    return readlinkSync('/proc/self/ns/pid') !== INIT_PID_NS
-  } catch {
-    return false
-  }
+  const raw = pidNamespaceOf() // read even through another namespace's /proc: `ns/pid` is our own
+  return raw !== null && (raw !== INIT_PID_NS || ownPidNamespace() === null)
 }
 
 /**
- * ownerStatus(), and why in words. In a child PID namespace (a sandbox, `unshare --pid`), a pid
- * not seen here may be a process outside that runs on: there only an earlier boot proves an owner
- * gone; anything else is 'unknown'.
+ * ownerStatus(), and why in words. An owner whose label names another PID namespace is never
+ * judged (its pid is a number in that namespace, not this one). One whose label names none (written
+ * before reapkit recorded it) seen from a child PID namespace (a sandbox, `unshare --pid`): a pid not
+ * seen here may be a process outside that runs on, so there only an earlier boot proves it gone.
  */
 function judgeOwner(owner: ContainerOwner): { status: 'alive' | 'gone' | 'unknown'; why: string } {
   const status = ownerStatus(owner)
-  if (status === 'unknown') return { status, why: `its owner is on host ${owner.hostname}, not this one (${hostname()}): not ours to judge` }
+  if (owner.hostname !== hostname()) return { status, why: `its owner is on host ${owner.hostname}, not this one (${hostname()}): not ours to judge` }
+  if (status === 'unknown') {
+    const here = ownPidNamespace() ?? 'a namespace that cannot be read'
+    return { status, why: `owner in another PID namespace: not judged (its owner, pid ${owner.pid}, is in ${owner.pidNamespace}; doctor runs in ${here})` }
+  }
   if (status === 'alive') return { status, why: '' }
   const boot = bootId()
   if (owner.bootId !== '-' && boot !== '-' && owner.bootId !== boot) return { status, why: `its owner (pid ${owner.pid}) ran in an earlier boot` }
-  if (inChildPidNamespace()) return { status: 'unknown', why: `its owner, pid ${owner.pid}, is not seen from this PID namespace (a child one): it may run outside it, not ours to judge` }
+  if (ownerNamespace(owner) === 'unrecorded' && inChildPidNamespace()) {
+    return { status: 'unknown', why: `its owner, pid ${owner.pid}, is not seen from this PID namespace (a child one) and its label names none: it may run outside it, not ours to judge` }
+  }
   const now = processStartTime(owner.pid)
   if (now === null) return { status, why: `its owner, pid ${owner.pid}, is gone` }
   return { status, why: `its owner, pid ${owner.pid}, is gone (that pid now names another process: start time ${now}, not ${owner.startTime})` }

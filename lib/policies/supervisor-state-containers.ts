@@ -15,7 +15,7 @@ import { KILL_CONFIRM_MS_DEFAULT } from '../ground/config'
 import { type Logger, logEvent } from '../ground/logger'
 import { type ContainerEngine, OWNER_LABEL, parseContainerRun, RUN_LABEL } from '../mechanisms/container/command'
 import { engineCall } from '../mechanisms/container/engine'
-import { parseOwner } from '../mechanisms/container/owner'
+import { ownerNamespace, ownPidNamespace, parseOwner } from '../mechanisms/container/owner'
 import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from '../mechanisms/container/stop'
 
 /** A container run as the state file holds it. */
@@ -89,7 +89,9 @@ async function listIds(c: StateContainer, owner: boolean): Promise<string[]> {
 
 /**
  * A previous incarnation's container step: resolve by the run label, check every container of the
- * run carries the recorded owner, then the container step of a stop (stop.ts). Never rejects.
+ * run carries the recorded owner, and that the owner was in this process's PID namespace (the file
+ * may be shared with a sandbox: a predecessor in another namespace is not known gone from here,
+ * whatever its pid says), then the container step of a stop (stop.ts). Never rejects.
  */
 export async function stopLeftoverContainer(c: StateContainer, options: { graceMs: number; logger: Logger }): Promise<ContainerOutcome> {
   const base = { engine: c.engine, runId: c.runId }
@@ -99,6 +101,12 @@ export async function stopLeftoverContainer(c: StateContainer, options: { graceM
     ;[all, owned] = await Promise.all([listIds(c, false), listIds(c, true)])
   } catch (err) {
     return { ...base, ids: [], state: 'uncertain', survivors: [], stopped: false, error: err as Error }
+  }
+  const owner = parseOwner(c.owner)!
+  if (all.length > 0 && ownerNamespace(owner) === 'other') {
+    logEvent(options.logger, 'warn', 'state.container-other-namespace', { runId: c.runId, ids: all, pidNamespace: owner.pidNamespace })
+    const here = ownPidNamespace() ?? 'a namespace that cannot be read'
+    return { ...base, ids: all, state: 'survived', survivors: all, stopped: false, error: new Error(`owner in another PID namespace: not judged (run ${c.runId}'s owner, pid ${owner.pid}, is in ${owner.pidNamespace}; this process is in ${here}): not stopped`) }
   }
   const strangers = all.filter((id) => !owned.includes(id))
   if (strangers.length > 0) {

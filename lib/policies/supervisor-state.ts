@@ -24,7 +24,8 @@
  * A child that is a container client also records its run (supervisor-state-containers.ts): the
  * container outlives a SIGKILLed supervisor, so the next incarnation stops it through the engine.
  * A run stays in the file (top-level `containers`) after its client exits until its container is
- * confirmed gone.
+ * confirmed gone. The client's own args are written with the values of its `-e KEY=value` flags
+ * (and podman's `--creds`) redacted: the file names what ran, never a secret given to it.
  */
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -36,6 +37,7 @@ import { type Logger, logEvent } from '../ground/logger'
 import { KILL_CONFIRM_MS_DEFAULT } from '../ground/config'
 import { processRow } from '../mechanisms/proctable'
 import { stopRecordedContainer, withContainers } from '../mechanisms/container/child'
+import { redactRunArgs } from '../mechanisms/container/command'
 import type { ContainerOutcome, ContainerRecord } from '../mechanisms/container/stop'
 import { parseStateContainer, type StateContainer, stopLeftoverContainer, toStateContainer } from './supervisor-state-containers'
 import { checkStateFolder, readTrustedStateFile } from './state-file-trust'
@@ -336,7 +338,8 @@ export class SupervisorState {
     if (!row) return void (container && this.#retire(toStateContainer(container), container))
     const run = container ? { container: toStateContainer(container) } : {}
     if (container) this.#live.set(pid, container)
-    this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args, token: spawnedWithToken ? this.token : null, ...run })
+    // A container run's `-e KEY=value` values stay out of the file (its stop needs none of them).
+    this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args: redactRunArgs(command, args), token: spawnedWithToken ? this.token : null, ...run })
     this.#queueWrite()
   }
 

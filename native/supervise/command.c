@@ -48,13 +48,7 @@ pid_t start_command(char **argv) {
     /* Both sides hand over the terminal, so the command never reads it as a background group. */
     if (want_tty) tcsetpgrp(STDIN_FILENO, getpid());
     /* Our handlers go; what the caller ignored stays ignored (the mask is restored below). */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    for (int s = 1; s < NSIG; s++) {
-      if (s == SIGKILL || s == SIGSTOP) continue;
-      dfl.sa_handler = sigismember(&inherited_ignored, s) ? SIG_IGN : SIG_DFL;
-      sigaction(s, &dfl, NULL);
-    }
+    restore_inherited_dispositions();
 #if RK_LINUX
     /* The kernel's guarantee: if the supervisor dies, even by SIGKILL, so does the command. */
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

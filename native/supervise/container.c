@@ -9,7 +9,7 @@
  *
  * and we add, after the user's run flags (right before the image), two labels: `reapkit.run=<32 hex>`, a fresh random id
  * that is the container's identity for every engine call (`ps -a --filter label=...` finds it even
- * when the client died before it learnt an id), and `reapkit.owner=<host>/<boot id>/<pid>/<start>`,
+ * when the client died before it learnt an id), and `reapkit.owner=<host>/<boot id>/<pid>/<start>/pidns:<inode>`,
  * who stops it (reapkit doctor tells a leftover from a live run by it). `-d`/`--detach` runs are
  * not ours to stop: the user asked them to outlive the client. */
 
@@ -101,9 +101,33 @@ static int random_hex(char out[33]) {
   return 0;
 }
 
-/* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime> ("-" where the system has no such thing). */
+/* "/pidns:<inode>": the PID namespace our pid is a number in (doctor judges an owner only from its
+ * own namespace); "" where it cannot be read (not Linux, no /proc) or this /proc is another
+ * namespace's (its `self` is not our pid: `unshare --pid --fork` without `--mount-proc`): the label
+ * then has four fields, as the library writes it there too (owner.ts). */
+static void pid_namespace(char *buf, size_t size) {
+  buf[0] = '\0';
+#if RK_LINUX
+  char link[64];
+  ssize_t n = readlink("/proc/self", link, sizeof link - 1);
+  if (n <= 0) return;
+  link[n] = '\0';
+  if (strtol(link, NULL, 10) != (long)getpid()) return;
+  n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  unsigned long long ino = 0;
+  char tail = 0;
+  if (n <= 0) return;
+  link[n] = '\0';
+  if (sscanf(link, "pid:[%llu%c", &ino, &tail) == 2 && tail == ']' && ino > 0) snprintf(buf, size, "/pidns:%llu", ino);
+#else
+  (void)size;
+#endif
+}
+
+/* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime>[/pidns:<inode>] ("-" where the system has
+ * no such thing). */
 static void owner_label(char *buf, size_t size) {
-  char host[256] = "-", boot[64] = "-", start[32] = "-";
+  char host[256] = "-", boot[64] = "-", start[32] = "-", ns[40];
   if (gethostname(host, sizeof host - 1) != 0) strcpy(host, "-");
   host[sizeof host - 1] = '\0';
 #if RK_LINUX
@@ -118,7 +142,8 @@ static void owner_label(char *buf, size_t size) {
   proc_t self;
   if (read_stat(getpid(), &self) == 0) snprintf(start, sizeof start, "%llu", self.start);
 #endif
-  snprintf(buf, size, "reapkit.owner=%s/%s/%d/%s", host, boot, (int)getpid(), start);
+  pid_namespace(ns, sizeof ns);
+  snprintf(buf, size, "reapkit.owner=%s/%s/%d/%s%s", host, boot, (int)getpid(), start, ns);
 }
 
 /* Where execvp would find `name` (a PATH search, or the name itself when it holds a '/'), made

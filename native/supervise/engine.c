@@ -40,13 +40,7 @@ int container_reaped(pid_t pid, int status) {
  * default dispositions but what our caller ignored, no blocked signal, stdin from /dev/null. */
 static void engine_child(char **args, int out_fd, int err_fd) {
   setpgid(0, 0);
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  for (int s = 1; s < NSIG; s++) {
-    if (s == SIGKILL || s == SIGSTOP) continue;
-    dfl.sa_handler = sigismember(&inherited_ignored, s) ? SIG_IGN : SIG_DFL;
-    sigaction(s, &dfl, NULL);
-  }
+  restore_inherited_dispositions();
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);

@@ -100,6 +100,21 @@ static int keeps_caller_ignore(int sig) {
   return sig != SIGCHLD && sigismember(&inherited_ignored, sig);
 }
 
+/* In a child of ours before exec (the command, an engine call): every disposition back to its
+ * default, except what our caller ignored, which stays ignored (`nohup reapkit -- cmd`). Exec resets
+ * our handlers, but until then (and after a failed exec) they would write into our self-pipe; and
+ * exec keeps our own SIG_IGN of SIGPIPE, SIGTTOU and SIGTTIN, which the child must not inherit.
+ * The blocked mask is the caller's to set. */
+void restore_inherited_dispositions(void) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  for (int s = 1; s < NSIG; s++) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    dfl.sa_handler = sigismember(&inherited_ignored, s) ? SIG_IGN : SIG_DFL;
+    sigaction(s, &dfl, NULL);
+  }
+}
+
 void install_handlers(int parent_death_signal) {
   record_inherited();
   if (cloexec_pipe(sig_pipe, 1) != 0) {

@@ -103,6 +103,7 @@ extern int pdeath_signal;
 int cloexec_pipe(int fds[2], int nonblock);
 enum signal_action signal_action_of(int sig);
 void install_handlers(int parent_death_signal);
+void restore_inherited_dispositions(void);
 
 /* command.c */
 pid_t start_command(char **argv);
@@ -214,7 +215,7 @@ typedef struct {
   int nglobals;
   int auto_remove;         /* --rm */
   char run_label[64];      /* reapkit.run=<32 hex> */
-  char owner_label[400];   /* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime> */
+  char owner_label[400];   /* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime>[/pidns:<inode>] */
   int done;                /* the engine stop has run once */
   int seen;                /* a list has named a container of the run */
   int stopped_live;        /* a stop of ours began while the client was alive */

@@ -44,3 +44,8 @@ echo "== win32 build: $out/reapkit.node ($(stat -c %s "$out/reapkit.node") bytes
 x86_64-w64-mingw32-gcc -std=c11 -O2 -Wall -Wextra -DUNICODE -D_UNICODE -s -static -o "$out/reapkit-job.exe" \
   native/win/job_launcher.c
 echo "== win32 build: $out/reapkit-job.exe ($(stat -c %s "$out/reapkit-job.exe") bytes)"
+
+# argv-dump.exe: for the tests only (test/win32/argv-dump.c), a stand-in for docker.exe and
+# podman.exe that records the arguments it received. Not part of the package.
+x86_64-w64-mingw32-gcc -std=c11 -O2 -Wall -Wextra -s -static -o "$out/argv-dump.exe" test/win32/argv-dump.c -lshell32
+echo "== win32 build: $out/argv-dump.exe ($(stat -c %s "$out/argv-dump.exe") bytes)"

@@ -4,10 +4,11 @@
  * Linux's /proc by the test's random tag. Every process started here is killed by pid in
  * afterEach (tagged), and the prefix's wineserver is stopped at the end.
  */
+import { mkdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { killTagged, newTag, winPath, ready, runFixture, stopWineserver, tagged, type WineRun, waitFor } from './wine'
+import { argvDump, killTagged, newTag, winPath, ready, runFixture, stopWineserver, tagged, type WineRun, waitFor } from './wine'
 
 const started: string[] = []
 function run(name: string, args: string[] = [], tag = newTag()): WineRun {
@@ -43,7 +44,7 @@ async function hostKillEndsAll(r: WineRun, parts: string[], what: string): Promi
 }
 
 // Never a silent skip: without node.exe and the staged prebuild this suite has nothing to test.
-if (!ready) throw new Error('node.exe or the staged win32 prebuild is missing: run `npm run test:win32` (setup, build, stage)')
+if (!ready) throw new Error('node.exe, the staged win32 prebuild or build-win32/argv-dump.exe is missing: run `npm run test:win32` (setup, build, stage)')
 
 describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
   it('exit watching, ESRCH, pinned handles, TerminateProcess, ENOTSUP', async () => {
@@ -233,6 +234,43 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
     const got = (result.serverEnv as string[]).map((k) => k.toUpperCase())
     for (const name of ['SYSTEMROOT', 'COMSPEC', 'PATHEXT', 'TEMP', 'APPDATA', 'WINDIR', 'PATH']) expect(got, name).toContain(name)
     expect(got).not.toContain('SHELL')
+  })
+
+  // Issue 18 item 6. No container engine runs under Wine: the clients are argv-dump.exe under the
+  // engines' names, and what is checked is what they received through Windows' command line.
+  it('container runs spelled as on Windows (docker, C:\\Program Files\\...\\docker.exe, podman.exe, DOCKER.EXE): labelled before the image, the argv intact; -d left alone', async () => {
+    const tag = newTag()
+    const dir = join(tmpdir(), `${tag}-engines`)
+    mkdirSync(dir)
+    try {
+      const r = run('containers.cjs', [winPath(dir), winPath(argvDump)], tag)
+      const { cases, pid } = await resultWith(r, 'done')
+      const image = ['reapkit-test/busybox', 'sleep', '1000']
+      const labelled = (c: Record<string, any>, before: string[]) => [...before, '--label', `reapkit.run=${c.container.runId}`, '--label', `reapkit.owner=${c.container.owner}`, ...image]
+      const expected: Record<string, { engine: string; globals: string[]; before: string[]; autoRemove: boolean }> = {
+        bare: { engine: 'docker', globals: [], before: ['run', '-i', '--rm', '--label', `reapkit.test=${tag}`], autoRemove: true },
+        programFiles: { engine: 'docker', globals: ['-H', 'npipe:////./pipe/docker_engine'], before: ['-H', 'npipe:////./pipe/docker_engine', 'run', '-i', '--rm'], autoRemove: true },
+        podmanExe: { engine: 'podman', globals: ['--remote'], before: ['--remote', 'container', 'run', '-i', '-e', 'A B=c d'], autoRemove: false },
+        upperCase: { engine: 'docker', globals: [], before: ['run', '-it'], autoRemove: false },
+      }
+      for (const [name, want] of Object.entries(expected)) {
+        const c = cases[name]
+        expect(c.exit, name).toEqual({ code: 0, signal: null })
+        expect(c.container, name).toMatchObject({ engine: want.engine, bin: c.command, globals: want.globals, autoRemove: want.autoRemove, runId: expect.stringMatching(/^[0-9a-f-]{36}$/) })
+        // Windows: the host's own pid, no start time, no PID namespace (the boot id is Linux's, read through Z:).
+        expect(c.container.owner, name).toMatch(new RegExp(`^[^/]+/[^/]+/${pid}/-$`))
+        expect(c.calls[0].argv, name).toEqual(labelled(c, want.before))
+        // The client's exit started the container step: through the same program and global flags.
+        expect(c.calls[1].argv.slice(0, want.globals.length + 1), name).toEqual([...want.globals, 'ps'])
+        expect(c.calls[1].argv, name).toContain(`label=reapkit.run=${c.container.runId}`)
+      }
+      expect(cases.programFiles.command).toMatch(/^C:\\Program Files\\Docker\\rkw[0-9a-f]+\\resources\\bin\\docker\.exe$/)
+      expect(cases.detached.container).toBeNull()
+      expect(cases.detached.calls.map((k: { argv: string[] }) => k.argv)).toEqual([['run', '-d', ...image]])
+      expect(await r.exited).toBe(0)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('watchParent waits on a handle to the parent and fires when it exits', async () => {

@@ -28,7 +28,9 @@ export const env = wineEnv()
 const cache = env.REAPKIT_WIN32_CACHE!
 export const nodeExe = env.REAPKIT_WIN32_NODE_EXE!
 export const stagedReapkit = join(cache, 'stage', 'node_modules', 'reapkit')
-export const ready = existsSync(nodeExe) && existsSync(join(stagedReapkit, 'prebuilds', 'win32-x64', 'reapkit.node'))
+/** A stand-in for docker.exe and podman.exe (test/win32/argv-dump.c, built by scripts/win32/build.sh). */
+export const argvDump = join(root, 'build-win32', 'argv-dump.exe')
+export const ready = existsSync(nodeExe) && existsSync(join(stagedReapkit, 'prebuilds', 'win32-x64', 'reapkit.node')) && existsSync(argvDump)
 const runs = join(cache, 'runs')
 
 /** A Linux path as Wine's Z: drive sees it. */

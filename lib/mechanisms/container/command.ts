@@ -230,3 +230,39 @@ export function labelledRunArgs(args: readonly string[], run: Pick<ContainerRun,
   const at = run.flagsEnd
   return [...args.slice(0, at), '--label', `${RUN_LABEL}=${labels.runId}`, '--label', `${OWNER_LABEL}=${labels.owner}`, ...args.slice(at)]
 }
+
+/** Run flags whose value may be a secret: `-e KEY=value` (the value), podman's `--creds user:password`. */
+const SECRET_FLAGS: ReadonlySet<string> = new Set(['-e', '--env', '--creds'])
+
+/** The text written in place of a secret value. */
+export const REDACTED = '<redacted>'
+
+const hidden = (name: string, value: string): string => {
+  const eq = value.indexOf('=')
+  if (name === '--creds') return REDACTED
+  return eq < 0 ? value : `${value.slice(0, eq)}=${REDACTED}` // `-e KEY` names a variable: no value in it
+}
+
+/**
+ * `args` (argv without argv[0]) as it may be written down (a state file, a log): for a recognized
+ * container run, the values of its `-e`/`--env KEY=value` flags (every spelling: `-eK=V`, `-ite
+ * K=V`, `--env=K=V`) and podman's `--creds` replaced by REDACTED; anything else unchanged (a new
+ * array). Run flags only: the container's own command after the image is not the engine's to read.
+ */
+export function redactRunArgs(command: string, args: readonly string[]): string[] {
+  const out = [...args]
+  const run = parseContainerRun(command, args)
+  if (run === null) return out
+  for (let i = run.runAt + 1; i < run.flagsEnd; ) {
+    const flag = readFlag(args, i, RUN_FLAGS)! // parseContainerRun read every one of them
+    const last = flag.names.length - 1 // a value flag is the last of its cluster
+    const name = flag.names[last]!
+    if (SECRET_FLAGS.has(name)) {
+      const value = flag.values[last]!
+      if (flag.next === i + 2) out[i + 1] = hidden(name, value)
+      else out[i] = args[i]!.slice(0, args[i]!.length - value.length) + hidden(name, value)
+    }
+    i = flag.next
+  }
+  return out
+}

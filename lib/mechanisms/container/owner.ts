@@ -1,16 +1,22 @@
 /**
  * The owner of a container run: who is to stop it. Written into the `reapkit.owner` label as
- * `<hostname>/<boot_id>/<pid>/<starttime>` (the contract shared with the C wrapper and doctor):
+ * `<hostname>/<boot_id>/<pid>/<starttime>/pidns:<inode>` (the contract shared with the C wrapper
+ * and doctor):
  *
  * - hostname: os.hostname(); boot_id: /proc/sys/kernel/random/boot_id (Linux; "-" elsewhere);
  * - pid: the owner process (the Node process for the library, the wrapper for the CLI);
- * - starttime: field 22 of /proc/<pid>/stat, clock ticks since boot (Linux; "-" elsewhere).
+ * - starttime: field 22 of /proc/<pid>/stat, clock ticks since boot (Linux; "-" elsewhere);
+ * - pidns: the inode of the owner's PID namespace (/proc/self/ns/pid, Linux), the namespace its pid
+ *   is a number in. Left out where there is none (macOS, no /proc): then the label has four fields,
+ *   as every label did before the field existed, and is read as before.
  *
- * A pid alone is recycled; pid + start time + boot names one process for good. So a leftover can be
- * told apart from a container whose owner still runs, and from anyone else's container: doctor
- * treats a container as leaked only when ownerStatus() says 'gone'.
+ * A pid alone is recycled; pid + start time + boot names one process for good, but only within its
+ * PID namespace: the same number in another one names another process. So an owner is judged only
+ * from its own namespace, and a leftover can be told apart from a container whose owner still runs,
+ * and from anyone else's container: doctor treats a container as leaked only when ownerStatus()
+ * says 'gone'.
  */
-import { readFileSync } from 'node:fs'
+import { readFileSync, readlinkSync } from 'node:fs'
 import { hostname } from 'node:os'
 
 export interface ContainerOwner {
@@ -20,6 +26,11 @@ export interface ContainerOwner {
   pid: number
   /** Clock ticks since boot at which `pid` started (Linux), or '-' where unknown. */
   startTime: string
+  /**
+   * The owner's PID namespace, `pidns:<inode>` (Linux); absent where there is none, and in labels
+   * written before reapkit recorded it.
+   */
+  pidNamespace?: string
 }
 
 /** Field 22 of /proc/<pid>/stat (its start time), or null when there is no such process (or no /proc). */
@@ -48,46 +59,99 @@ export function bootId(): string {
   return bootIdCache
 }
 
+/**
+ * The PID namespace of process `pid` (default: this one) as `pidns:<inode>`, or null where it
+ * cannot be read (no /proc, not Linux, not ours to read). A process never changes its own.
+ */
+export function pidNamespaceOf(pid: number | 'self' = 'self'): string | null {
+  // Linux only: under Wine, /proc is Linux's, and its `self` is not the Windows process's pid space.
+  if (process.platform !== 'linux') return null
+  try {
+    const m = /^pid:\[([0-9]+)\]$/.exec(readlinkSync(`/proc/${pid}/ns/pid`))
+    return m ? `pidns:${m[1]}` : null
+  } catch {
+    return null
+  }
+}
+
+let ownNamespace: string | null | undefined
+/**
+ * This process's PID namespace (pidNamespaceOf(), read once), or null when this /proc is not of it:
+ * a /proc mounted for another namespace (`unshare --pid --fork` without `--mount-proc`) numbers its
+ * processes differently, so no pid of ours can be looked up there (its `self` is not our pid).
+ */
+export function ownPidNamespace(): string | null {
+  if (ownNamespace === undefined) {
+    let procIsOurs = false
+    try {
+      procIsOurs = process.platform === 'linux' && readlinkSync('/proc/self') === String(process.pid)
+    } catch {
+      // no /proc
+    }
+    ownNamespace = procIsOurs ? pidNamespaceOf() : null
+  }
+  return ownNamespace
+}
+
 /** The owner that `pid` (default: this process) would write: what a run started now is labelled with. */
 export function ownerOf(pid: number = process.pid): ContainerOwner {
+  const ns = pid === process.pid || ownPidNamespace() === null ? ownPidNamespace() : pidNamespaceOf(pid)
   return {
     hostname: hostname(),
     bootId: bootId(),
     pid,
     startTime: process.platform === 'linux' ? (processStartTime(pid) ?? '-') : '-',
+    ...(ns !== null ? { pidNamespace: ns } : {}),
   }
 }
 
-/** The label value: `<hostname>/<boot_id>/<pid>/<starttime>`. */
+/** The label value: `<hostname>/<boot_id>/<pid>/<starttime>`, then `/pidns:<inode>` when known. */
 export function formatOwner(owner: ContainerOwner): string {
-  return `${owner.hostname}/${owner.bootId}/${owner.pid}/${owner.startTime}`
+  const ns = owner.pidNamespace !== undefined ? `/${owner.pidNamespace}` : ''
+  return `${owner.hostname}/${owner.bootId}/${owner.pid}/${owner.startTime}${ns}`
 }
 
-/** The owner a label value names, or null when it is not one (another tool's label, a damaged value). */
+/**
+ * The owner a label value names, or null when it is not one (another tool's label, a damaged
+ * value). Four fields (a label without a namespace: macOS, or written before it was recorded) or five.
+ */
 export function parseOwner(value: string): ContainerOwner | null {
   if (typeof value !== 'string') return null
   const parts = value.split('/')
-  if (parts.length !== 4) return null
-  const [host, boot, pidText, start] = parts as [string, string, string, string]
+  if (parts.length !== 4 && parts.length !== 5) return null
+  const [host, boot, pidText, start, ns] = parts as [string, string, string, string, string | undefined]
   if (host === '' || boot === '' || !/^[1-9][0-9]*$/.test(pidText) || !/^([0-9]+|-)$/.test(start)) return null
+  if (ns !== undefined && !/^pidns:[1-9][0-9]*$/.test(ns)) return null
   const pid = Number(pidText)
   if (!Number.isSafeInteger(pid)) return null
-  return { hostname: host, bootId: boot, pid, startTime: start }
+  return { hostname: host, bootId: boot, pid, startTime: start, ...(ns !== undefined ? { pidNamespace: ns } : {}) }
+}
+
+/**
+ * Whether the owner's pid can be read from here: 'same' when its label names this process's PID
+ * namespace; 'other' when it names another one, or one this process cannot compare with its own
+ * (then its pid means nothing here: never judged); 'unrecorded' for a label without one.
+ */
+export function ownerNamespace(owner: ContainerOwner): 'same' | 'other' | 'unrecorded' {
+  if (owner.pidNamespace === undefined) return 'unrecorded'
+  return owner.pidNamespace === ownPidNamespace() ? 'same' : 'other'
 }
 
 /**
  * What can be known here of `owner`:
  * - 'alive': this host, this boot, and its pid runs with the same start time (or, where start times
  *   cannot be read, its pid runs: then it cannot be told from a recycled pid, so it counts as alive);
- * - 'gone': this host, and an earlier boot, or its pid no longer runs, or runs with another start
- *   time (recycled);
- * - 'unknown': another host (a shared or remote engine): nothing here can tell.
+ * - 'gone': this host, and an earlier boot, or (in this PID namespace, or a label without one) its
+ *   pid no longer runs, or runs with another start time (recycled);
+ * - 'unknown': another host (a shared or remote engine), or this boot and another PID namespace
+ *   (ownerNamespace() 'other'): nothing here can tell.
  * Only 'gone' makes a container a leftover.
  */
 export function ownerStatus(owner: ContainerOwner): 'alive' | 'gone' | 'unknown' {
   if (owner.hostname !== hostname()) return 'unknown'
   const boot = bootId()
-  if (owner.bootId !== '-' && boot !== '-' && owner.bootId !== boot) return 'gone'
+  if (owner.bootId !== '-' && boot !== '-' && owner.bootId !== boot) return 'gone' // its namespace ended with that boot
+  if (ownerNamespace(owner) === 'other') return 'unknown'
   if (process.platform === 'linux' && owner.startTime !== '-') {
     const now = processStartTime(owner.pid)
     return now === owner.startTime ? 'alive' : 'gone'
