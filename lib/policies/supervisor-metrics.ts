@@ -80,7 +80,8 @@ export class MetricsRecorder {
     this.#stopBuckets[i === -1 ? STOP_DURATION_BUCKETS_MS.length : i]!++
   }
 
-  snapshot(records: ProcessRecord[]): SupervisorMetrics {
+  /** `records` are only read (their status): the supervisor passes its own, not copies. */
+  snapshot(records: Iterable<Pick<ProcessRecord, 'status'>>): SupervisorMetrics {
     const children = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<ProcessStatus, number>
     for (const r of records) children[r.status]++
     let cumulative = 0

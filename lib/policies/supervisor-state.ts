@@ -378,6 +378,11 @@ export class SupervisorState {
     return [...this.#adopted.values()].map((a) => copyRecord(a.record))
   }
 
+  /** The adopted processes' records themselves, to read only (metrics counts their statuses). */
+  *records(): Iterable<Readonly<ProcessRecord>> {
+    for (const a of this.#adopted.values()) yield a.record
+  }
+
   find(pidOrRequestId: number | string): ProcessRecord | undefined {
     const a = this.#find(pidOrRequestId)
     return a ? copyRecord(a.record) : undefined

@@ -152,7 +152,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /** A plain snapshot of what this supervisor did (see SupervisorMetrics). */
   metrics(): SupervisorMetrics {
-    return this.#metrics.snapshot(this.list())
+    // Counted from the records themselves: list() copies each one, and a long-running host holds
+    // up to `history` finished ones (bench/restart.mjs measured the copies at ~0.5 ms per call).
+    return this.#metrics.snapshot(this.#ownRecords())
+  }
+
+  *#ownRecords(): Iterable<Readonly<ProcessRecord>> {
+    if (this.#state) yield* this.#state.records()
+    for (const entry of this.#registry.entries.values()) yield entry.record
   }
 
   /**
