@@ -15,7 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Block, isEsm, isVitestSetup, OUTPUT, readmeBlocks, RUNNABLE, withoutComments } from './readme/blocks'
 import { BINDINGS, COMMANDS, ENV, SUBSTITUTIONS, type Targets, VITEST_TESTS } from './readme/fixtures'
 import { spawn } from '../lib/index'
-import { exitOf, ROOT, spawnGroup, trackGroup } from './helpers'
+import { captureProcesses } from '../lib/testing'
+import { exitOf, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
 const blocks = readmeBlocks(README)
@@ -25,6 +26,8 @@ const linux = process.platform === 'linux'
 const EVALUATE_MS = 30_000
 const STDIN_END_MS = 1_000
 const SIGTERM_MS = 15_000
+/** How long what a block started may take to leave after the block's own process has. */
+const LEAVE_MS = 5_000
 
 let work: string
 let project: string
@@ -64,6 +67,8 @@ interface Run {
 
 /** Runs a block's file; see the top of the file for what a pass is. */
 async function run(command: string, args: string[], stdinEndsAtOnce: boolean): Promise<Run> {
+  // What the block starts, to give what it leaves on its way out a bounded moment (below).
+  const started = captureProcesses()
   // reapkit's spawn: a group of its own through setpgid, not setsid (a session leader could not
   // run `setpgid(0, 0)` as a user's script does), cleaned up after the test as a group.
   const child: ChildProcess = spawn(command, args, {
@@ -111,6 +116,15 @@ async function run(command: string, args: string[], stdinEndsAtOnce: boolean): P
     }
   }
   const { code, signal } = await exited
+  // A block's process that ends takes its own children with it by their death signal or their
+  // stdin's end, a few ms later (more on a loaded machine: a `spawn('npx', ...)` block's npm is
+  // SIGKILLed by the kernel, its `sh` and server then read the end of their stdin). Wait for those,
+  // bounded; what is still alive after it is a leak, and the leak guard fails the test for it.
+  try {
+    await waitFor(() => started.survivors().length === 0, LEAVE_MS, 'the block\'s processes to leave').catch(() => {})
+  } finally {
+    started.stop()
+  }
   // The end of it: a minified line of dist/ in a stack would drown the message.
   return { evaluated, leftOn, code, signal, output: output.length > 3000 ? `...${output.slice(-3000)}` : output }
 }
