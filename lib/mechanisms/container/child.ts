@@ -1,18 +1,21 @@
 /**
  * A spawned container client and its container: what spawn() does to a recognized run (labels it
- * and records it), and the container steps of the stop paths that hold the child.
+ * and records it), and the container's part in the stop paths that hold the child.
  *
  * - spawn(): `prepareContainerRun` rewrites the run's args and builds its record
  *   (SpawnedInfo.container);
  * - this process's 'exit' (process.exit, an uncaught exception): exit-backstop.ts kills, synchronously,
  *   what still runs under this process's owner label; a record stays in its watch while its client
- *   runs and until a stop step has confirmed its container gone;
+ *   runs and until a stop has confirmed its container gone;
  * - the client's own exit (`attachContainer`): when the docker/podman client ends while its
  *   container still runs (it was SIGKILLed, say), the container is stopped through the engine,
  *   bounded, with the kill grace: nothing the client started outlives it;
- * - killProcessGracefully and closeClient: `containerStopsOf` runs the container step alongside the
- *   group's stop, and `withContainers` puts its outcome in their result.
- * One step runs per record at a time: a stop path that finds one under way gets its outcome.
+ * - killProcessGracefully (so closeClient's forced phase, Supervisor.terminate and shutdownAll, and
+ *   the stdio transport's close): `containerUnitsOf` gives the stop its container's unit
+ *   (unit.ts), which goes through the same steps as the client's group, under the same deadline;
+ *   closeClient, when the client left in its graceful phase, stops the container alone
+ *   (`stopContainersOf`), the same steps over that one unit.
+ * One stop runs per record at a time: a stop that finds one under way joins it (joined-unit.ts).
  */
 import type { ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
