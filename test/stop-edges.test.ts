@@ -2,6 +2,7 @@
 // what a stop leaves of the caller's own settings on a handle it did not open.
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { killProcessGracefully, spawn } from '../lib/index'
 import { exitOf, FIXTURES, jsonLines, spawnFixture, spawnGroup } from './helpers'
 
 describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () => {
@@ -23,6 +24,27 @@ describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () =
     expect(await exitOf(host, 30_000)).toEqual({ code: 0, signal: null })
     expect(out).toEqual({ stopped: { survivors: 1 }, exitSeen: true })
   })
+  it('two stops of one child at once give it the graceful signal once, not twice', async () => {
+    // A second SIGTERM (SIGINT) means "force now" to many programs. Before: each stop sent its own.
+    const child = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => process.stdout.write('TERM\\n')); process.stdout.write('ready\\n'); setInterval(() => {}, 1000)"], { stdio: ['ignore', 'pipe', 'ignore'] })
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    try {
+      await new Promise<void>((res, rej) => {
+        const timer = setTimeout(() => rej(new Error('the child never got ready')), 30_000)
+        child.stdout!.on('data', () => out.includes('ready') && (clearTimeout(timer), res()))
+      })
+      const [a, b] = await Promise.all([killProcessGracefully(child, { graceMs: 1500 }), killProcessGracefully(child, { graceMs: 1500 })])
+      expect(a.survivors).toEqual([])
+      expect(b.survivors).toEqual([])
+      await exitOf(child, 10_000)
+      expect(out.match(/TERM/g)).toHaveLength(1)
+      expect([...a.signalsSent, ...b.signalsSent].filter((s) => s.signal === 'SIGTERM')).toHaveLength(1)
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    }
+  })
+
   it('says an uncertain stop was uncertain in its closing event, at warn', async () => {
     // Out of descriptors: the child is pinned by pid (no pidfd), so the stop cannot see everything.
     const host = spawnFixture('stop-edges.cjs', ['uncertain'])
