@@ -3,7 +3,7 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { killProcessGracefully, spawn } from '../lib/index'
-import { exitOf, FIXTURES, jsonLines, spawnFixture, spawnGroup } from './helpers'
+import { exitOf, FIXTURES, groupMembers, jsonLines, spawnFixture, spawnGroup, waitFor } from './helpers'
 
 describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () => {
   it('closes the pin it opened when it refuses this process\'s own group', async () => {
@@ -42,6 +42,29 @@ describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () =
       expect([...a.signalsSent, ...b.signalsSent].filter((s) => s.signal === 'SIGTERM')).toHaveLength(1)
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    }
+  })
+
+  it('a group whose leader exits in the grace while a member runs on: what the member forks then is out of reach, and the stop says it is uncertain', async () => {
+    // Not reapkit's spawn: the group is provably the target's only while its pinned leader lives.
+    // The leader dies of SIGTERM; the member ignores it and, once the leader is gone, forks a
+    // `sleep` the stop can no longer list. Before: survivors [] and uncertain false while it ran.
+    const script = 'L=$$; (trap "" TERM; while kill -0 $L 2>/dev/null; do sleep 0.05; done; sleep 30 & echo forked; wait) & echo ready; wait'
+    const leader = spawnGroup('sh', ['-c', script])
+    const pgid = leader.pid!
+    let out = ''
+    leader.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    try {
+      await waitFor(() => out.includes('ready'), 30_000, 'the group to start')
+      const result = await killProcessGracefully(pgid, { graceMs: 1500 })
+      expect(out).toContain('forked')
+      expect(result.pgid).toBe(pgid)
+      expect(result.uncertain).toBe(true)
+      expect((result.error as { code?: string } | null)?.code).toBe('ERR_REAPKIT_GROUP_UNPROVEN')
+      expect(groupMembers(pgid).length).toBeGreaterThan(0) // the sleep it forked: the report is true
+    } finally {
+      if (groupMembers(pgid).length > 0) process.kill(-pgid, 'SIGKILL') // our own group, still in use
+      await waitFor(() => groupMembers(pgid).length === 0, 10_000, 'the group to empty')
     }
   })
 
