@@ -3,7 +3,7 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { killProcessGracefully, spawn } from '../lib/index'
-import { exitOf, FIXTURES, groupMembers, jsonLines, spawnFixture, spawnGroup, waitFor } from './helpers'
+import { exitOf, FIXTURES, groupMembers, jsonLines, spawnChild, spawnFixture, spawnGroup, waitFor } from './helpers'
 
 describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () => {
   it('closes the pin it opened when it refuses this process\'s own group', async () => {
@@ -66,6 +66,14 @@ describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () =
       if (groupMembers(pgid).length > 0) process.kill(-pgid, 'SIGKILL') // our own group, still in use
       await waitFor(() => groupMembers(pgid).length === 0, 10_000, 'the group to empty')
     }
+  })
+
+  it('group: true on a process that leads no group reports no group: it was stopped alone', async () => {
+    const plain = spawnChild('sleep', ['1000']) // Node's spawn: in our own group, leads none
+    const r = await killProcessGracefully(plain, { group: true, graceMs: 5000 })
+    expect(r).toMatchObject({ pgid: null, signal: 'SIGTERM', survivors: [], uncertain: false }) // before: pgid was its pid
+    expect(r.signalsSent).toMatchObject([{ signal: 'SIGTERM', processes: 1 }])
+    expect(r.signalsSent[0]!.group).toBeUndefined()
   })
 
   it('says an uncertain stop was uncertain in its closing event, at warn', async () => {
