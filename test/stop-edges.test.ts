@@ -2,7 +2,7 @@
 // what a stop leaves of the caller's own settings on a handle it did not open.
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { killProcessGracefully, spawn } from '../lib/index'
+import { killProcessGracefully, openProcess, spawn } from '../lib/index'
 import { exitOf, FIXTURES, groupMembers, jsonLines, spawnChild, spawnFixture, spawnGroup, waitFor } from './helpers'
 
 describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () => {
@@ -74,6 +74,16 @@ describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () =
     expect(r).toMatchObject({ pgid: null, signal: 'SIGTERM', survivors: [], uncertain: false }) // before: pgid was its pid
     expect(r.signalsSent).toMatchObject([{ signal: 'SIGTERM', processes: 1 }])
     expect(r.signalsSent[0]!.group).toBeUndefined()
+  })
+
+  it('refuses a closed handle before any signal: its pid may name another process by now', async () => {
+    const plain = spawnChild('sleep', ['1000'])
+    const handle = openProcess(plain.pid!)
+    handle.close()
+    // Before: the stop pinned the pid again by number and signalled whatever held it.
+    await expect(killProcessGracefully(handle, { graceMs: 1000 })).rejects.toMatchObject({ name: 'TypeError', code: 'ERR_INVALID_ARG_VALUE' })
+    expect(plain.exitCode).toBe(null)
+    expect(plain.signalCode).toBe(null)
   })
 
   it('says an uncertain stop was uncertain in its closing event, at warn', async () => {

@@ -38,7 +38,9 @@ export function resolveTarget(target: ProcessTarget, options: StopOptions): Reso
     if (info?.handle && !info.handle.closed) leader = info.handle
   } else if (target instanceof ProcessHandle) {
     pid = target.pid
-    leader = target.closed ? null : target
+    // Its pin is gone: the pid may name another process by now, so it is not pinned again by number.
+    if (target.closed) throw typeError('ERR_INVALID_ARG_VALUE', `The handle for pid ${pid} is closed: it no longer proves which process the pid names`)
+    leader = target
   } else {
     pid = validatePid(target)
   }
