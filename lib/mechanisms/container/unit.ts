@@ -16,8 +16,8 @@
  *
  * Every engine call is bounded by what is left of the stop's grace + confirm, and the stop's end
  * (close) cuts short any still running. An engine that does not answer is never read as "gone":
- * when the last look went unanswered the outcome is 'uncertain' with the error, and the stop's
- * result is marked uncertain (StopJournal).
+ * when the last look failed, or was overdue at the end, the outcome is 'uncertain' with the error,
+ * and the stop's result is marked uncertain (StopJournal).
  */
 import { TimeoutError } from '../../ground/errors'
 import { logEvent } from '../../ground/logger'
@@ -46,6 +46,8 @@ const ENGINE_RESERVE_MS = 1000
 const CONFIRM_POLL_MS = 200
 /** The least an engine call is given: with less left, none is made. */
 const MIN_CALL_MS = 250
+/** A look in flight longer than this (or than twice the slowest answer) when the stop ends: the engine stopped answering. */
+const OVERDUE_MIN_MS = 1000
 /** How long the close waits for the engine calls it cut short to exit. */
 const CLOSE_WAIT_MS = 2000
 
@@ -84,8 +86,9 @@ export class ContainerUnit implements ContainerStopUnit {
   #killed = false
   /** A second look is owed when the first finds nothing (see settleMs). */
   #late: boolean
-  /** When the last look answered. */
+  /** When the last look answered, and the longest an answered look took. */
   #lookEnded = -Infinity
+  #slowest = 0
   #next: Promise<void> | null = null
   readonly #tally = new Map<string, number>()
   readonly #calls = new Set<Call>()
@@ -200,9 +203,11 @@ export class ContainerUnit implements ContainerStopUnit {
   async #look(): Promise<Look | null> {
     // Once the run's containers are known, by id (a run creates one; a late create is looked for by label, see #lookLate).
     const known = this.#late ? [] : [...this.#ids]
+    const started = now()
     try {
       const seen = await this.#track(known.length > 0 ? 'inspect' : 'ps', (call) => (known.length > 0 ? lookKnown(this.record, known, call) : look(this.record, call)))
       if (this.#final) return null
+      this.#slowest = Math.max(this.#slowest, now() - started)
       this.#seen = seen
       this.#lookError = undefined
       for (const id of seen.all) this.#ids.add(id)
@@ -282,8 +287,10 @@ export class ContainerUnit implements ContainerStopUnit {
   #unanswered(call: Call): void {
     const ms = Math.round(now() - call.since)
     const error = new TimeoutError(`${this.record.bin} ${call.what} did not answer within ${ms} ms (the stop's bound)`, ms)
-    if (call.what === 'ps' || call.what === 'inspect') this.#lookError = error
-    else this.#stopError ??= error
+    if (call.what !== 'ps' && call.what !== 'inspect') this.#stopError ??= error
+    // A look overdue (far longer than the engine took to answer before) makes the last answer stale:
+    // the engine stopped answering. One merely under way leaves the last answer standing.
+    else if (ms > Math.max(OVERDUE_MIN_MS, 2 * this.#slowest)) this.#lookError = error
   }
 
   /** A timer the close cuts short. */
