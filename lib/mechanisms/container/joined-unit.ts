@@ -55,10 +55,12 @@ class JoinedContainerUnit implements ContainerStopUnit {
     if (force) this.#unit.hurry('a stop that joined it reached the end of its grace')
   }
 
-  async sweep(): Promise<Array<Promise<unknown>> | null> {
-    if (!this.#unit.finished) return [this.#unit.done]
-    // The stop joined has ended: its word is this one's too (its engine calls are over).
-    return this.#unit.outcome().state === 'gone' ? [] : null
+  /**
+   * The unit joined, as its own stop sees it (the same observation in flight, never a second):
+   * gone, or what is still awaited; null once its stop has given up on it (its word is this one's).
+   */
+  sweep(): Promise<Array<Promise<unknown>> | null> {
+    return this.#unit.sweep()
   }
 
   survivors(): string[] {
