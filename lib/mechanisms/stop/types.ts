@@ -13,7 +13,11 @@ export interface KillOptions {
   killSignal?: SignalLike
   /** Signal the whole process group. Default: true when the target leads its own group. */
   group?: boolean
-  /** After `killSignal`, how long to wait for the group to be gone before reporting survivors. Default 5000. */
+  /**
+   * After `killSignal`, how long to wait for the group to be gone before reporting survivors.
+   * Default 5000. A container client's container stops under the same bounds: every engine call
+   * ends within `graceMs` + `confirmMs`.
+   */
   confirmMs?: number
   /** Cancels the grace wait: escalates to `killSignal` at once. */
   abortSignal?: AbortSignal
