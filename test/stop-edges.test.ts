@@ -2,7 +2,8 @@
 // what a stop leaves of the caller's own settings on a handle it did not open.
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { exitOf, FIXTURES, jsonLines, spawnFixture, spawnGroup } from './helpers'
+import { killProcessGracefully, openProcess, spawn } from '../lib/index'
+import { exitOf, FIXTURES, groupMembers, jsonLines, spawnChild, spawnFixture, spawnGroup, waitFor } from './helpers'
 
 describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () => {
   it('closes the pin it opened when it refuses this process\'s own group', async () => {
@@ -23,6 +24,68 @@ describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () =
     expect(await exitOf(host, 30_000)).toEqual({ code: 0, signal: null })
     expect(out).toEqual({ stopped: { survivors: 1 }, exitSeen: true })
   })
+  it('two stops of one child at once give it the graceful signal once, not twice', async () => {
+    // A second SIGTERM (SIGINT) means "force now" to many programs. Before: each stop sent its own.
+    const child = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => process.stdout.write('TERM\\n')); process.stdout.write('ready\\n'); setInterval(() => {}, 1000)"], { stdio: ['ignore', 'pipe', 'ignore'] })
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    try {
+      await new Promise<void>((res, rej) => {
+        const timer = setTimeout(() => rej(new Error('the child never got ready')), 30_000)
+        child.stdout!.on('data', () => out.includes('ready') && (clearTimeout(timer), res()))
+      })
+      const [a, b] = await Promise.all([killProcessGracefully(child, { graceMs: 1500 }), killProcessGracefully(child, { graceMs: 1500 })])
+      expect(a.survivors).toEqual([])
+      expect(b.survivors).toEqual([])
+      await exitOf(child, 10_000)
+      expect(out.match(/TERM/g)).toHaveLength(1)
+      expect([...a.signalsSent, ...b.signalsSent].filter((s) => s.signal === 'SIGTERM')).toHaveLength(1)
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    }
+  })
+
+  it('a group whose leader exits in the grace while a member runs on: what the member forks then is out of reach, and the stop says it is uncertain', async () => {
+    // Not reapkit's spawn: the group is provably the target's only while its pinned leader lives.
+    // The leader dies of SIGTERM; the member ignores it and, once the leader is gone, forks a
+    // `sleep` the stop can no longer list. Before: survivors [] and uncertain false while it ran.
+    const script = 'L=$$; (trap "" TERM; while kill -0 $L 2>/dev/null; do sleep 0.05; done; sleep 30 & echo forked; wait) & echo ready; wait'
+    const leader = spawnGroup('sh', ['-c', script])
+    const pgid = leader.pid!
+    let out = ''
+    leader.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    try {
+      await waitFor(() => out.includes('ready'), 30_000, 'the group to start')
+      const result = await killProcessGracefully(pgid, { graceMs: 1500 })
+      expect(out).toContain('forked')
+      expect(result.pgid).toBe(pgid)
+      expect(result.uncertain).toBe(true)
+      expect((result.error as { code?: string } | null)?.code).toBe('ERR_REAPKIT_GROUP_UNPROVEN')
+      expect(groupMembers(pgid).length).toBeGreaterThan(0) // the sleep it forked: the report is true
+    } finally {
+      if (groupMembers(pgid).length > 0) process.kill(-pgid, 'SIGKILL') // our own group, still in use
+      await waitFor(() => groupMembers(pgid).length === 0, 10_000, 'the group to empty')
+    }
+  })
+
+  it('group: true on a process that leads no group reports no group: it was stopped alone', async () => {
+    const plain = spawnChild('sleep', ['1000']) // Node's spawn: in our own group, leads none
+    const r = await killProcessGracefully(plain, { group: true, graceMs: 5000 })
+    expect(r).toMatchObject({ pgid: null, signal: 'SIGTERM', survivors: [], uncertain: false }) // before: pgid was its pid
+    expect(r.signalsSent).toMatchObject([{ signal: 'SIGTERM', processes: 1 }])
+    expect(r.signalsSent[0]!.group).toBeUndefined()
+  })
+
+  it('refuses a closed handle before any signal: its pid may name another process by now', async () => {
+    const plain = spawnChild('sleep', ['1000'])
+    const handle = openProcess(plain.pid!)
+    handle.close()
+    // Before: the stop pinned the pid again by number and signalled whatever held it.
+    await expect(killProcessGracefully(handle, { graceMs: 1000 })).rejects.toMatchObject({ name: 'TypeError', code: 'ERR_INVALID_ARG_VALUE' })
+    expect(plain.exitCode).toBe(null)
+    expect(plain.signalCode).toBe(null)
+  })
+
   it('says an uncertain stop was uncertain in its closing event, at warn', async () => {
     // Out of descriptors: the child is pinned by pid (no pidfd), so the stop cannot see everything.
     const host = spawnFixture('stop-edges.cjs', ['uncertain'])

@@ -16,7 +16,7 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { KILL_CONFIRM_MS_DEFAULT, closeTimeoutMs as envCloseTimeoutMs, killGraceMs } from '../ground/config'
-import { containerStopsOf, type ContainerResult, withContainers } from '../mechanisms/container/child'
+import { type ContainerResult, stopContainersOf, withContainers } from '../mechanisms/container/child'
 import type { ContainerOutcome } from '../mechanisms/container/stop'
 import { typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
@@ -152,7 +152,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
         ...(logger ? { logger } : {}),
       })
     } else {
-      containers = await containerStopsOf(child, { graceMs: graceMs ?? killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT, logger })
+      containers = await stopContainersOf(child, { graceMs: graceMs ?? killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT, logger })
       if (containers.some((c) => c.stopped) && phase === 'graceful') phase = 'forced'
     }
   } finally {

@@ -608,8 +608,11 @@ defcase({
       pid = target.pid
       if (pid === undefined) fails.push(...violation('child', VALUE))
       else fails.push(...pidRule(pid, 'child.pid').map((f) => ({ ...f, codes: [...f.codes, VALUE] })))
-    } else if (kind === 'handle') pid = target.pid
-    else {
+    } else if (kind === 'handle') {
+      pid = target.pid
+      // A closed handle no longer proves which process its pid names: refused, never pinned again by number.
+      if (target.closed) fails.push(...violation('handle', VALUE))
+    } else {
       pid = target
       fails.push(...pidRule(target, 'target'))
     }

@@ -1,18 +1,21 @@
 /**
  * A spawned container client and its container: what spawn() does to a recognized run (labels it
- * and records it), and the container steps of the stop paths that hold the child.
+ * and records it), and the container's part in the stop paths that hold the child.
  *
  * - spawn(): `prepareContainerRun` rewrites the run's args and builds its record
  *   (SpawnedInfo.container);
  * - this process's 'exit' (process.exit, an uncaught exception): exit-backstop.ts kills, synchronously,
  *   what still runs under this process's owner label; a record stays in its watch while its client
- *   runs and until a stop step has confirmed its container gone;
+ *   runs and until a stop has confirmed its container gone;
  * - the client's own exit (`attachContainer`): when the docker/podman client ends while its
  *   container still runs (it was SIGKILLed, say), the container is stopped through the engine,
  *   bounded, with the kill grace: nothing the client started outlives it;
- * - killProcessGracefully and closeClient: `containerStopsOf` runs the container step alongside the
- *   group's stop, and `withContainers` puts its outcome in their result.
- * One step runs per record at a time: a stop path that finds one under way gets its outcome.
+ * - killProcessGracefully (so closeClient's forced phase, Supervisor.terminate and shutdownAll, and
+ *   the stdio transport's close): `containerUnitsOf` gives the stop its container's unit
+ *   (unit.ts), which goes through the same steps as the client's group, under the same deadline;
+ *   closeClient, when the client left in its graceful phase, stops the container alone
+ *   (`stopContainersOf`), the same steps over that one unit.
+ * One stop runs per record at a time: a stop that finds one under way joins it (joined-unit.ts).
  */
 import type { ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
@@ -24,7 +27,10 @@ import type { Logger } from '../../ground/logger'
 import { labelledRunArgs, parseContainerRun } from './command'
 import { releaseLiveContainer, trackLiveContainer } from './exit-backstop'
 import { formatOwner, ownerOf } from './owner'
-import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from './stop'
+import { StopJournal } from '../stop/journal'
+import { containerUnitFor, containerUnitUnderway } from './joined-unit'
+import { type ContainerOutcome, type ContainerRecord, type ContainerStopOptions, stopContainerUnit } from './stop'
+import type { ContainerStopUnit, ContainerUnitOptions } from './unit'
 
 /** The container fields of a stop's result (KillResult, CloseReport). */
 export interface ContainerResult {
@@ -82,49 +88,36 @@ function absoluteBin(bin: string, cwd: string): string {
   return hasDir && !isAbsolute(bin) ? resolve(cwd, bin) : bin
 }
 
-/** A step under way: its outcome, and the abort that ends its grace early (the engine's kill now). */
-interface Underway {
-  step: Promise<ContainerOutcome>
-  hurry: AbortController
-}
-const underway = new WeakMap<ContainerRecord, Underway>()
 /** Records whose client has not exited yet. */
 const clientRunning = new WeakSet<ContainerRecord>()
-/** Records whose container a step has seen: a later step needs no second look for a late create. */
+/** Records whose container a stop has seen: a later stop needs no second look for a late create. */
 const seenOnce = new WeakSet<ContainerRecord>()
 
 /**
- * The container step for `record`, or the one already under way for it (one at a time per run).
- * A caller that joins one keeps its own bounds: at the end of its grace (or when its abortSignal
- * fires) the step's grace ends too, and the engine is told to kill.
+ * The container unit of a stop of `record` (joined-unit.ts: it joins the stop under way, if any).
+ * The exit backstop keeps watching the record until a stop has confirmed it gone: this process may
+ * exit (a host's `child.on('exit', () => process.exit(1))`) while it runs.
  */
-export function stopRecordedContainer(record: ContainerRecord, options: { graceMs: number; confirmMs: number; settleMs?: number; abortSignal?: AbortSignal; logger?: Logger }): Promise<ContainerOutcome> {
-  let current = underway.get(record)
-  let timer: NodeJS.Timeout | undefined
-  if (!current) {
-    const hurry = new AbortController()
-    // The exit backstop keeps watching the record until the step has confirmed it gone: this
-    // process may exit (a host's `child.on('exit', () => process.exit(1))`) while it runs.
-    trackLiveContainer(record)
-    const settleMs = seenOnce.has(record) ? 0 : (options.settleMs ?? 0)
-    const step = stopContainerRun(record, { ...options, settleMs, abortSignal: hurry.signal }).then((outcome) => {
+function recordUnit(record: ContainerRecord, journal: StopJournal, options: ContainerUnitOptions): ContainerStopUnit {
+  trackLiveContainer(record)
+  return containerUnitFor(record, journal, {
+    ...options,
+    settleMs: seenOnce.has(record) ? 0 : (options.settleMs ?? 0),
+    onDone: (outcome) => {
       if (outcome.ids.length > 0) seenOnce.add(record)
-      if (underway.get(record) === current) underway.delete(record)
       if (outcome.state === 'gone' && !clientRunning.has(record)) releaseLiveContainer(record)
-      return outcome
-    })
-    underway.set(record, (current = { step, hurry }))
-  } else {
-    timer = setTimeout(() => current!.hurry.abort(), options.graceMs)
-  }
-  const { hurry, step } = current
-  const onAbort = (): void => hurry.abort()
-  if (options.abortSignal?.aborted) onAbort()
-  else options.abortSignal?.addEventListener('abort', onAbort, { once: true })
-  return step.finally(() => {
-    clearTimeout(timer)
-    options.abortSignal?.removeEventListener('abort', onAbort)
+    },
   })
+}
+
+/**
+ * A stop of `record`'s container alone, through the same steps as every stop, over its unit. A
+ * stop that finds one under way joins it and keeps its own bounds: at the end of its grace (or
+ * when its abortSignal fires) the engine is told to kill; at the end of its confirm it reports.
+ */
+export function stopRecordedContainer(record: ContainerRecord, options: ContainerStopOptions): Promise<ContainerOutcome> {
+  const journal = new StopJournal(options.logger)
+  return stopContainerUnit(recordUnit(record, journal, options), options, journal)
 }
 
 /**
@@ -162,17 +155,23 @@ async function stopOnClientExit(record: ContainerRecord, killed: boolean): Promi
   )
 }
 
-/** Starts the container step of a stop of `child` (alongside its group's); resolves to [] when it has none. */
-export function containerStopsOf(
-  child: ChildProcess | null,
-  options: { graceMs: number; confirmMs: number; abortSignal?: AbortSignal | undefined; logger?: Logger | undefined },
-): Promise<ContainerOutcome[]> {
+/**
+ * The units a stop of `child` runs beside its own (stop/kill.ts): its container's, for a container
+ * client spawn() started; none for any other command.
+ */
+export function containerUnitsOf(child: ChildProcess | null, journal: StopJournal, options: { confirmMs: number; logger?: Logger | undefined }): ContainerStopUnit[] {
   const record = child ? records.get(child) : undefined
-  if (!record) return Promise.resolve([])
-  const { abortSignal, logger, graceMs, confirmMs } = options
+  if (!record) return []
   // A client that exited by itself saw its container end; one still running (or killed) may be mid-create.
   const settleMs = child!.exitCode === null ? SETTLE_MS : 0
-  return stopRecordedContainer(record, { graceMs, confirmMs, settleMs, ...(abortSignal ? { abortSignal } : {}), ...(logger ? { logger } : {}) }).then((o) => [o])
+  return [recordUnit(record, journal, { confirmMs: options.confirmMs, settleMs, logger: options.logger })]
+}
+
+/** A stop of `child`'s container alone (its client is gone: closeClient's graceful phase); resolves to [] when it has none. */
+export async function stopContainersOf(child: ChildProcess, options: { graceMs: number; confirmMs: number; logger?: Logger | undefined }): Promise<ContainerOutcome[]> {
+  const journal = new StopJournal(options.logger)
+  const units = containerUnitsOf(child, journal, options)
+  return Promise.all(units.map((unit) => stopContainerUnit(unit, options, journal)))
 }
 
 /** `result` with the container outcomes merged in: a container not confirmed gone is never a success. */
@@ -201,16 +200,19 @@ export function containerCapSlackMs(children: Iterable<ChildProcess>): number {
 const CONTAINER_CAP_SLACK_MS = 250
 
 /**
- * For a report made without waiting for the container step (shutdownAll's cap ran out): its
- * container, if it has one, is not known to be gone.
+ * For a report made without waiting for the stop (shutdownAll's cap ran out): its container, if it
+ * has one, is not known to be gone; what the stop under way has seen of it is named.
  */
 export function containersAtCap(child: ChildProcess, capMs: number): ContainerResult & { uncertain: boolean; error: Error | null } {
   const record = records.get(child)
   if (!record) return { containers: [], containerSurvivors: [], uncertain: false, error: null }
+  const known = containerUnitUnderway(record)?.outcome()
+  if (known?.state === 'gone') return { containers: [known], containerSurvivors: [], uncertain: false, error: null }
   const error = new TimeoutError(`the ${record.engine} container of run ${record.runId} was not confirmed gone within the ${capMs} ms cap`, capMs)
+  const ids = known?.ids ?? []
   return {
-    containers: [{ engine: record.engine, runId: record.runId, ids: [], state: 'uncertain', survivors: [], stopped: true, error }],
-    containerSurvivors: [],
+    containers: [{ engine: record.engine, runId: record.runId, ids, state: 'uncertain', survivors: ids, stopped: known?.stopped ?? true, error }],
+    containerSurvivors: ids,
     uncertain: true,
     error,
   }

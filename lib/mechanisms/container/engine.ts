@@ -72,15 +72,21 @@ export function engineCall(client: EngineClient, args: readonly string[], timeou
 
 const lines = (out: string): string[] => out.split('\n').map((l) => l.trim()).filter(Boolean)
 
+/** The bound of one engine call, and the signal that cuts it short (its client SIGKILLed). */
+export interface CallOptions {
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
 /** Ids (full) of the containers carrying `label` (`key` or `key=value`); `all`: stopped ones too; `status`: only in that state. */
-export async function listByLabel(client: EngineClient, label: string, options: { all?: boolean; status?: string; timeoutMs?: number } = {}): Promise<string[]> {
+export async function listByLabel(client: EngineClient, label: string, options: { all?: boolean; status?: string } & CallOptions = {}): Promise<string[]> {
   const status = options.status ? ['--filter', `status=${options.status}`] : []
   const args = ['ps', ...(options.all === false ? [] : ['-a']), '-q', '--no-trunc', '--filter', `label=${label}`, ...status]
-  return lines(await engineCall(client, args, options.timeoutMs))
+  return lines(await engineCall(client, args, options.timeoutMs, options.signal))
 }
 
 /** Ids of one run's containers (by its `reapkit.run` label); `all: false`: running ones only. */
-export function listRun(client: EngineClient, runId: string, options: { all?: boolean; timeoutMs?: number } = {}): Promise<string[]> {
+export function listRun(client: EngineClient, runId: string, options: { all?: boolean } & CallOptions = {}): Promise<string[]> {
   return listByLabel(client, `${RUN_LABEL}=${runId}`, options)
 }
 
@@ -90,9 +96,9 @@ export function isNoSuchContainer(err: unknown): boolean {
 }
 
 /** The container's state ('running', 'exited', 'created', ...), or 'gone' when the engine has no such container. */
-export async function containerStatus(client: EngineClient, id: string, timeoutMs?: number): Promise<string> {
+export async function containerStatus(client: EngineClient, id: string, timeoutMs?: number, signal?: AbortSignal): Promise<string> {
   try {
-    return (await engineCall(client, ['inspect', '--format', '{{.State.Status}}', id], timeoutMs)).trim()
+    return (await engineCall(client, ['inspect', '--format', '{{.State.Status}}', id], timeoutMs, signal)).trim()
   } catch (err) {
     if (isNoSuchContainer(err)) return 'gone'
     throw err
@@ -104,22 +110,22 @@ export async function containerStatus(client: EngineClient, id: string, timeoutM
  * STOPSIGNAL, then its SIGKILL after `seconds`. Bounded by those seconds
  * plus `slackMs` for the engine's own work.
  */
-export async function stopContainers(client: EngineClient, ids: readonly string[], seconds: number, slackMs: number = ENGINE_CALL_MS_DEFAULT): Promise<void> {
+export async function stopContainers(client: EngineClient, ids: readonly string[], seconds: number, slackMs: number = ENGINE_CALL_MS_DEFAULT, signal?: AbortSignal): Promise<void> {
   if (ids.length === 0) return
-  await engineCall(client, ['stop', '-t', String(seconds), ...ids], seconds * 1000 + slackMs)
+  await engineCall(client, ['stop', '-t', String(seconds), ...ids], seconds * 1000 + slackMs, signal)
 }
 
 /**
  * `rm -f`: kill and remove. podman's `rm -f` first stops with the container's stop timeout (10 s by
  * default), so it is told `-t 0`: a forced removal kills at once, as docker's does.
  */
-export async function removeContainers(client: EngineClient, ids: readonly string[], timeoutMs?: number): Promise<void> {
+export async function removeContainers(client: EngineClient, ids: readonly string[], timeoutMs?: number, signal?: AbortSignal): Promise<void> {
   if (ids.length === 0) return
-  await engineCall(client, ['rm', '-f', ...(client.engine === 'podman' ? ['-t', '0'] : []), ...ids], timeoutMs)
+  await engineCall(client, ['rm', '-f', ...(client.engine === 'podman' ? ['-t', '0'] : []), ...ids], timeoutMs, signal)
 }
 
 /** `kill`: SIGKILL through the engine (the container stays, stopped). */
-export async function killContainers(client: EngineClient, ids: readonly string[], timeoutMs?: number): Promise<void> {
+export async function killContainers(client: EngineClient, ids: readonly string[], timeoutMs?: number, signal?: AbortSignal): Promise<void> {
   if (ids.length === 0) return
-  await engineCall(client, ['kill', ...ids], timeoutMs)
+  await engineCall(client, ['kill', ...ids], timeoutMs, signal)
 }

@@ -2,11 +2,12 @@
  * A group's members as the stop knows them: each pinned (a pidfd on Linux) before it is ever
  * signalled, and watched until its exit. A member that exits and whose pid is reused is never hit.
  */
+import { ReapkitError } from '../../ground/errors'
 import { binding } from '../../ground/native'
 import { openProcess, ProcessHandle } from '../handle'
 import type { GroupScope } from './group-scope'
 import type { StopJournal } from './journal'
-import { isGoneError, type PinnedTarget } from './pin'
+import { isGoneError, type PinnedTarget, pinAlive } from './pin'
 import type { Pinned } from './types'
 
 export interface Member {
@@ -33,6 +34,11 @@ export class GroupMembers {
   async refresh(): Promise<void> {
     const { pid, leader } = this.target
     const pids = await this.scope.list()
+    // The group can no longer be listed (its leader exited) while members still run: what they
+    // fork from now on is out of reach, so the stop cannot say everything is gone.
+    if (this.scope.lostProof() && this.live().some((m) => pinAlive(m.handle))) {
+      this.journal.degraded(new ReapkitError('ERR_REAPKIT_GROUP_UNPROVEN', `process group ${this.scope.pgid} can no longer be listed (its leader ${pid} exited while members ran): a process they fork is not found`))
+    }
     if (leader && !leader.closed && !pids.includes(pid)) pids.push(pid)
     for (const p of pids) {
       if (this.tracked.has(p)) continue

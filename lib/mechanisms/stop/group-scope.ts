@@ -13,6 +13,8 @@ import { type PinnedTarget, pinAlive } from './pin'
 
 export class GroupScope {
   private gone = false
+  /** The group stopped being provably the target's while the stop went on (its pinned leader exited). */
+  private unproven = false
   private readonly info: SpawnedInfo | undefined
 
   constructor(
@@ -35,20 +37,30 @@ export class GroupScope {
         if (info.groupGone) this.gone = true
         return members
       }
-      if (!pinAlive(leader)) {
-        this.gone = true
-        return []
-      }
+      if (!pinAlive(leader)) return this.lose()
       const members = await groupMembersSoon(pgid)
-      if (!pinAlive(leader)) {
-        this.gone = true
-        return []
-      }
+      if (!pinAlive(leader)) return this.lose()
       return members
     } catch (err) {
       this.journal.degraded(err) // not "empty": unknown. Keep to what is pinned.
       return []
     }
+  }
+
+  /**
+   * Whether the group has just stopped being provable (once: the call that saw it says so). A member
+   * still alive then may fork a process the stop can no longer find: the caller says so.
+   */
+  lostProof(): boolean {
+    const lost = this.unproven
+    this.unproven = false
+    return lost
+  }
+
+  private lose(): [] {
+    this.gone = true
+    this.unproven = true
+    return []
   }
 
   /** Whether `pid` is in the group now (a member may move with setpgid). */

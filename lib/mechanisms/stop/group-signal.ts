@@ -2,7 +2,8 @@
  * The signal step for a process group: each live member gets the phase's signal once, through its
  * pin. When the group could not be listed or its members pinned (the stop is uncertain), one killpg
  * still reaches them all, but only while our own child leads the group unreaped: its pid then holds
- * the group id (spawn.ts).
+ * the group id (spawn.ts). A process another stop under way has given the same signal is not given
+ * it again (signal-ledger.ts).
  */
 import { binding } from '../../ground/native'
 import { signalName } from '../../ground/validate'
@@ -11,9 +12,12 @@ import type { Member } from './group-members'
 import type { GroupScope } from './group-scope'
 import type { StopJournal } from './journal'
 import type { PinnedTarget } from './pin'
+import { SignalLedger } from './signal-ledger'
 import type { Pinned } from './types'
 
 export class GroupSignals {
+  /** What this stop sent, for the other stops under way (signal-ledger.ts). */
+  readonly ledger = new SignalLedger()
   private sig = 0
   private sentTo = new Set<Pinned>() // who got the current phase's signal
   private groupSignalled = false
@@ -42,6 +46,12 @@ export class GroupSignals {
   deliver(live: Member[]): void {
     const sig = this.sig
     let fresh = live.filter((m) => !this.sentTo.has(m.handle))
+    // One that another stop under way has given this very signal is not given it twice.
+    const given = fresh.filter((m) => this.ledger.sentElsewhere(sig, m.handle.pid))
+    if (given.length > 0) {
+      for (const m of given) this.sentTo.add(m.handle)
+      fresh = fresh.filter((m) => !given.includes(m))
+    }
     // The group's one killpg reaches every member still in the group: sending those the signal
     // through their pins as well would give it to them twice (and a second SIGINT means "force"
     // to many programs, the reapkit wrapper among them). So they get it from the killpg alone.
@@ -68,6 +78,7 @@ export class GroupSignals {
     for (const m of members) {
       try {
         m.handle.signal(sig)
+        this.ledger.record(sig, m.handle)
         count++
       } catch {
         // ESRCH: it exited in the meantime; its exit event marks it gone

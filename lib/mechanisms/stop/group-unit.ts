@@ -48,6 +48,7 @@ export class GroupUnit implements TargetUnit {
   }
 
   close(): void {
+    this.signals.ledger.close()
     this.members.close()
   }
 }

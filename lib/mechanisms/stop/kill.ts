@@ -8,13 +8,14 @@
  *
  * The stop is a few named steps (resolve, pin, signal and settle, escalate and confirm, report)
  * over its units (unit.ts): the target's process group on POSIX (group-unit.ts), its Job object on
- * Windows (job-unit.ts). A container client's container is stopped alongside, through its engine
- * (container/child.ts), and its outcome is merged into the result. Every member is pinned (a pidfd on Linux) before it is signalled, and
- * signalled through that handle: a member that exits and whose pid is reused is never hit.
+ * Windows (job-unit.ts), and for a container client that spawn() started, its container, ended and
+ * confirmed gone through its engine (container/unit.ts), under the same deadline. Every member is
+ * pinned (a pidfd on Linux) before it is signalled, and signalled through that handle: a member
+ * that exits and whose pid is reused is never hit.
  */
-import { containerStopsOf, withContainers } from '../container/child'
+import { containerUnitsOf } from '../container/child'
 import type { ProcessTarget } from '../exit'
-import { stopUnits, type StopOutcome } from './escalate'
+import { stopUnits } from './escalate'
 import { GroupUnit } from './group-unit'
 import { JobUnit } from './job-unit'
 import { StopJournal } from './journal'
@@ -23,7 +24,7 @@ import { pinTarget, type PinnedTarget } from './pin'
 import { report } from './report'
 import { resolveGroup, resolveTarget } from './resolve'
 import type { KillOptions, KillResult } from './types'
-import type { StopUnit, TargetUnit } from './unit'
+import type { TargetUnit } from './unit'
 
 /** Sends signal -> waits by event -> escalates after a bounded grace; resolves to a KillResult. */
 export async function killProcessGracefully(target: ProcessTarget, options: KillOptions = {}): Promise<KillResult> {
@@ -34,17 +35,10 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
   const unit: TargetUnit = process.platform === 'win32'
     ? new JobUnit(pinned, journal)
     : new GroupUnit(pinned, groupOf(pinned, opts), journal)
-  const units: StopUnit[] = [unit]
-  // A container client's container goes alongside, through its engine (container/child.ts).
-  const containers = containerStopsOf(pinned.child, { graceMs: opts.graceMs, confirmMs: opts.confirmMs, abortSignal: opts.abort, logger: opts.logger })
-  let outcome: StopOutcome
-  try {
-    outcome = await stopUnits(units, opts, journal)
-  } finally {
-    for (const u of units) u.close()
-  }
-  const result = await report(pinned, unit, outcome, journal)
-  return { ...withContainers(result, await containers), durationMs: journal.elapsed() }
+  // A container client's container goes beside it, through its engine.
+  const containers = containerUnitsOf(pinned.child, journal, opts)
+  const outcome = await stopUnits([unit, ...containers], opts, journal)
+  return report(pinned, unit, outcome, journal, containers.map((c) => c.outcome()))
 }
 
 /** resolveGroup(), releasing the pin this stop opened when it refuses (this process's own group). */

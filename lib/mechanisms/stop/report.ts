@@ -1,15 +1,16 @@
-/** The report step: a stop's result (its group's part of the KillResult), with the target's own exit status where it is known. */
+/** The report step: a stop's result, with the target's own exit status where it is known, and its containers' outcomes. */
 import type { ChildProcess } from 'node:child_process'
 import { childExit, settlesWithin } from '../../ground/wait'
 import type { StopOutcome } from './escalate'
 import type { StopJournal } from './journal'
 import type { PinnedTarget } from './pin'
-import type { KillGroupResult } from './types'
+import type { ContainerOutcome } from '../container/stop'
+import type { KillResult } from './types'
 import type { TargetUnit } from './unit'
 
 type Status = { code: number | null; signal: NodeJS.Signals | null }
 
-export async function report(target: PinnedTarget, unit: TargetUnit, outcome: StopOutcome, journal: StopJournal): Promise<KillGroupResult> {
+export async function report(target: PinnedTarget, unit: TargetUnit, outcome: StopOutcome, journal: StopJournal, containers: ContainerOutcome[]): Promise<KillResult> {
   const { child } = target
   const status = child && outcome.survivors.length === 0 ? await childStatus(child, unit.targetGone()) : null
   return {
@@ -22,6 +23,8 @@ export async function report(target: PinnedTarget, unit: TargetUnit, outcome: St
     survivors: outcome.survivors,
     uncertain: journal.uncertain,
     error: journal.error,
+    containers,
+    containerSurvivors: outcome.containerSurvivors,
     durationMs: journal.elapsed(),
   }
 }

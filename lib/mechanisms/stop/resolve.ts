@@ -38,7 +38,9 @@ export function resolveTarget(target: ProcessTarget, options: StopOptions): Reso
     if (info?.handle && !info.handle.closed) leader = info.handle
   } else if (target instanceof ProcessHandle) {
     pid = target.pid
-    leader = target.closed ? null : target
+    // Its pin is gone: the pid may name another process by now, so it is not pinned again by number.
+    if (target.closed) throw typeError('ERR_INVALID_ARG_VALUE', `The handle for pid ${pid} is closed: it no longer proves which process the pid names`)
+    leader = target
   } else {
     pid = validatePid(target)
   }
@@ -50,8 +52,9 @@ export function resolveTarget(target: ProcessTarget, options: StopOptions): Reso
 
 /**
  * The group to signal (POSIX), or null for the process alone: the child's known group, else the
- * target's own group while it leads one (asked by number, confirmed through the pin), or its pid
- * when `group: true` asks for it. This process's own group is refused unless `allowSelf`.
+ * target's own group while it leads one (asked by number, confirmed through the pin), or the group
+ * of its pid when `group: true` asks for it and there is one. This process's own group is refused
+ * unless `allowSelf`.
  */
 export function resolveGroup(t: ResolvedTarget, options: StopOptions): number | null {
   let pgid: number | null = null
@@ -65,10 +68,25 @@ export function resolveGroup(t: ResolvedTarget, options: StopOptions): number | 
         // exited meanwhile
       }
     }
-    if (options.group === true && pgid === null && t.leader) pgid = t.pid
+    if (options.group === true && pgid === null && groupOfPidExists(t)) pgid = t.pid
   }
   if (pgid !== null && binding && !options.allowSelf && pgid === binding.getpgid(0)) {
     throw rangeError('ERR_REAPKIT_SELF', `Refusing to signal this process's own process group (pgid ${pgid}); pass { allowSelf: true }`)
   }
   return pgid
+}
+
+/**
+ * `group: true` on a process that leads no group: a group of its pid exists only if the process
+ * made it and then left it (its id stays in use while members remain). Asked while its pin holds
+ * the pid, so the answer is about that very group; none (ESRCH), and the process is stopped alone.
+ */
+function groupOfPidExists(t: ResolvedTarget): boolean {
+  if (!binding || !pinAlive(t.leader)) return false
+  try {
+    binding.killpg(t.pid, 0)
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'EPERM') return false
+  }
+  return pinAlive(t.leader)
 }

@@ -13,7 +13,11 @@ export interface KillOptions {
   killSignal?: SignalLike
   /** Signal the whole process group. Default: true when the target leads its own group. */
   group?: boolean
-  /** After `killSignal`, how long to wait for the group to be gone before reporting survivors. Default 5000. */
+  /**
+   * After `killSignal`, how long to wait for the group to be gone before reporting survivors.
+   * Default 5000. A container client's container stops under the same bounds: every engine call
+   * ends within `graceMs` + `confirmMs`.
+   */
   confirmMs?: number
   /** Cancels the grace wait: escalates to `killSignal` at once. */
   abortSignal?: AbortSignal
@@ -69,7 +73,9 @@ export interface KillGroupResult {
    * True when the stop could not see everything (e.g. EMFILE: the group could not be listed, a
    * member could not be pinned, or an exit could not be watched). The target itself was still
    * signalled, and only a process seen to exit counts as gone; but members that could not be
-   * listed or pinned may remain. `error` says why.
+   * listed or pinned may remain. Also when a group reapkit's spawn did not start lost its leader
+   * while members ran: it can no longer be listed, so what they fork is not found
+   * (ERR_REAPKIT_GROUP_UNPROVEN). `error` says why.
    */
   uncertain: boolean
   /** The first error that made the result uncertain (a system error with a `code`), or null. */
