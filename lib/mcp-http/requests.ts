@@ -5,7 +5,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { isSse } from '../mcp-http-wire'
 import { probeAnswer, refuse } from './answers'
-import { BodyTee } from './body-tee'
+import { BodyTee, teeByClass } from './body-tee'
 import { draining, type HttpDrain } from './context'
 
 /** The largest body kept to learn a request's id (bigger ones answer an abandoned call with id null). */
@@ -23,47 +23,53 @@ function isStream(req: IncomingMessage, method: string): boolean {
   return mcpMethod !== undefined && String(mcpMethod).toLowerCase() === 'subscriptions/listen'
 }
 
+/** The server's own emit of 'request' (its handlers). */
+type Pass = (req: IncomingMessage, res: ServerResponse) => void
+
+/** Hands the request to the server's handlers; then the tee follows it if they changed its class. */
+function pass(emitRequest: Pass, req: IncomingMessage, res: ServerResponse, body: BodyTee | null): void {
+  emitRequest(req, res)
+  body?.afterHandlers()
+}
+
 /**
  * Routes one request: answered here (a probe, a refusal), held until its body is known (draining),
- * or tracked and passed on. True when the caller passes it on to the server's handlers now.
+ * or tracked and passed on to the server's handlers.
  */
-function onRequest(drain: HttpDrain, req: IncomingMessage, res: ServerResponse, pass: (req: IncomingMessage, res: ServerResponse) => void): boolean {
-  if (probeAnswer(drain, req, res)) return false
+function onRequest(drain: HttpDrain, emitRequest: Pass, req: IncomingMessage, res: ServerResponse): void {
+  if (probeAnswer(drain, req, res)) return
   const method = req.method ?? 'GET'
   const stream = isStream(req, method)
   const body = method === 'POST' && !stream ? new BodyTee(req, BODY_MAX_BYTES) : null
   if (!draining(drain)) {
     drain.exchanges.track(res, stream ? 'stream' : method === 'POST' ? 'call' : 'other', body)
-    return true
+    return pass(emitRequest, req, res, body)
   }
   // Draining: nothing new starts; what belongs to the work in flight passes.
   res.shouldKeepAlive = false
-  if (stream) {
-    refuse(drain, req, res, null)
-    return false
-  }
+  if (stream) return refuse(drain, req, res, null)
   if (body === null) {
     drain.exchanges.track(res, 'other', null)
-    return true
+    return pass(emitRequest, req, res, null)
   }
   // Held until the body says what it is (it stays in the stream's buffer for the SDK to read).
   void body.whenKnown().then(({ request, id }) => {
     if (request) return refuse(drain, req, res, id)
     drain.exchanges.track(res, 'other', body)
-    pass(req, res)
+    pass(emitRequest, req, res, body)
   })
-  return false
 }
 
 /** Puts the drain in front of the server's 'request' listeners (every other event passes untouched). */
 export function hookRequests(drain: HttpDrain): void {
   const { server } = drain
+  teeByClass(server)
   const emit = server.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean
-  const pass = (req: IncomingMessage, res: ServerResponse): void => void emit.call(server, 'request', req, res)
+  const emitRequest: Pass = (req, res) => void emit.call(server, 'request', req, res)
   // Named parameters and `arguments` (not a rest array): the emit of every event costs no allocation.
   server.emit = function drainEmit(this: Server, event: string | symbol, req?: unknown, res?: unknown): boolean {
     if (event !== 'request') return emit.apply(this, arguments as unknown as [string | symbol, ...unknown[]])
-    if (onRequest(drain, req as IncomingMessage, res as ServerResponse, pass)) emit.call(this, 'request', req, res)
+    onRequest(drain, emitRequest, req as IncomingMessage, res as ServerResponse)
     return true
   } as Server['emit']
   Object.defineProperty(server, kDrained, { value: true })
