@@ -112,8 +112,10 @@ export interface HttpKeepalive {
 /**
  * Puts an HTTP server (node:http, https, or Express's app.listen()) under a keepalive drain. Call it
  * once, right after creating the server (it takes the requests from then on). Returns the drain.
- * Its steps are in lib/mcp-http/: options, requests (and the body tee), exchanges, answers, phases.
+ * On node:http and https, the server builds its requests from then on from a subclass (of the same
+ * name) of its IncomingMessage class, through which the drain sees each POST body.
  */
+// Its steps are in lib/mcp-http/: options, requests (and the body tee), exchanges, answers, phases.
 export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions = {}): HttpKeepalive {
   const resolved = resolveOptions(server, options)
   const { settings } = resolved
