@@ -4,7 +4,7 @@
  * exchanges (notifications, DELETE) are tracked but hold no work.
  */
 import type { ServerResponse } from 'node:http'
-import type { Keepalive } from '../policies/keepalive'
+import type { Keepalive } from '../index'
 import type { BodyTee } from './body-tee'
 
 export type Kind = 'call' | 'stream' | 'other'

@@ -6,7 +6,7 @@
 import type { Server } from 'node:http'
 import { rangeError, typeError } from '../ground/errors'
 import { describe, validateMs, validateOptions } from '../ground/validate'
-import type { Keepalive, KeepaliveOptions, ShutdownReport } from '../policies/keepalive'
+import type { Keepalive, KeepaliveOptions, KeepaliveReport as ShutdownReport } from '../index'
 import type { HttpKeepaliveOptions } from '../mcp-http'
 import { isDrained } from './requests'
 
