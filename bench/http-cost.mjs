@@ -1,12 +1,20 @@
 // The cost of withHttpKeepalive per request (issue 19 item 7): a trivial tool call on the 2.x
 // stateless server (test/fixtures/http-drain-server.mjs --line 2: createMcpHandler on node:http),
-// with and without the drain, both running for the whole measurement and loaded in turns (slices
-// of a fixed time, alternating order). 10 keep-alive connections on 127.0.0.1 post
-// `tools/call count {n: 0}` back to back; each slice counts the
-// 200 responses and the server process's own CPU time (utime + stime from /proc/PID/stat, so a busy
-// machine slows both sides alike and the CPU per request stays comparable). Figures: requests/s and
-// server CPU per request, medians over the slices, and their ratios (drain / plain for requests/s,
-// plain / drain for CPU: both read as "the drain's throughput relative to none", 1 = free).
+// with and without the drain. 10 keep-alive connections on 127.0.0.1 post `tools/call count {n: 0}`
+// back to back; each slice counts the 200 responses and the server process's own CPU time (utime +
+// stime from /proc/PID/stat, so a busy machine slows both sides alike and the CPU per request stays
+// comparable). Figures: requests/s and server CPU per request, medians over the slices, and their
+// ratios (drain / plain for requests/s, plain / drain for CPU: both read as "the drain's throughput
+// relative to none", 1 = free), with the spread of the ratio from round to round.
+//
+// Fairness, as measured on a busy 2-core machine:
+// - Several server processes per side (3; 2 in quick mode), all up for the whole measurement,
+//   started in alternating order: two identical processes differ by up to 3-5% in CPU per request
+//   for their whole life (what their JIT and heap happened to become), which one process per side
+//   turned into a ratio that wandered by as much from run to run.
+// - Rounds: each process gets one slice per round, sides interleaved (plain, drain, plain, ...),
+//   the order rotated and reversed from round to round, so a drift of the machine's load falls on
+//   both sides alike; the spread reported is the interquartile range of the per-round ratios.
 // Called by run.mjs; also runs alone: `node bench/http-cost.mjs` (BENCH_QUICK=1 honoured).
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -16,7 +24,9 @@ import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..')
-const DIST = join(root, 'dist', 'cjs', 'index.js')
+// The build measured: this checkout's, or another's (HTTP_COST_DIST=/path/to/dist/cjs/index.js) to
+// compare two builds with the same bench.
+const DIST = process.env.HTTP_COST_DIST || join(root, 'dist', 'cjs', 'index.js')
 const FIXTURE = join(root, 'test', 'fixtures', 'http-drain-server.mjs')
 const CONNECTIONS = 10
 const median = (xs) => {
@@ -37,7 +47,10 @@ async function startServer(drain) {
     detached: true,
   })
   const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('bench: the server did not listen within 20 s')), 20_000)
+    const timer = setTimeout(() => {
+      stop(child)
+      reject(new Error('bench: the server did not listen within 20 s'))
+    }, 20_000)
     let out = ''
     child.stdout.on('data', (b) => {
       out += b
@@ -101,53 +114,86 @@ async function slice(server, ms) {
   const c0 = cpuMs(server.child.pid)
   const { ok, failed } = await load(server.port, ms)
   const cpu = cpuMs(server.child.pid) - c0
-  return { rps: ok / (ms / 1000), cpuUsPerRequest: ok ? (cpu * 1000) / ok : null, requests: ok, failed }
+  return { process: server.index, rps: ok / (ms / 1000), cpuUsPerRequest: ok ? (cpu * 1000) / ok : null, requests: ok, failed }
+}
+
+const quartiles = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  const at = (p) => s[Math.min(s.length - 1, Math.max(0, Math.round(p * (s.length - 1))))]
+  return s.length === 0 ? null : [at(0.25), at(0.75)]
+}
+
+/** Round r's order: the processes interleaved by side, rotated by r, reversed every other round. */
+function roundOrder(servers, r) {
+  const order = []
+  for (let i = 0; i < servers.plain.length; i++) order.push(servers.plain[i], servers.drain[i])
+  const rotated = order.slice(r % order.length).concat(order.slice(0, r % order.length))
+  return r % 2 ? rotated.reverse() : rotated
 }
 
 export async function httpCostFigures(quick = process.env.BENCH_QUICK === '1') {
-  const slices = quick ? 4 : 24
-  const ms = quick ? 1000 : 2000
-  const rows = { drain: [], plain: [] }
-  // Both servers run for the whole measurement and take turns, slice by slice, in alternating order:
-  // a drift of the machine's load, or a start-up's JIT state, falls on both sides alike (separate
-  // start-ups per round made the ratio wander by several percent from one run to the next).
-  const servers = { plain: await startServer(false), drain: await startServer(true) }
+  const perSide = quick ? 2 : 3
+  const rounds = quick ? 3 : 12
+  const ms = quick ? 1000 : 1500
+  const servers = { plain: [], drain: [] }
   try {
-    for (const side of ['plain', 'drain']) await load(servers[side].port, quick ? 500 : 2000) // warm-up: JIT, sockets
-    for (let i = 0; i < slices; i++) {
-      for (const side of i % 2 ? ['drain', 'plain'] : ['plain', 'drain']) rows[side].push(await slice(servers[side], ms))
+    for (let i = 0; i < perSide; i++) {
+      for (const side of i % 2 ? ['drain', 'plain'] : ['plain', 'drain']) servers[side].push({ side, index: i, ...(await startServer(side === 'drain')) })
     }
+    for (const server of roundOrder(servers, 0)) await load(server.port, quick ? 500 : 1500) // warm-up: JIT, sockets
+    const rows = { drain: [], plain: [] }
+    const perRound = []
+    for (let r = 0; r < rounds; r++) {
+      const round = { drain: [], plain: [] }
+      for (const server of roundOrder(servers, r)) round[server.side].push(await slice(server, ms))
+      for (const side of ['plain', 'drain']) rows[side].push(...round[side])
+      perRound.push(round)
+    }
+    return summary(rows, perRound, { rounds, ms, perSide })
   } finally {
-    for (const server of Object.values(servers)) stop(server.child)
+    for (const server of [...servers.plain, ...servers.drain]) stop(server.child)
   }
-  const m = (side, key) => median(rows[side].map((r) => r[key]).filter((v) => v !== null))
+}
+
+function summary(rows, perRound, { rounds, ms, perSide }) {
+  const med = (list, key) => median(list.map((r) => r[key]).filter((v) => v !== null))
+  const ratios = (key, plainOverDrain) =>
+    perRound.map((round) => (plainOverDrain ? med(round.plain, key) / med(round.drain, key) : med(round.drain, key) / med(round.plain, key)))
+  const byProcess = (side, key) => Array.from({ length: perSide }, (_, i) => med(rows[side].filter((r) => r.process === i), key))
   return {
-    rounds: slices,
+    rounds,
     roundMs: ms,
+    processesPerSide: perSide,
     connections: CONNECTIONS,
     rows,
-    rps: { plain: m('plain', 'rps'), drain: m('drain', 'rps') },
-    cpuUs: { plain: m('plain', 'cpuUsPerRequest'), drain: m('drain', 'cpuUsPerRequest') },
-    rpsRatio: m('drain', 'rps') / m('plain', 'rps'),
-    cpuRatio: m('plain', 'cpuUsPerRequest') / m('drain', 'cpuUsPerRequest'),
+    rps: { plain: med(rows.plain, 'rps'), drain: med(rows.drain, 'rps') },
+    cpuUs: { plain: med(rows.plain, 'cpuUsPerRequest'), drain: med(rows.drain, 'cpuUsPerRequest') },
+    cpuUsByProcess: { plain: byProcess('plain', 'cpuUsPerRequest'), drain: byProcess('drain', 'cpuUsPerRequest') },
+    rpsRatio: med(rows.drain, 'rps') / med(rows.plain, 'rps'),
+    cpuRatio: med(rows.plain, 'cpuUsPerRequest') / med(rows.drain, 'cpuUsPerRequest'),
+    rpsRatioIqr: quartiles(ratios('rps', false)),
+    cpuRatioIqr: quartiles(ratios('cpuUsPerRequest', true)),
     failed: rows.drain.concat(rows.plain).reduce((s, r) => s + r.failed, 0),
   }
 }
 
 export function httpCostMarkdown(d) {
   const f = (v, digits = 0) => (v === null || v === undefined ? '—' : v.toFixed(digits))
+  const iqr = (q) => (q ? ` (${f(q[0], 3)}–${f(q[1], 3)})` : '')
+  const each = (xs) => xs.map((x) => f(x)).join(', ')
   return `## HTTP servers: what the drain costs per request
 
 A trivial tool call (\`count {n: 0}\`) on the 2.x stateless server, ${d.connections} keep-alive connections on
-127.0.0.1 posting back to back; both servers up for the whole run, taking turns in ${d.rounds} slices of ${d.roundMs / 1000} s each
-(alternating order); medians over the slices.
+127.0.0.1 posting back to back; ${d.processesPerSide} server processes per side, all up for the whole run, each
+loaded for ${d.roundMs / 1000} s per round over ${d.rounds} rounds (sides interleaved, the order rotated each round);
+medians over all slices of a side, and in brackets the interquartile range of the ratio from round to round.
 The server's CPU per request comes from its own /proc/PID/stat, so a busy machine slows both sides alike.
 
-| server | requests/s | server CPU µs per request |
-|---|---:|---:|
-| SDK alone | ${f(d.rps.plain)} | ${f(d.cpuUs.plain)} |
-| under \`withHttpKeepalive\` | ${f(d.rps.drain)} | ${f(d.cpuUs.drain)} |
-| ratio (the drain relative to none; 1 = free) | ${f(d.rpsRatio, 3)} | ${f(d.cpuRatio, 3)} |
+| server | requests/s | server CPU µs per request | CPU µs per request, each process |
+|---|---:|---:|---|
+| SDK alone | ${f(d.rps.plain)} | ${f(d.cpuUs.plain)} | ${each(d.cpuUsByProcess.plain)} |
+| under \`withHttpKeepalive\` | ${f(d.rps.drain)} | ${f(d.cpuUs.drain)} | ${each(d.cpuUsByProcess.drain)} |
+| ratio (the drain relative to none; 1 = free) | ${f(d.rpsRatio, 3)}${iqr(d.rpsRatioIqr)} | ${f(d.cpuRatio, 3)}${iqr(d.cpuRatioIqr)} | |
 ${d.failed ? `\n${d.failed} requests failed (not counted).\n` : ''}`
 }
 

@@ -6,7 +6,8 @@ import { StreamableHTTPClientTransport as Transport1 } from '@modelcontextprotoc
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client'
 import type { ChildProcess } from 'node:child_process'
-import { request as httpRequest } from 'node:http'
+import { IncomingMessage, request as httpRequest, type RequestListener, type Server, type ServerResponse } from 'node:http'
+import { createRequire } from 'node:module'
 import net from 'node:net'
 import { createServer } from 'node:http'
 import { describe, expect, it } from 'vitest'
@@ -101,6 +102,10 @@ async function rawSocket(port: number) {
   await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject))
   return { socket, received: () => data, ended: () => ended }
 }
+
+class OwnRequest extends IncomingMessage {}
+
+type ExpressLike = (() => { use(h: unknown): void; post(path: string, h: RequestListener): void } & RequestListener) & { json(): unknown }
 
 const pairs: Array<[Line, Line]> = [
   ['1', '1'],
@@ -310,6 +315,55 @@ describe('withHttpKeepalive', () => {
     // The one that left counts as refused, seen to go (with no listener for its end it would be neither).
     expect(JSON.parse(reportLines(server.stderr())[0]!)).toMatchObject({ drained: 1, abandoned: 0, refused: 2 })
   })
+
+  // The body tee takes each chunk through the request's class where node:http builds requests from
+  // a class the server names (no push() of its own per request), and follows a request whose
+  // prototype its handler swapped (Express does, before the body arrives). In each case the
+  // abandoned call's last event must carry its id, which only the tee can know.
+  const servers: Record<string, (handler: RequestListener) => Server> = {
+    'node:http': (handler) => createServer(handler),
+    'a server with its own IncomingMessage class': (handler) => createServer({ IncomingMessage: OwnRequest }, handler),
+    Express: (handler) => {
+      const express = createRequire(__filename)('express') as ExpressLike
+      const app = express()
+      app.use(express.json())
+      app.post('/mcp', handler)
+      return createServer(app)
+    },
+  }
+  for (const [name, make] of Object.entries(servers)) {
+    it(`${name}: an abandoned call's last event carries its id; the request keeps its class (and, but for Express, gets no push() of its own)`, async () => {
+      const seen: Array<{ ownPush: boolean; ownClass: boolean; name: string }> = []
+      const server = make((req, res) => {
+        seen.push({ ownPush: Object.hasOwn(req, 'push'), ownClass: req instanceof OwnRequest, name: req.constructor.name })
+        const stream = (): void => void (res as ServerResponse).writeHead(200, { 'content-type': 'text/event-stream' }).write('event: message\ndata: {}\n\n')
+        if (req.readableEnded || (req as { body?: unknown }).body !== undefined) stream()
+        else req.resume().once('end', stream)
+      })
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      const keepalive = createKeepalive({ signals: false, stdin: false, parentDeath: false, exit: false, finalLine: false, graceMs: 300 })
+      withHttpKeepalive(server, { keepalive })
+      const port = (server.address() as net.AddressInfo).port
+      const client = await rawSocket(port)
+      try {
+        client.socket.write(raw(port, { jsonrpc: '2.0', id: 'abandon-me', method: 'tools/call', params: { name: 'count', arguments: {} } }))
+        await waitFor(() => client.received().includes('data: {}'), 10_000, 'the call\'s stream to start')
+        expect(await keepalive.shutdown('test')).toMatchObject({ abandoned: 1 })
+        await waitFor(() => client.ended(), 10_000, 'the abandoned stream to end')
+        const events = client.received().split('data: ').slice(1).map((e) => JSON.parse(e.slice(0, e.indexOf('\n'))))
+        expect(events.at(-1)).toMatchObject({ id: 'abandon-me', error: { code: -32099, data: { abandoned: true } } })
+        expect(seen).toHaveLength(1)
+        expect(seen[0]!.ownClass).toBe(name.includes('own'))
+        if (name === 'Express') return // its handler sees the body parsed, and the push() the tee put back after it
+        expect(seen[0]!.ownPush).toBe(false) // one shape for every request: the class tees
+        expect(seen[0]!.name).toBe(name.includes('own') ? 'OwnRequest' : 'IncomingMessage')
+      } finally {
+        client.socket.destroy()
+        server.closeAllConnections()
+        server.close()
+      }
+    })
+  }
 
   it('rejects bad options before touching the server', async () => {
     const http = createServer()

@@ -1,0 +1,194 @@
+/**
+ * A POST's body, kept beside the stream that the SDK reads (BodyTee), and what it carries: a
+ * JSON-RPC request (new work, with its id) or only notifications and responses.
+ */
+import { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
+
+/** What a JSON-RPC body carries: a request (new work, with its id), or only notifications and responses. */
+export interface BodyKind {
+  request: boolean
+  id: string | number | null
+}
+
+export function classifyBody(body: Buffer | null): BodyKind {
+  if (body === null) return { request: true, id: null } // unreadable here: taken for new work
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body.toString('utf8'))
+  } catch {
+    return { request: true, id: null }
+  }
+  for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
+    if (typeof message !== 'object' || message === null) return { request: true, id: null }
+    const { method, id } = message as { method?: unknown; id?: unknown }
+    if (typeof method === 'string' && id !== undefined) {
+      return { request: true, id: typeof id === 'string' || typeof id === 'number' ? id : null }
+    }
+  }
+  return { request: false, id: null }
+}
+
+const kTee = Symbol('reapkit.bodyTee')
+
+/** A request built by the server's tee class (teeByClass): its tee, while its body is being taken. */
+type TeeRequest = IncomingMessage & { [kTee]: BodyTee | null }
+
+/** Marks the push() of a tee class (there is one class per server). */
+const kTeePush = Symbol('reapkit.teePush')
+
+/** Whether the request's chunks reach its tee through its class's push(). */
+const teedByClass = (req: IncomingMessage): boolean => (req.push as { [kTeePush]?: true })[kTeePush] === true
+
+/**
+ * Makes a server's requests feed their tees by class: node:http builds each request from the class
+ * that createServer()'s `IncomingMessage` option names, which it keeps on the server (under a symbol
+ * described 'IncomingMessage') and reads for every request. Installed there, a subclass whose push()
+ * hands each chunk to the request's tee costs a request nothing but one field: a push() wrapper of
+ * its own on every request was a closure and an own property (a second shape for every request).
+ * False where the server keeps no such class (not node:http's): each tee then wraps its request's push().
+ */
+export function teeByClass(server: object): boolean {
+  const slot = Object.getOwnPropertySymbols(server).find((symbol) => symbol.description === 'IncomingMessage')
+  if (slot === undefined) return false
+  const Base = (server as Record<symbol, unknown>)[slot]
+  if (typeof Base !== 'function' || (Base !== IncomingMessage && !(Base.prototype instanceof IncomingMessage))) return false
+  const TeeIncomingMessage = class extends (Base as typeof IncomingMessage) {
+    [kTee]: BodyTee | null = null
+    override push(chunk: unknown, encoding?: BufferEncoding): boolean {
+      const accepted = super.push(chunk, encoding)
+      const tee = this[kTee]
+      if (tee !== null) tee.pushed(chunk, encoding, accepted)
+      return accepted
+    }
+  }
+  // The same name as the class it extends: what logs and util.inspect() print of a request stays as it was.
+  Object.defineProperty(TeeIncomingMessage, 'name', { value: Base.name })
+  Object.defineProperty(TeeIncomingMessage.prototype.push, kTeePush, { value: true })
+  ;(server as Record<symbol, unknown>)[slot] = TeeIncomingMessage
+  return true
+}
+
+/**
+ * The body of a request as the HTTP parser pushes it into the stream (it does, chunk by chunk,
+ * through the request's push()), kept beside the stream without reading it: whoever handles the
+ * request reads it as usual. It keeps references to the chunks (no copy) up to `max` bytes, and
+ * parses them only when asked (kind()): a server that is not draining pays one array push per chunk.
+ */
+export class BodyTee {
+  readonly #req: IncomingMessage
+  readonly #max: number
+  /** The push() that a per-request wrapper took over (restored at the end); null while the class tees. */
+  #push: IncomingMessage['push'] | null = null
+  #chunks: Buffer[] | null = null
+  #size = 0
+  #over = false
+  #ended = false
+  #holding = false
+  #kind: BodyKind | null = null
+  #waiters: Array<() => void> | null = null
+
+  constructor(req: IncomingMessage, max: number) {
+    this.#req = req
+    this.#max = max
+    if (req.complete || req.readableEnded) {
+      this.#over = true // the body went by already
+      this.#ended = true
+    } else if (teedByClass(req)) {
+      ;(req as TeeRequest)[kTee] = this
+    } else {
+      this.#wrapPush()
+    }
+  }
+
+  /**
+   * After the request's handlers had it: one that gave the request another prototype (Express does,
+   * before any chunk of the body is pushed) took the class's push() away; a wrapper takes the chunks then.
+   */
+  afterHandlers(): void {
+    if (this.#ended || this.#push !== null || teedByClass(this.#req)) return
+    ;(this.#req as TeeRequest)[kTee] = null
+    this.#wrapPush()
+  }
+
+  #wrapPush(): void {
+    const push = this.#req.push
+    this.#push = push
+    const tee = this
+    this.#req.push = function teePush(this: IncomingMessage, chunk: unknown, encoding?: BufferEncoding): boolean {
+      const accepted = push.call(this, chunk, encoding)
+      tee.pushed(chunk, encoding, accepted)
+      return accepted
+    }
+  }
+
+  /** A chunk the request's stream was given (null: the body's end), and whether it took it without going over its highWaterMark. */
+  pushed(chunk: unknown, encoding: BufferEncoding | undefined, accepted: boolean): void {
+    if (chunk === null) this.#end()
+    else this.#take(chunk, encoding, accepted)
+  }
+
+  /** The request ended before its body did (aborted, failed): what it carried cannot be known. */
+  #gone(): void {
+    if (!this.#ended) this.#over = true
+    this.#end()
+  }
+
+  #take(chunk: unknown, encoding: BufferEncoding | undefined, accepted: boolean): void {
+    if (this.#over) return
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, encoding)
+    this.#size += buf.length
+    if (this.#size > this.#max) {
+      this.#over = true
+      this.#chunks = null
+      if (this.#holding) this.#end() // it will not be known: stop holding the request
+      return
+    }
+    if (this.#chunks === null) this.#chunks = [buf]
+    else this.#chunks.push(buf)
+    // Held until its body is known, nobody reads the stream: past its highWaterMark the parser stops
+    // reading the socket (readStop) and would wait for a reader forever. Read on, up to `max`.
+    if (!accepted && this.#holding) setImmediate(() => this.#readOn())
+  }
+
+  #readOn(): void {
+    const socket = this.#req.socket as Socket & { _paused?: boolean }
+    if (!this.#ended && socket && !socket.destroyed && !socket._paused) socket.resume()
+  }
+
+  #end(): void {
+    if (this.#ended) return
+    this.#ended = true
+    if (this.#push !== null) this.#req.push = this.#push
+    else (this.#req as TeeRequest)[kTee] = null
+    const waiters = this.#waiters
+    this.#waiters = null
+    if (waiters !== null) for (const wake of waiters) wake()
+  }
+
+  /** What the body carries; null while it is not all here. */
+  kind(): BodyKind | null {
+    if (!this.#ended) return null
+    this.#kind ??= classifyBody(this.#over ? null : Buffer.concat(this.#chunks ?? [], this.#size))
+    this.#chunks = null
+    return this.#kind
+  }
+
+  /** Resolves with what the body carries once it is all here (reading on past the stream's buffer). */
+  whenKnown(): Promise<BodyKind> {
+    this.#holding = true
+    if (this.#ended) return Promise.resolve(this.kind()!)
+    // Listened for only here, where someone waits: a request served as usual costs no listeners
+    // (kind() of a body that never ended is null, which its one reader, the abandon, takes as no id).
+    const req = this.#req
+    if (req.destroyed) this.#gone()
+    else {
+      const gone = (): void => this.#gone()
+      req.once('close', gone)
+      req.once('error', gone)
+    }
+    if (this.#ended) return Promise.resolve(this.kind()!)
+    if (this.#size > 0) setImmediate(() => this.#readOn())
+    return new Promise((resolve) => (this.#waiters ??= []).push(() => resolve(this.kind()!)))
+  }
+}
