@@ -61,5 +61,18 @@ function resourceState(keepalive: Keepalive): KeepaliveResourceState {
 
 /** A read of the keepalive resource: passed to the server untracked, even while draining. */
 export function readsKeepaliveResource(message: JsonRpcMessage): boolean {
-  return message.method === 'resources/read' && message.params?.uri === KEEPALIVE_RESOURCE_URI
+  return message.method === 'resources/read' && normalisedUri(message.params?.uri) === KEEPALIVE_RESOURCE_URI
+}
+
+/**
+ * The URI as McpServer looks it up (`new URL(uri).toString()`), so every spelling that reaches the
+ * resource (`REAPKIT://keepalive`) is a read of it here too; one that is no URL at all is not.
+ */
+function normalisedUri(uri: unknown): string | null {
+  if (uri === undefined) return null
+  try {
+    return new URL(String(uri)).href
+  } catch {
+    return null
+  }
 }

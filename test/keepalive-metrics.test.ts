@@ -69,18 +69,43 @@ describe.runIf(posix)('keepalive.metrics()', () => {
     expect(closed.drainMs).toBe(report.elapsedMs)
     expect(closed.drainMs).toBeGreaterThanOrEqual(2900) // the grace, given in full to the hung one
 
-    // The abandoned child is killed through its signal; when it ends it is served (late) and timed.
+    // The abandoned child is killed through its signal; when it ends it stays abandoned: neither
+    // served nor timed.
     await hangs
     await waitFor(() => k.metrics().inFlight === 0, 10_000, 'the abandoned work to end')
     const after = k.metrics()
-    expect(after).toMatchObject({ served: 5, abandoned: 1, drainMs: report.elapsedMs })
+    expect(after).toMatchObject({ served: 4, abandoned: 1, drainMs: report.elapsedMs })
     const h = after.runDurationMs
     expect(h.count).toBe(after.served)
     // Each item was a sleep of at least 30 ms: none fits a bucket of 25 ms or less.
     expect(h.buckets.filter((b) => b.le <= 25).every((b) => b.count === 0)).toBe(true)
-    expect(h.sum).toBeGreaterThanOrEqual(3 * 30 + 200 + 2900)
+    expect(h.sum).toBeGreaterThanOrEqual(3 * 30 + 200)
+    expect(h.sum).toBeLessThan(2900) // the abandoned one's ~3 s is not in it
     expect(h.buckets.map((b) => b.count)).toEqual([...h.buckets.map((b) => b.count)].sort((a, b) => a - b)) // cumulative
-    expect(h.buckets.at(-1)).toEqual({ le: Infinity, count: 5 })
+    expect(h.buckets.at(-1)).toEqual({ le: Infinity, count: 4 })
+  })
+})
+
+describe.runIf(posix)('keepalive: work abandoned at the grace', () => {
+  it('that ends during the hooks is in the report and metrics() as abandoned only: not served, not timed', async () => {
+    const k = keepalive(300)
+    let hookEnded = false
+    // The hook outlasts the abandoned work: it ends while the hooks still run.
+    k.onShutdown(() => new Promise<void>((resolve) => setTimeout(resolve, 1500)).then(() => void (hookEnded = true)))
+    let workEnded = false
+    // A child that ignores the abandon signal and ends on its own, ~0.6 s after the trigger.
+    const late = k.run(() => sleepFor(0.6, new AbortController().signal)).then(() => {
+      workEnded = true
+      return hookEnded
+    })
+    const report = await k.shutdown('late')
+    expect(await late).toBe(false) // it did end during the hooks
+    expect(workEnded).toBe(true)
+    expect(report).toMatchObject({ served: 0, drained: 0, abandoned: 1 })
+    const m = k.metrics()
+    expect(m).toMatchObject({ state: 'closed', inFlight: 0, served: 0, drained: 0, abandoned: 1 })
+    expect(m.runDurationMs.count).toBe(0)
+    expect(m.runDurationMs.sum).toBe(0)
   })
 })
 
@@ -104,7 +129,7 @@ describe.runIf(posix)('registerKeepaliveMetrics: Prometheus text through prom-cl
     const value = (name: string, labels: Record<string, string> = {}) =>
       Number(families.get(`reapkit_keepalive_${name}`)?.metrics.find((m) => Object.entries(labels).every(([key, v]) => m.labels?.[key] === v))?.value)
     const m = k.metrics()
-    expect(m).toMatchObject({ served: 4, drained: 0, refused: 1, abandoned: 1, inFlight: 0, state: 'closed' })
+    expect(m).toMatchObject({ served: 3, drained: 0, refused: 1, abandoned: 1, inFlight: 0, state: 'closed' })
     expect(value('served_total')).toBe(m.served)
     expect(value('drained_total')).toBe(m.drained)
     expect(value('refused_total')).toBe(m.refused)

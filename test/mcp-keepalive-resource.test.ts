@@ -71,8 +71,9 @@ describe.runIf(posix).each(LINES)('withKeepalive({ resource: true }) on the MCP 
     const client = sdk.newClient()
     await client.connect(transport)
     const child = (transport as unknown as { _process: ChildProcess })._process
-    const read = async (): Promise<KeepaliveResourceState> => {
-      const { contents } = await client.readResource({ uri: KEEPALIVE_RESOURCE_URI })
+    // `uri`: any spelling the SDK takes for the resource (it looks it up by `new URL(uri).href`).
+    const read = async (uri = KEEPALIVE_RESOURCE_URI): Promise<KeepaliveResourceState> => {
+      const { contents } = await client.readResource({ uri })
       expect(contents).toHaveLength(1)
       expect(contents[0]).toMatchObject({ uri: KEEPALIVE_RESOURCE_URI, mimeType: 'application/json' })
       return JSON.parse(contents[0]!.text!)
@@ -101,6 +102,8 @@ describe.runIf(posix).each(LINES)('withKeepalive({ resource: true }) on the MCP 
     expect(during.drainMs).toBeGreaterThanOrEqual(0)
     await expect(client.callTool({ name: 'quick', arguments: {} })).rejects.toMatchObject({ code: SHUTTING_DOWN_JSONRPC_CODE })
     expect(await read()).toMatchObject({ state: 'draining', inFlight: 1, refused: 1 })
+    // The scheme in capitals reaches the same resource: a read too, answered and not refused.
+    expect(await read('REAPKIT://keepalive')).toMatchObject({ state: 'draining', inFlight: 1, refused: 1 })
     expect(await slow).toMatchObject({ content: [{ type: 'text', text: 'slept 3000' }] })
     expect(await exitOf(child)).toEqual({ code: 0, signal: null })
     // The report agrees: the reads were neither served nor refused.

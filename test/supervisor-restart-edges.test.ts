@@ -117,7 +117,9 @@ describe.runIf(posix)('Supervisor records and options at the edges', () => {
     sup.spawn('sh', ['-c', stubborn], { ...crashLoop, requestId: 'g', backoff: { initialMs: 10_000, jitter: 0 } })
     await settled(sup, 'g', 'restarting')
     await sleep(800) // into the grace of the leftovers' stop
-    const result = await sup.terminate('g')
+    const terminating = sup.terminate('g')
+    expect(sup.get('g')).toMatchObject({ status: 'restarting', nextStartAt: null }) // no start is due
+    const result = await terminating
     expect(result.escalated).toBe(true)
     expect(result.signalsSent.map((s) => s.signal)).toContain('SIGKILL')
     expect(result.survivors).toEqual([])
@@ -246,8 +248,11 @@ describe.runIf(posix)('shutdownAll of a child waiting out a restart backoff', ()
     const leftover = Number(readFileSync(leftoverFile, 'utf8'))
     trackGroup(leftover)
     const stopsBefore = sup.metrics().stops
-    const reports = await sup.shutdownAll()
-    expect(sup.get('backoff')).toMatchObject({ status: 'terminated', restarts: 0 })
+    const shutdown = sup.shutdownAll()
+    // The wait is cancelled: no start is due, and the status changes when the stop ends.
+    expect(sup.get('backoff')).toMatchObject({ status: 'restarting', nextStartAt: null })
+    const reports = await shutdown
+    expect(sup.get('backoff')).toMatchObject({ status: 'terminated', restarts: 0, nextStartAt: null })
     expect(stops).toHaveLength(1)
     expect(stops[0]!.record).toMatchObject({ requestId: 'backoff', status: 'terminated' })
     expect(stops[0]!.report).toMatchObject({ requestId: 'backoff', capped: false, survivors: [] })
@@ -258,5 +263,26 @@ describe.runIf(posix)('shutdownAll of a child waiting out a restart backoff', ()
     await waitFor(() => isGone(leftover), 10_000, 'the leftover to be gone')
     await sleep(300)
     expect(events.filter((e) => e === 'spawn')).toHaveLength(1)
+  })
+
+  it('two concurrent shutdownAll() share its one stop: one report, one settle, one event', async () => {
+    const { sup, events } = supervise({ graceMs: 1000 })
+    // Its leftover ignores SIGTERM, so the stop lasts the grace and ends in SIGKILL.
+    const stubborn = `sh -c 'trap "" TERM; exec sleep 1000' & sleep 0.3; exit 1`
+    sup.spawn('sh', ['-c', stubborn], { stdio: 'ignore', requestId: 'twice', restart: 'on-failure', backoff: { initialMs: 60_000, jitter: 0 } })
+    await settled(sup, 'twice', 'restarting')
+    const stopsBefore = sup.metrics().stops
+    const first = sup.shutdownAll()
+    const second = sup.shutdownAll()
+    await sleep(200) // both under way
+    expect(sup.get('twice')).toMatchObject({ status: 'restarting', nextStartAt: null })
+    const [a, b] = await Promise.all([first, second])
+    expect(a).toHaveLength(1)
+    expect(b).toHaveLength(1)
+    expect(b[0]).toBe(a[0]) // one stop, not two
+    expect(a[0]).toMatchObject({ requestId: 'twice', escalated: true, survivors: [] })
+    expect(sup.get('twice')).toMatchObject({ status: 'killed', nextStartAt: null })
+    expect(sup.metrics().stops).toBe(stopsBefore + 1)
+    expect(events).toEqual(['spawn', 'exit', 'terminate', 'escalate'])
   })
 })

@@ -22,6 +22,12 @@ export interface ShutdownContext {
   /** The supervisor's status change (running -> final), with the stop that made it. */
   settle(entry: Entry, status: ProcessStatus, report: ShutdownReport): void
   settleIfExited(entry: Entry): void
+  /**
+   * The stops of children waiting out a backoff, while under way. Such a child stays 'restarting'
+   * until its stop ends, so a concurrent shutdownAll() targets it too: it shares this stop instead
+   * of signalling, settling and reporting it a second time.
+   */
+  backoffStops: Map<Entry, Promise<ShutdownReport>>
 }
 
 /** When the cap fires for everyone at once, one listing of the process table serves them all. */
@@ -47,10 +53,21 @@ export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Pro
   const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, ctx.capMs, 'cap')))
   const table = new CapTable()
   try {
-    return await Promise.all(targets.map((entry) => closeOne(entry, cap, table, started, ctx)))
+    return await Promise.all(targets.map((entry) => ctx.backoffStops.get(entry) ?? closeOnce(entry, cap, table, started, ctx)))
   } finally {
     clearTimeout(capTimer)
   }
+}
+
+/** closeOne, registered as the one stop of a child waiting out a backoff while it runs. */
+function closeOnce(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, started: number, ctx: ShutdownContext): Promise<ShutdownReport> {
+  const waiting = entry.record.status === 'restarting'
+  const stop = closeOne(entry, cap, capTable, started, ctx)
+  if (!waiting) return stop
+  ctx.backoffStops.set(entry, stop)
+  const forget = (): void => void ctx.backoffStops.delete(entry)
+  stop.then(forget, forget)
+  return stop
 }
 
 async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, started: number, ctx: ShutdownContext): Promise<ShutdownReport> {

@@ -58,6 +58,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #disposed = new AbortController()
   /** How many shutdownAll() calls are running: while any is, no exit is restarted. */
   #shuttingDown = 0
+  /** Children in backoff a shutdownAll() is stopping: a concurrent one shares that stop. */
+  readonly #backoffStops = new Map<Entry, Promise<ShutdownReport>>()
   readonly #state: SupervisorState | null = null
   /** With stateFile: what the previous supervisor on that file left running, and what was done. */
   readonly leftovers: Promise<LeftoverReport | null> = Promise.resolve(null)
@@ -242,6 +244,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       close,
       settle: (entry, status, report) => this.#settle(entry, status, report),
       settleIfExited: (entry) => this.#settleIfExited(entry),
+      backoffStops: this.#backoffStops,
     })
     await adoptedStopped
     logEvent(this.#logger, 'info', 'shutdown.done', { processes: reports.length, elapsedMs: performance.now() - started })
@@ -290,7 +293,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    */
   #quiesce(entry: Entry, status?: ProcessStatus): void {
     entry.health?.monitor?.stop()
-    if (entry.restart?.restarter.cancel() && status) this.#settle(entry, status)
+    if (!entry.restart?.restarter.cancel()) return
+    // No start is due any more: it stays 'restarting' only until the stop that ends it is over.
+    entry.record.nextStartAt = null
+    if (status) this.#settle(entry, status)
   }
 
   #register(
