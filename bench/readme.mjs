@@ -47,7 +47,7 @@ function crashRows(c, add) {
     `${(perStart(c.noBackoff) / perStart(c.handRolled)).toFixed(2)}x the hand-rolled`,
   )
   const tick = +(c.tickMs ?? 10).toFixed(3)
-  const cpu = (r) => `${fmt(r.hostCpuMs)} ms host + ${fmt(r.childrenCpuMs)} ms children's`
+  const cpu = (r) => `${fmt(r.hostCpuMs)} ms host + children's ${Math.round(r.childrenCpuMs / tick)} ticks (${Math.round(r.childrenCpuMs)} ms)`
   add(
     `the same child under the default backoff (the policy's effect, not the Supervisor's cost), over ${window}: starts, CPU (children's counted in ${tick} ms ticks)`,
     `default backoff: ${c.backoff.starts} starts, ${cpu(c.backoff)}`,
