@@ -34,8 +34,9 @@ export type McpPingClientSource =
 /**
  * A Supervisor health check that sends an MCP `ping` through `client` and succeeds when the server
  * answers. It fails (the Supervisor counts a failure) when the ping gets an error or no answer
- * before the check's timeout, and when no client is connected to the child being checked
- * (`ERR_REAPKIT_MCP_NO_CLIENT`).
+ * before the check's timeout, when no client is connected to the child being checked
+ * (`ERR_REAPKIT_MCP_NO_CLIENT`), and, for a Client given directly, when the child checked is not
+ * the first one it checked (`ERR_REAPKIT_MCP_STALE_CLIENT`).
  *
  * Pass a function when the child is restarted: each incarnation is a new process with new pipes,
  * so the check must ping the Client connected to the child it is given, not the last one's.
@@ -44,13 +45,36 @@ export function mcpPingHealthCheck(client: McpPingClientSource): (context: Healt
   if (typeof client !== 'function' && !isPingClient(client)) {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "client" argument must be an MCP SDK Client (with a ping() method) or a function that returns one. Received ${describe(client)}`)
   }
+  const source = typeof client === 'function' ? client : oneChild(client)
   return async (context) => {
     const { child, record, signal } = context
-    const found = await untilAborted(typeof client === 'function' ? client({ child, record }) : client, signal)
+    // An aborted check asks nothing of the host's source (which may start a connection).
+    signal.throwIfAborted()
+    const found = await untilAborted(source({ child, record }), signal)
     if (!isPingClient(found)) {
       throw new ReapkitError('ERR_REAPKIT_MCP_NO_CLIENT', `No MCP client is connected to pid ${child.pid} to ping (the client source gave ${found == null ? 'none' : describe(found)})`)
     }
     await found.ping({ signal })
+  }
+}
+
+/**
+ * The source for a Client given directly: it is connected to one child, the first one checked. A
+ * restarted child would be pinged over that child's closed Client ("Not connected"), a healthy
+ * server stopped as unhealthy and restarted forever: a different child fails with its own code.
+ * (A WeakRef: the check does not keep a gone child alive; once collected, no child matches it.)
+ */
+function oneChild(client: McpPingClient) {
+  let first: WeakRef<ChildProcess> | undefined
+  return ({ child }: { child: ChildProcess }): McpPingClient => {
+    first ??= new WeakRef(child)
+    if (first.deref() !== child) {
+      throw new ReapkitError(
+        'ERR_REAPKIT_MCP_STALE_CLIENT',
+        `A Client given directly to mcpPingHealthCheck pings one child (the first one checked), not pid ${child.pid}: pass a function that returns the Client connected to the child it is given when the child is restarted`,
+      )
+    }
+    return client
   }
 }
 
@@ -60,7 +84,7 @@ function isPingClient(value: unknown): value is McpPingClient {
 
 /** A value or promise, awaited no longer than `signal` allows (a connection that never completes must not hold the check). */
 async function untilAborted<T>(value: T | PromiseLike<T>, signal: AbortSignal): Promise<T> {
-  signal.throwIfAborted()
+  signal.throwIfAborted() // aborted while the source ran
   if (!isThenable(value)) return value
   let onAbort: (() => void) | undefined
   const aborted = new Promise<never>((_, reject) => {
