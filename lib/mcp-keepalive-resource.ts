@@ -8,24 +8,13 @@
  * read of it is not work: it is never counted in flight, and it is answered while the server drains
  * (when every other request is refused), which is when a host wants it.
  */
-import type { Keepalive, KeepaliveState } from './index'
+import type { Keepalive, KeepaliveMetrics } from './index'
 import type { JsonRpcMessage } from './mcp'
 
 export const KEEPALIVE_RESOURCE_URI = 'reapkit://keepalive'
 
-/** What a read of the resource returns (its text, parsed). */
-export interface KeepaliveResourceState {
-  state: KeepaliveState
-  /** What started the shutdown; null while running. */
-  reason: string | null
-  inFlight: number
-  served: number
-  drained: number
-  refused: number
-  abandoned: number
-  /** The drain's duration so far (or in all once over), ms; null while running. */
-  drainMs: number | null
-}
+/** What a read of the resource returns (its text, parsed): keepalive.metrics() without the histogram. */
+export type KeepaliveResourceState = Omit<KeepaliveMetrics, 'runDurationMs'>
 
 /** The part of McpServer (1.x and 2.x alike) this module uses. */
 interface ResourceRegistrar {

@@ -2,7 +2,7 @@
 // answers every ping and is left alone; a wedged one (answers `initialize`, then reads nothing more,
 // pipes held) fails its pings, is stopped with the bounded close and started again by its restart
 // policy. Both SDK lines' clients, connected over each supervised child's own pipes.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import type { ChildProcess } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,24 +10,14 @@ import { Client as ClientV2 } from '@modelcontextprotocol/client'
 import { StdioServerTransport as StreamTransportV2 } from '@modelcontextprotocol/server/stdio'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioServerTransport as StreamTransportV1 } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { type HealthCheckContext, Supervisor } from '../lib/index'
 import { mcpPingHealthCheck, type McpPingClient } from '../lib/mcp'
 import { DIST, FIXTURES, isGone, jsonLines, trackGroup, waitFor } from './helpers'
+import { cleanupAfterEach } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
-let current: Supervisor[] = []
-let dirs: string[] = []
-
-afterEach(async () => {
-  for (const sup of current) {
-    await sup.shutdownAll()
-    sup.dispose()
-  }
-  current = []
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-  dirs = []
-})
+const { supervisors: current, dirs } = cleanupAfterEach()
 
 type Line = 1 | 2
 

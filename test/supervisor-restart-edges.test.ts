@@ -4,29 +4,19 @@
 // taken, and a health check that ignores its signal. Real processes; every incarnation is tracked
 // for the after-test cleanup, and each test shuts its supervisor down.
 import { createRequire } from 'node:module'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { type ProcessRecord, registerSupervisorMetrics, Supervisor, type SupervisorOptions } from '../lib/index'
 import { Restarter, restartSpec } from '../lib/policies/restart'
 import { isGone, trackGroup, waitFor } from './helpers'
+import { cleanupAfterEach } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
 const linux = process.platform === 'linux'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-let current: Supervisor[] = []
-let dirs: string[] = []
-
-afterEach(async () => {
-  for (const sup of current) {
-    await sup.shutdownAll()
-    sup.dispose()
-  }
-  current = []
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-  dirs = []
-})
+const { supervisors: current, dirs } = cleanupAfterEach()
 
 function supervise(options: SupervisorOptions = {}) {
   const sup = new Supervisor({ graceMs: 2000, closeTimeoutMs: 300, backstop: false, ...options })

@@ -5,25 +5,15 @@ import { createRequire } from 'node:module'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { type ProcessRecord, registerSupervisorMetrics, Supervisor, type SupervisorOptions } from '../lib/index'
 import { backoffMs, Restarter, restartSpec } from '../lib/policies/restart'
 import { exitOf, isGone, jsonLines, spawnFixture, trackGroup, waitFor } from './helpers'
+import { cleanupAfterEach } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-let current: Supervisor[] = []
-let dirs: string[] = []
-
-afterEach(async () => {
-  for (const sup of current) {
-    await sup.shutdownAll()
-    sup.dispose()
-  }
-  current = []
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-  dirs = []
-})
+const { supervisors: current, dirs } = cleanupAfterEach()
 
 /** A supervisor whose every incarnation is tracked for cleanup, and the names of its typed events in order. */
 function supervise(options: SupervisorOptions = {}) {
