@@ -141,14 +141,34 @@ describe('redactRunArgs', () => {
     ['docker', ['run', '--env', 'TOKEN=s3cret', '--env=B=x=y', 'img'], ['run', '--env', `TOKEN=${R}`, `--env=B=${R}`, 'img']],
     ['docker', ['run', '-eTOKEN=s3cret', '-e=A=1', '-ite', 'B=2', 'img'], ['run', `-eTOKEN=${R}`, `-e=A=${R}`, '-ite', `B=${R}`, 'img']],
     ['podman', ['--remote', 'container', 'run', '--creds', 'me:pw', '-e', 'HOME', 'img'], ['--remote', 'container', 'run', '--creds', R, '-e', 'HOME', 'img']],
-    // The container's own command is not read; nor a command that is no run.
-    ['docker', ['run', '-i', 'img', 'env', '-e', 'X=1'], ['run', '-i', 'img', 'env', '-e', 'X=1']],
-    ['docker', ['exec', '-e', 'X=1', 'c', 'sh'], ['exec', '-e', 'X=1', 'c', 'sh']],
+    // Any engine command, not only a run reapkit recognizes: -d, a flag it does not know, create, exec.
+    ['docker', ['run', '-d', '-e', 'PASSWORD=hunter2', 'img'], ['run', '-d', '-e', `PASSWORD=${R}`, 'img']],
+    ['docker', ['run', '--rm', '--some-future-flag', '-e', 'PASSWORD=hunter2', 'img'], ['run', '--rm', '--some-future-flag', '-e', `PASSWORD=${R}`, 'img']],
+    ['docker', ['run', '--rm', '--some-future-flag', 'value', '-eP=hunter2', 'img'], ['run', '--rm', '--some-future-flag', 'value', `-eP=${R}`, 'img']],
+    ['docker', ['container', 'create', '-e', 'PASSWORD=hunter2', 'img'], ['container', 'create', '-e', `PASSWORD=${R}`, 'img']],
+    ['docker', ['exec', '-e', 'PASSWORD=hunter2', 'ctr', 'sh'], ['exec', '-e', `PASSWORD=${R}`, 'ctr', 'sh']],
+    ['/usr/bin/Docker.exe', ['exec', '-it', '--env=PW=hunter2', 'ctr', 'sh'], ['exec', '-it', `--env=PW=${R}`, 'ctr', 'sh']],
+    // podman's other secrets: --env-merge (the value), --decryption-key key:passphrase, --creds, login --password (all of it).
+    ['podman', ['run', '--rm', '--env-merge', 'X=${X}secret', '--env-merge=Y=s', 'img'], ['run', '--rm', '--env-merge', `X=${R}`, `--env-merge=Y=${R}`, 'img']],
+    ['podman', ['run', '--rm', '--decryption-key', 'key.pem:pass', '--decryption-key=k:p', 'img'], ['run', '--rm', '--decryption-key', R, `--decryption-key=${R}`, 'img']],
+    ['podman', ['pull', '--creds=u:pw', 'img'], ['pull', `--creds=${R}`, 'img']],
+    ['docker', ['login', '-u', 'me', '--password', 'pw', 'reg'], ['login', '-u', 'me', '--password', R, 'reg']],
+    ['docker', ['build', '--build-arg', 'TOKEN=t', '.'], ['build', '--build-arg', `TOKEN=${R}`, '.']],
+    // Names only (no value), a -e that is another flag's value, and the container's own command
+    // (redacted too: an unknown flag may hide where the engine's flags end).
+    ['docker', ['run', '--rm', '-e', 'PW', '-uedward', '-w=/e=x', 'img'], ['run', '--rm', '-e', 'PW', '-uedward', '-w=/e=x', 'img']],
+    ['docker', ['run', '--rm', '-e', 'A=1', '--', 'img', '-e', 'B=2'], ['run', '--rm', '-e', `A=${R}`, '--', 'img', '-e', `B=${R}`]],
+    ['docker', ['run', '-i', 'img', 'env', '-e', 'X=1'], ['run', '-i', 'img', 'env', '-e', `X=${R}`]],
+    ['docker', ['run', '-e', '-e', 'X=1', 'img'], ['run', '-e', '-e', `X=${R}`, 'img']],
+    // Not an engine: unchanged.
     ['node', ['-e', 'X=1'], ['-e', 'X=1']],
+    ['sudo', ['docker', 'run', '-e', 'X=1', 'img'], ['docker', 'run', '-e', 'X=1', 'img']],
   ])('%s %j', (command, args, expected) => {
     const copy = [...args]
     expect(redactRunArgs(command, args)).toEqual(expected)
     expect(args).toEqual(copy) // a new array
+    const run = parseContainerRun(command, args)
+    if (run !== null) expect(parseContainerRun(command, expected)).toEqual(run) // same shape: read back as the same run
   })
 })
 
