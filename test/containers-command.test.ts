@@ -141,14 +141,34 @@ describe('redactRunArgs', () => {
     ['docker', ['run', '--env', 'TOKEN=s3cret', '--env=B=x=y', 'img'], ['run', '--env', `TOKEN=${R}`, `--env=B=${R}`, 'img']],
     ['docker', ['run', '-eTOKEN=s3cret', '-e=A=1', '-ite', 'B=2', 'img'], ['run', `-eTOKEN=${R}`, `-e=A=${R}`, '-ite', `B=${R}`, 'img']],
     ['podman', ['--remote', 'container', 'run', '--creds', 'me:pw', '-e', 'HOME', 'img'], ['--remote', 'container', 'run', '--creds', R, '-e', 'HOME', 'img']],
-    // The container's own command is not read; nor a command that is no run.
-    ['docker', ['run', '-i', 'img', 'env', '-e', 'X=1'], ['run', '-i', 'img', 'env', '-e', 'X=1']],
-    ['docker', ['exec', '-e', 'X=1', 'c', 'sh'], ['exec', '-e', 'X=1', 'c', 'sh']],
+    // Any engine command, not only a run reapkit recognizes: -d, a flag it does not know, create, exec.
+    ['docker', ['run', '-d', '-e', 'PASSWORD=hunter2', 'img'], ['run', '-d', '-e', `PASSWORD=${R}`, 'img']],
+    ['docker', ['run', '--rm', '--some-future-flag', '-e', 'PASSWORD=hunter2', 'img'], ['run', '--rm', '--some-future-flag', '-e', `PASSWORD=${R}`, 'img']],
+    ['docker', ['run', '--rm', '--some-future-flag', 'value', '-eP=hunter2', 'img'], ['run', '--rm', '--some-future-flag', 'value', `-eP=${R}`, 'img']],
+    ['docker', ['container', 'create', '-e', 'PASSWORD=hunter2', 'img'], ['container', 'create', '-e', `PASSWORD=${R}`, 'img']],
+    ['docker', ['exec', '-e', 'PASSWORD=hunter2', 'ctr', 'sh'], ['exec', '-e', `PASSWORD=${R}`, 'ctr', 'sh']],
+    ['/usr/bin/Docker.exe', ['exec', '-it', '--env=PW=hunter2', 'ctr', 'sh'], ['exec', '-it', `--env=PW=${R}`, 'ctr', 'sh']],
+    // podman's other secrets: --env-merge (the value), --decryption-key key:passphrase, --creds, login --password (all of it).
+    ['podman', ['run', '--rm', '--env-merge', 'X=${X}secret', '--env-merge=Y=s', 'img'], ['run', '--rm', '--env-merge', `X=${R}`, `--env-merge=Y=${R}`, 'img']],
+    ['podman', ['run', '--rm', '--decryption-key', 'key.pem:pass', '--decryption-key=k:p', 'img'], ['run', '--rm', '--decryption-key', R, `--decryption-key=${R}`, 'img']],
+    ['podman', ['pull', '--creds=u:pw', 'img'], ['pull', `--creds=${R}`, 'img']],
+    ['docker', ['login', '-u', 'me', '--password', 'pw', 'reg'], ['login', '-u', 'me', '--password', R, 'reg']],
+    ['docker', ['build', '--build-arg', 'TOKEN=t', '.'], ['build', '--build-arg', `TOKEN=${R}`, '.']],
+    // Names only (no value), a -e that is another flag's value, and the container's own command
+    // (redacted too: an unknown flag may hide where the engine's flags end).
+    ['docker', ['run', '--rm', '-e', 'PW', '-uedward', '-w=/e=x', 'img'], ['run', '--rm', '-e', 'PW', '-uedward', '-w=/e=x', 'img']],
+    ['docker', ['run', '--rm', '-e', 'A=1', '--', 'img', '-e', 'B=2'], ['run', '--rm', '-e', `A=${R}`, '--', 'img', '-e', `B=${R}`]],
+    ['docker', ['run', '-i', 'img', 'env', '-e', 'X=1'], ['run', '-i', 'img', 'env', '-e', `X=${R}`]],
+    ['docker', ['run', '-e', '-e', 'X=1', 'img'], ['run', '-e', '-e', `X=${R}`, 'img']],
+    // Not an engine: unchanged.
     ['node', ['-e', 'X=1'], ['-e', 'X=1']],
+    ['sudo', ['docker', 'run', '-e', 'X=1', 'img'], ['docker', 'run', '-e', 'X=1', 'img']],
   ])('%s %j', (command, args, expected) => {
     const copy = [...args]
     expect(redactRunArgs(command, args)).toEqual(expected)
     expect(args).toEqual(copy) // a new array
+    const run = parseContainerRun(command, args)
+    if (run !== null) expect(parseContainerRun(command, expected)).toEqual(run) // same shape: read back as the same run
   })
 })
 
@@ -202,6 +222,15 @@ describe('owner', () => {
     expect(parseOwner('h/b/12/34')).toEqual({ hostname: 'h', bootId: 'b', pid: 12, startTime: '34' })
   })
 
+  it("reads 'pidns:-' (a Linux writer that could not read its namespace) as another namespace: never judged", () => {
+    const me = ownerOf()
+    const unknown = parseOwner(formatOwner({ ...me, pidNamespace: 'pidns:-' }))!
+    expect(unknown.pidNamespace).toBe('pidns:-')
+    expect(ownerNamespace(unknown)).toBe('other')
+    expect(ownerStatus(unknown)).toBe('unknown')
+    expect(ownerStatus({ ...unknown, pid: 2 ** 22 + 1 })).toBe('unknown')
+  })
+
   it.each(['h/b/1/2/pidns:', 'h/b/1/2/pidns:0', 'h/b/1/2/pidns:x', 'h/b/1/2/ns:5', 'h/b/1/2/pidns:5/6', 'h/b/1/2/'])('%j is no owner (a damaged namespace field)', (value) =>
     expect(parseOwner(value)).toBe(null),
   )
@@ -244,21 +273,23 @@ describe('spawn() option container', () => {
 
 // Where the owner label's PID namespace comes from, for both writers (spawn() and the C wrapper),
 // with no engine: the client is a stand-in `docker` script that records its run argv. In a child
-// PID namespace the label names that namespace; under a /proc that is not of the writer's own
-// namespace (unshare --pid without --mount-proc), where no pid of the writer can be looked up, it
-// names none (four fields, judged as labels were before).
+// PID namespace the label names that namespace, under its own /proc or under the parent's (unshare
+// --pid without --mount-proc): a label without it would be judged by its pid in the reader's
+// namespace. Under the parent's /proc, whose entry at the writer's pid number is another process,
+// the start time is '-'. The stand-in records its own namespace (the writer's: it is its child).
 describe.runIf(canUnshare)('the owner label from a child PID namespace', () => {
   const BIN = join(ROOT, 'bin', 'reapkit')
   const ours = readlinkSync('/proc/self/ns/pid').replace(/^pid:\[(\d+)\]$/, 'pidns:$1')
   let dir = ''
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'reapkit-ns-label-'))
-    writeFileSync(join(dir, 'docker'), '#!/bin/sh\n[ "$1" = run ] && printf \'%s\\n\' "$@" > "$RUN_ARGS"\nexit 0\n', { mode: 0o755 })
+    const record = '{ printf \'%s\\n\' "$@"; echo "ns=$(readlink /proc/self/ns/pid)"; } > "$RUN_ARGS"'
+    writeFileSync(join(dir, 'docker'), `#!/bin/sh\n[ "$1" = run ] && ${record}\nexit 0\n`, { mode: 0o755 })
   })
   afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
-  /** The owner label the stand-in client received when `writer` ran it under `unshare ...flags`. */
-  function labelFrom(flags: string[], writer: 'spawn' | 'wrapper'): string {
+  /** The owner label the stand-in client received when `writer` ran it under `unshare ...flags`, and the namespace it ran in. */
+  function labelFrom(flags: string[], writer: 'spawn' | 'wrapper'): { label: string[]; ns: string } {
     const docker = join(dir, 'docker')
     const out = join(dir, `${writer}-${flags.length}.args`)
     const command =
@@ -268,18 +299,27 @@ describe.runIf(canUnshare)('the owner label from a child PID namespace', () => {
     // --kill-child: the namespace's PID 1 goes with unshare, whatever happens.
     const r = spawnSync('unshare', ['--pid', '--fork', '--kill-child', ...flags, ...command], { env: { ...process.env, RUN_ARGS: out }, encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'ignore', 'pipe'] })
     expect(r.status, r.stderr).toBe(0)
-    const label = readFileSync(out, 'utf8').split('\n').find((a) => a.startsWith('reapkit.owner='))
-    expect(label, readFileSync(out, 'utf8')).toBeDefined()
-    return label!.slice('reapkit.owner='.length)
+    const lines = readFileSync(out, 'utf8').split('\n')
+    const label = lines.find((a) => a.startsWith('reapkit.owner='))
+    const ns = lines.find((a) => a.startsWith('ns=pid:['))
+    expect(label, lines.join('\n')).toBeDefined()
+    expect(ns, lines.join('\n')).toBeDefined()
+    return { label: label!.slice('reapkit.owner='.length).split('/'), ns: ns!.replace(/^ns=pid:\[(\d+)\]$/, 'pidns:$1') }
   }
 
   for (const writer of ['spawn', 'wrapper'] as const) {
-    it(`${writer}: names the child namespace (its own /proc), or none under the parent's /proc`, () => {
-      const own = labelFrom(['--mount-proc'], writer).split('/')
-      expect(own).toHaveLength(5)
-      expect(own[4]).toMatch(/^pidns:[1-9][0-9]*$/)
-      expect(own[4]).not.toBe(ours)
-      expect(labelFrom([], writer).split('/')).toHaveLength(4)
+    it(`${writer}: names the child namespace, under its own /proc and under the parent's (there with start '-')`, () => {
+      const own = labelFrom(['--mount-proc'], writer)
+      expect(own.label).toHaveLength(5)
+      expect(own.label[4]).toBe(own.ns)
+      expect(own.label[4]).not.toBe(ours)
+      expect(own.label[3]).toMatch(/^[0-9]+$/)
+      const parents = labelFrom([], writer)
+      expect(parents.label).toHaveLength(5)
+      expect(parents.label[4]).toMatch(/^pidns:[1-9][0-9]*$/)
+      expect(parents.label[4]).toBe(parents.ns)
+      expect(parents.label[4]).not.toBe(ours)
+      expect(parents.label[3]).toBe('-')
     })
   }
 })

@@ -190,3 +190,50 @@ describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skip
   }
 })
 
+
+// The args of any engine command a Supervisor spawns are written with their secrets redacted, not
+// only a run reapkit recognizes (a `run -d`, `exec`, `create`: plain commands, recorded all the
+// same). No engine: the client is a stand-in `docker` (a shell script that waits).
+describe('containers: Supervisor stateFile, args of engine commands that are no recognized run', () => {
+  let dir = ''
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'reapkit-state-redact-'))
+    writeFileSync(join(dir, 'docker'), '#!/bin/sh\nexec sleep 1000\n', { mode: 0o755 })
+  })
+  afterEach(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('hides -e/--env/--env-merge/--creds/--decryption-key values of run -d, container create and exec', async () => {
+    const file = join(dir, 'state.json')
+    const sup = new Supervisor({ stateFile: file, graceMs: 1000, backstop: false })
+    const commands = [
+      ['run', '-d', '-e', 'PASSWORD=hunter2', 'img'],
+      ['container', 'create', '--env=PASSWORD=hunter3', '--creds', 'me:hunter4', 'img'],
+      ['exec', '-ite', 'PASSWORD=hunter5', '--env-merge', 'X=hunter6', '--decryption-key=k:hunter7', 'ctr', 'sh'],
+    ]
+    try {
+      await sup.leftovers
+      for (const args of commands) sup.spawn(join(dir, 'docker'), args, { stdio: 'ignore' })
+      const recordedCount = (): number => {
+        try {
+          return (JSON.parse(readFileSync(file, 'utf8')).processes ?? []).length
+        } catch {
+          return 0 // not written yet (each write replaces it whole)
+        }
+      }
+      await waitForEngine(() => recordedCount() === 3, 10_000, 'the three clients in the state file')
+      const written = readFileSync(file, 'utf8')
+      expect(written).not.toMatch(/hunter/)
+      const recorded = (JSON.parse(written).processes as Array<{ args: string[] }>).map((p) => p.args)
+      expect(recorded).toEqual(
+        expect.arrayContaining([
+          ['run', '-d', '-e', 'PASSWORD=<redacted>', 'img'],
+          ['container', 'create', '--env=PASSWORD=<redacted>', '--creds', '<redacted>', 'img'],
+          ['exec', '-ite', 'PASSWORD=<redacted>', '--env-merge', 'X=<redacted>', '--decryption-key=<redacted>', 'ctr', 'sh'],
+        ]),
+      )
+    } finally {
+      await sup.shutdownAll()
+      sup.dispose()
+    }
+  })
+})

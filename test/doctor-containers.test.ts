@@ -214,6 +214,40 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
         expect(wrapper.exitCode).toBe(null)
       }, 120_000)
 
+      // The wrapper in a child PID namespace under the parent's /proc (unshare --pid without
+      // --mount-proc): its label once had no namespace, its pid a number of the child namespace and
+      // its start time read from the parent's /proc at that number, so doctor outside looked that
+      // number up as its own (a pid free there: "gone") and --stop ended a live run. The wrapper is
+      // made to get a pid number that no process here has (the child namespace numbers from 1 up).
+      it.runIf(canUnshare && engine.name === 'docker')("a wrapper in a child PID namespace under the parent's /proc is not listed as leaked by doctor outside it, nor stopped", async () => {
+        let target = 400
+        while (existsSync(`/proc/${target}`)) target++
+        // sh is PID 1, each `true` takes the next number: the wrapper (not exec'd: `; exit 0`) gets `target`.
+        const script = `i=2; while [ $i -lt ${target} ]; do /bin/true; i=$((i+1)); done; "$@"; exit 0`
+        const wrapper = spawnGroup('unshare', ['--pid', '--fork', '--kill-child', 'sh', '-c', script, 'sh', BIN, '--', engine.bin, 'run', '-i', '--rm', '--label', label, engine.image, 'sleep', '1000'], {
+          env: engine.env,
+          stdio: ['pipe', 'pipe', 'pipe'],
+        })
+        started.push(wrapper)
+        let ids: string[] = []
+        await waitFor(() => (ids = containersWith(engine, label, false)).length === 1, 90_000, 'the container')
+        const listed = doctor(engine, label, [])
+        expect(listed.status, listed.stderr).toBe(0)
+        expect(listed.json.containers.leaked).toEqual([])
+        expect(listed.json.containers.foreign).toEqual([
+          expect.objectContaining({
+            id: ids[0],
+            owner: expect.objectContaining({ pid: target, startTime: '-', pidNamespace: expect.not.stringMatching(`^${ownPidNamespace()}$`) }),
+            why: expect.stringMatching(/^owner in another PID namespace: not judged/),
+          }),
+        ])
+        const stopped = doctor(engine, label, ['--stop', '--yes', '--grace-ms', '0'])
+        expect(stopped.status, stopped.stderr).toBe(0)
+        expect(stopped.json.stoppedContainers ?? []).toEqual([])
+        expect(containerState(engine, ids[0]!)).toBe('running')
+        expect(wrapper.exitCode).toBe(null)
+      }, 150_000)
+
       // Under a /proc of another namespace (unshare --pid without --mount-proc) no pid can be looked
       // up as its label wrote it: a label without a namespace is not judged there either.
       it.runIf(canUnshare && engine.name === 'docker')('doctor under a /proc that is not its own namespace judges no owner label without a namespace', async () => {

@@ -103,6 +103,13 @@ export async function stopLeftoverContainer(c: StateContainer, options: { graceM
     return { ...base, ids: [], state: 'uncertain', survivors: [], stopped: false, error: err as Error }
   }
   const owner = parseOwner(c.owner)!
+  // 'unrecorded' (a four-field label) goes on to the stop below, on the file's word (its writer is
+  // gone, and every container of the run carries this exact owner). A label written by this
+  // version never is one on Linux: ownerOf() always names a namespace there, even under another
+  // namespace's /proc (`pidns:-` when unreadable, which is 'other'). Four fields come only from a
+  // state file written by an older reapkit, which left the field out under a /proc not its own
+  // (its pid then a number of a child namespace): such a run is stopped as before, trusting the
+  // file's writer check; on macOS there are no PID namespaces to confuse.
   if (all.length > 0 && ownerNamespace(owner) === 'other') {
     logEvent(options.logger, 'warn', 'state.container-other-namespace', { runId: c.runId, ids: all, pidNamespace: owner.pidNamespace })
     const here = ownPidNamespace() ?? 'a namespace that cannot be read'

@@ -24,8 +24,9 @@
  * A child that is a container client also records its run (supervisor-state-containers.ts): the
  * container outlives a SIGKILLed supervisor, so the next incarnation stops it through the engine.
  * A run stays in the file (top-level `containers`) after its client exits until its container is
- * confirmed gone. The client's own args are written with the values of its `-e KEY=value` flags
- * (and podman's `--creds`) redacted: the file names what ran, never a secret given to it.
+ * confirmed gone. The args of any engine command (docker, podman, nerdctl: a run or not) are
+ * written with the values of their secret flags (`-e KEY=value` in every spelling, `--creds`...:
+ * command.ts's redactRunArgs) redacted: the file names what ran, never a secret given to it.
  */
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -338,7 +339,7 @@ export class SupervisorState {
     if (!row) return void (container && this.#retire(toStateContainer(container), container))
     const run = container ? { container: toStateContainer(container) } : {}
     if (container) this.#live.set(pid, container)
-    // A container run's `-e KEY=value` values stay out of the file (its stop needs none of them).
+    // An engine command's `-e KEY=value` (and other secret) values stay out of the file (a stop needs none of them).
     this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args: redactRunArgs(command, args), token: spawnedWithToken ? this.token : null, ...run })
     this.#queueWrite()
   }

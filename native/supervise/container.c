@@ -101,21 +101,34 @@ static int random_hex(char out[33]) {
   return 0;
 }
 
+/* 1 when this /proc numbers processes as our PID namespace does (its `self` is our pid); 0 under a
+ * /proc mounted for another namespace (`unshare --pid --fork` without `--mount-proc`), where the
+ * entry at our pid number is another process, if any, and where there is no /proc. */
+static int proc_is_ours(void) {
+#if RK_LINUX
+  char link[32];
+  ssize_t n = readlink("/proc/self", link, sizeof link - 1);
+  if (n <= 0) return 0;
+  link[n] = '\0';
+  return strtol(link, NULL, 10) == (long)getpid();
+#else
+  return 0;
+#endif
+}
+
 /* "/pidns:<inode>": the PID namespace our pid is a number in (doctor judges an owner only from its
- * own namespace); "" where it cannot be read (not Linux, no /proc) or this /proc is another
- * namespace's (its `self` is not our pid: `unshare --pid --fork` without `--mount-proc`): the label
- * then has four fields, as the library writes it there too (owner.ts). */
+ * own namespace). Always written on Linux, as the library does (owner.ts): /proc/self/ns/pid is our
+ * own through any /proc, and a label without it would be judged by its pid in the reader's
+ * namespace; "/pidns:-" where even that cannot be read (never judged). "" where there are no PID
+ * namespaces (not Linux). */
 static void pid_namespace(char *buf, size_t size) {
   buf[0] = '\0';
 #if RK_LINUX
   char link[64];
-  ssize_t n = readlink("/proc/self", link, sizeof link - 1);
-  if (n <= 0) return;
-  link[n] = '\0';
-  if (strtol(link, NULL, 10) != (long)getpid()) return;
-  n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
   unsigned long long ino = 0;
   char tail = 0;
+  snprintf(buf, size, "/pidns:-");
   if (n <= 0) return;
   link[n] = '\0';
   if (sscanf(link, "pid:[%llu%c", &ino, &tail) == 2 && tail == ']' && ino > 0) snprintf(buf, size, "/pidns:%llu", ino);
@@ -125,7 +138,7 @@ static void pid_namespace(char *buf, size_t size) {
 }
 
 /* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime>[/pidns:<inode>] ("-" where the system has
- * no such thing). */
+ * no such thing; the start time "-" too under a /proc that is not of our namespace). */
 static void owner_label(char *buf, size_t size) {
   char host[256] = "-", boot[64] = "-", start[32] = "-", ns[40];
   if (gethostname(host, sizeof host - 1) != 0) strcpy(host, "-");
@@ -140,7 +153,7 @@ static void owner_label(char *buf, size_t size) {
     if (boot[0] == '\0') strcpy(boot, "-");
   }
   proc_t self;
-  if (read_stat(getpid(), &self) == 0) snprintf(start, sizeof start, "%llu", self.start);
+  if (proc_is_ours() && read_stat(getpid(), &self) == 0) snprintf(start, sizeof start, "%llu", self.start);
 #endif
   pid_namespace(ns, sizeof ns);
   snprintf(buf, size, "reapkit.owner=%s/%s/%d/%s%s", host, boot, (int)getpid(), start, ns);

@@ -231,38 +231,67 @@ export function labelledRunArgs(args: readonly string[], run: Pick<ContainerRun,
   return [...args.slice(0, at), '--label', `${RUN_LABEL}=${labels.runId}`, '--label', `${OWNER_LABEL}=${labels.owner}`, ...args.slice(at)]
 }
 
-/** Run flags whose value may be a secret: `-e KEY=value` (the value), podman's `--creds user:password`. */
-const SECRET_FLAGS: ReadonlySet<string> = new Set(['-e', '--env', '--creds'])
+/**
+ * Engine flags whose value may be a secret (long spellings): `--env KEY=value` and podman's
+ * `--env-merge KEY=value` (the value), `--build-arg KEY=value` (the value), podman's `--creds
+ * user:password`, `--decryption-key key:passphrase` and `login --password` (all of it).
+ */
+const SECRET_LONG: ReadonlySet<string> = new Set(['--env', '--env-merge', '--build-arg', '--creds', '--decryption-key', '--password'])
+/** Of those, the ones whose whole value is secret (no `KEY=` to keep). */
+const SECRET_WHOLE: ReadonlySet<string> = new Set(['--creds', '--decryption-key', '--password'])
+/** Short flags that take a value, other than `-e`: in a cluster, the rest is their value, not flags. */
+const SHORT_VALUE = 'achlmpuvw'
 
 /** The text written in place of a secret value. */
 export const REDACTED = '<redacted>'
 
 const hidden = (name: string, value: string): string => {
   const eq = value.indexOf('=')
-  if (name === '--creds') return REDACTED
+  if (SECRET_WHOLE.has(name)) return REDACTED
   return eq < 0 ? value : `${value.slice(0, eq)}=${REDACTED}` // `-e KEY` names a variable: no value in it
 }
 
 /**
- * `args` (argv without argv[0]) as it may be written down (a state file, a log): for a recognized
- * container run, the values of its `-e`/`--env KEY=value` flags (every spelling: `-eK=V`, `-ite
- * K=V`, `--env=K=V`) and podman's `--creds` replaced by REDACTED; anything else unchanged (a new
- * array). Run flags only: the container's own command after the image is not the engine's to read.
+ * The secret flag `arg` is, if any: its name and its inline value (`--env=K=V`, `-eK=V`, `-ite=K=V`;
+ * null when the value is the next argument). Read as pflag reads a short cluster (letters until
+ * `-e`, or until another value flag, whose value the rest is), but any other letter is read as a
+ * flag: a spelling an engine may refuse is still hidden.
+ */
+function secretFlag(arg: string): { name: string; inline: string | null } | null {
+  if (arg.startsWith('--')) {
+    const eq = arg.indexOf('=')
+    const name = eq < 0 ? arg : arg.slice(0, eq)
+    return SECRET_LONG.has(name) ? { name, inline: eq < 0 ? null : arg.slice(eq + 1) } : null
+  }
+  if (!arg.startsWith('-')) return null
+  for (let k = 1; k < arg.length; k++) {
+    const c = arg[k]!
+    if (c === 'e') {
+      if (arg[k + 1] === '=') return { name: '-e', inline: arg.slice(k + 2) }
+      return { name: '-e', inline: k + 1 < arg.length ? arg.slice(k + 1) : null }
+    }
+    if (SHORT_VALUE.includes(c) || !/[a-zA-Z]/.test(c)) return null
+  }
+  return null
+}
+
+/**
+ * `args` (argv without argv[0]) as it may be written down (a state file, a log): for any command
+ * whose program is an engine (engineOf(): docker, podman, nerdctl), whatever its subcommand (`run`
+ * with flags reapkit does not know, `-d`, `container create`, `exec`...), the values of every
+ * secret flag (SECRET_LONG, and `-e` in every spelling: `-eK=V`, `-ite K=V`, `-e=K=V`) replaced by
+ * REDACTED, anywhere in the argv: an unknown flag may hide where the engine's own flags end, so the
+ * container's own command is redacted too (a value hidden there costs nothing). Anything else, and
+ * any other program's args, unchanged (a new array, of the same length).
  */
 export function redactRunArgs(command: string, args: readonly string[]): string[] {
   const out = [...args]
-  const run = parseContainerRun(command, args)
-  if (run === null) return out
-  for (let i = run.runAt + 1; i < run.flagsEnd; ) {
-    const flag = readFlag(args, i, RUN_FLAGS)! // parseContainerRun read every one of them
-    const last = flag.names.length - 1 // a value flag is the last of its cluster
-    const name = flag.names[last]!
-    if (SECRET_FLAGS.has(name)) {
-      const value = flag.values[last]!
-      if (flag.next === i + 2) out[i + 1] = hidden(name, value)
-      else out[i] = args[i]!.slice(0, args[i]!.length - value.length) + hidden(name, value)
-    }
-    i = flag.next
+  if (engineOf(command) === null) return out
+  for (let i = 0; i < args.length; i++) {
+    const flag = secretFlag(args[i]!)
+    if (flag === null) continue
+    if (flag.inline !== null) out[i] = args[i]!.slice(0, args[i]!.length - flag.inline.length) + hidden(flag.name, flag.inline)
+    else if (i + 1 < args.length) out[i + 1] = hidden(flag.name, args[i + 1]!) // not skipped: `-e -e K=V` hides K=V too
   }
   return out
 }

@@ -7,8 +7,13 @@
  * - pid: the owner process (the Node process for the library, the wrapper for the CLI);
  * - starttime: field 22 of /proc/<pid>/stat, clock ticks since boot (Linux; "-" elsewhere);
  * - pidns: the inode of the owner's PID namespace (/proc/self/ns/pid, Linux), the namespace its pid
- *   is a number in. Left out where there is none (macOS, no /proc): then the label has four fields,
- *   as every label did before the field existed, and is read as before.
+ *   is a number in; `pidns:-` on Linux where it cannot be read (never judged). Always written on
+ *   Linux, even under a /proc of another namespace (`unshare --pid --fork` without `--mount-proc`):
+ *   that link is the writer's own through any /proc, and a label without it would be judged by its
+ *   pid in the reader's namespace. Left out only where there are no PID namespaces (macOS): then
+ *   the label has four fields, as every label did before the field existed, and is read as before.
+ *   Under a /proc of another namespace the start time is `-`: that /proc's entry at our pid number
+ *   is another process, if any.
  *
  * A pid alone is recycled; pid + start time + boot names one process for good, but only within its
  * PID namespace: the same number in another one names another process. So an owner is judged only
@@ -27,8 +32,8 @@ export interface ContainerOwner {
   /** Clock ticks since boot at which `pid` started (Linux), or '-' where unknown. */
   startTime: string
   /**
-   * The owner's PID namespace, `pidns:<inode>` (Linux); absent where there is none, and in labels
-   * written before reapkit recorded it.
+   * The owner's PID namespace, `pidns:<inode>` (Linux; `pidns:-` when its writer could not read
+   * it); absent where there is none (macOS), and in labels written before reapkit recorded it.
    */
   pidNamespace?: string
 }
@@ -74,36 +79,59 @@ export function pidNamespaceOf(pid: number | 'self' = 'self'): string | null {
   }
 }
 
-let ownNamespace: string | null | undefined
+let procOurs: boolean | undefined
 /**
- * This process's PID namespace (pidNamespaceOf(), read once), or null when this /proc is not of it:
- * a /proc mounted for another namespace (`unshare --pid --fork` without `--mount-proc`) numbers its
- * processes differently, so no pid of ours can be looked up there (its `self` is not our pid).
+ * Whether this /proc numbers processes as this process's PID namespace does (its `self` is our
+ * pid): false under a /proc mounted for another namespace (`unshare --pid --fork` without
+ * `--mount-proc`), where no pid of ours can be looked up, and where there is no /proc (or not Linux).
  */
-export function ownPidNamespace(): string | null {
-  if (ownNamespace === undefined) {
-    let procIsOurs = false
+function procIsOurs(): boolean {
+  if (procOurs === undefined) {
+    procOurs = false
     try {
-      procIsOurs = process.platform === 'linux' && readlinkSync('/proc/self') === String(process.pid)
+      procOurs = process.platform === 'linux' && readlinkSync('/proc/self') === String(process.pid)
     } catch {
       // no /proc
     }
-    ownNamespace = procIsOurs ? pidNamespaceOf() : null
   }
-  return ownNamespace
+  return procOurs
 }
 
-/** The owner that `pid` (default: this process) would write: what a run started now is labelled with. */
+/**
+ * This process's PID namespace (pidNamespaceOf(), read once), or null when this /proc is not of it:
+ * a /proc mounted for another namespace numbers its processes differently, so no owner's pid can be
+ * looked up here (ownerNamespace() then says 'other' for every label: nothing is judged).
+ */
+export function ownPidNamespace(): string | null {
+  return procIsOurs() ? ownNamespaceLink() : null
+}
+
+let ownLink: string | null | undefined
+/** pidNamespaceOf('self'), read once: the writer's own namespace through any /proc (a process never changes its own). */
+function ownNamespaceLink(): string | null {
+  if (ownLink === undefined) ownLink = pidNamespaceOf()
+  return ownLink
+}
+
+/**
+ * The owner that `pid` (default: this process; a pid as this process numbers it) would write: what
+ * a run started now is labelled with. On Linux it always names a namespace (`pidns:-` when the link
+ * cannot be read), so that no label written here is read as one from before the field existed.
+ */
 export function ownerOf(pid: number = process.pid): ContainerOwner {
-  const ns = pid === process.pid || ownPidNamespace() === null ? ownPidNamespace() : pidNamespaceOf(pid)
+  const linux = process.platform === 'linux'
+  const start = linux && procIsOurs() ? (processStartTime(pid) ?? '-') : '-'
   return {
     hostname: hostname(),
     bootId: bootId(),
     pid,
-    startTime: process.platform === 'linux' ? (processStartTime(pid) ?? '-') : '-',
-    ...(ns !== null ? { pidNamespace: ns } : {}),
+    startTime: start,
+    ...(linux ? { pidNamespace: ownNamespaceLink() ?? UNKNOWN_NAMESPACE } : {}),
   }
 }
+
+/** The namespace field of a Linux label whose writer could not read its own: never the reader's, so never judged. */
+const UNKNOWN_NAMESPACE = 'pidns:-'
 
 /** The label value: `<hostname>/<boot_id>/<pid>/<starttime>`, then `/pidns:<inode>` when known. */
 export function formatOwner(owner: ContainerOwner): string {
@@ -121,7 +149,7 @@ export function parseOwner(value: string): ContainerOwner | null {
   if (parts.length !== 4 && parts.length !== 5) return null
   const [host, boot, pidText, start, ns] = parts as [string, string, string, string, string | undefined]
   if (host === '' || boot === '' || !/^[1-9][0-9]*$/.test(pidText) || !/^([0-9]+|-)$/.test(start)) return null
-  if (ns !== undefined && !/^pidns:[1-9][0-9]*$/.test(ns)) return null
+  if (ns !== undefined && !/^pidns:([1-9][0-9]*|-)$/.test(ns)) return null
   const pid = Number(pidText)
   if (!Number.isSafeInteger(pid)) return null
   return { hostname: host, bootId: boot, pid, startTime: start, ...(ns !== undefined ? { pidNamespace: ns } : {}) }
