@@ -1,0 +1,85 @@
+// Issue 18 item 1: `reapkit doctor --stop`'s container stop is the library's container stop (the
+// same unit and steps, stop/escalate.ts over container/unit.ts), so it has that stop's bound: one
+// deadline, grace + confirm, that every engine call is cut short at. Before, doctor had its own
+// engine sequence: a hung engine cost each call its own 10 s bound, one after the other (its stop,
+// then its kill: over 20 s for a 2 s grace and a 2 s confirm), and the first look alone 10 s.
+//
+// The engine here is a fake `docker` on PATH (a shell script): it answers `inspect` as the test
+// says and hangs on what the test says, as a daemon that stopped answering does. No container is
+// started; every hung call's pid is recorded and checked gone (and SIGKILLed if not) at the end.
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { delimiter, join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { type LeakedContainer, stopLeakedContainer } from '../lib/index'
+import { waitFor } from './helpers'
+
+const ID = 'f'.repeat(64)
+
+/** A leaked container as findLeakedContainers() lists one (an owner that is gone), of the fake engine. */
+const leaked: LeakedContainer = { engine: 'docker', id: ID, name: 'doctor-fake', image: 'busybox', state: 'running', autoRemove: false, owner: null, runId: null, why: 'test' }
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+describe.runIf(process.platform === 'linux')('doctor --stop: a leaked container goes through the container unit', () => {
+  let dir = ''
+  let path: string | undefined
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'reapkit-doctor-fake-'))
+    path = process.env.PATH
+    process.env.PATH = `${dir}${delimiter}${path ?? ''}`
+  })
+  afterEach(async () => {
+    process.env.PATH = path
+    const pids = existsSync(join(dir, 'pids')) ? readFileSync(join(dir, 'pids'), 'utf8').split('\n').filter(Boolean).map(Number) : []
+    try {
+      // The stop cuts its calls short (SIGKILL): none of the fake's hung calls outlives it.
+      await waitFor(() => pids.every((p) => !alive(p)), 10_000, "the fake engine's hung calls to be killed")
+    } finally {
+      for (const p of pids) if (alive(p)) process.kill(p, 'SIGKILL') // only the fake's own calls, by the pids they wrote
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  /** The fake `docker`: `inspect` prints `status` (or hangs when it is 'hang'); each command in `hang` hangs. */
+  function fakeDocker(status: string, hang: string[]): void {
+    const script = `#!/bin/sh
+echo $$ >> '${join(dir, 'pids')}'
+case "$1" in
+${hang.map((c) => `  ${c}) exec sleep 1000 ;;`).join('\n')}
+  inspect) echo ${status} ;;
+  *) echo "fake docker: unexpected $*" >&2; exit 1 ;;
+esac
+`
+    writeFileSync(join(dir, 'docker'), script)
+    chmodSync(join(dir, 'docker'), 0o755)
+  }
+
+  it("an engine whose stop and kill hang: 'survived' with the engine's error, within the stop's one deadline (not each call's own bound in turn)", async () => {
+    fakeDocker('running', ['stop', 'kill'])
+    const started = performance.now()
+    const result = await stopLeakedContainer(leaked, { graceMs: 2000, confirmMs: 2000 })
+    const elapsed = performance.now() - started
+    expect(result).toEqual({ engine: 'docker', id: ID, name: 'doctor-fake', state: 'survived', error: expect.stringMatching(/docker (stop|kill).*did not answer/) })
+    // The deadline is 4 s (and the close's wait for the calls it cut short); before, 2 + 10 s for the stop, then 10 s for the kill.
+    expect(elapsed).toBeGreaterThanOrEqual(2000)
+    expect(elapsed).toBeLessThan(15_000)
+  }, 60_000)
+
+  it("an engine that answers nothing: 'uncertain' with the engine's error, never 'gone', within the stop's one deadline", async () => {
+    fakeDocker('hang', ['inspect', 'stop', 'kill'])
+    const started = performance.now()
+    const result = await stopLeakedContainer(leaked, { graceMs: 0, confirmMs: 1500 })
+    const elapsed = performance.now() - started
+    expect(result).toEqual({ engine: 'docker', id: ID, name: 'doctor-fake', state: 'uncertain', error: expect.stringMatching(/docker inspect.*did not answer/) })
+    // The deadline is 1.5 s; before, the first look alone was given 10 s.
+    expect(elapsed).toBeLessThan(8000)
+  }, 60_000)
+})
