@@ -7,12 +7,15 @@
 // The engine here is a fake `docker` on PATH (a shell script): it answers `inspect` as the test
 // says and hangs on what the test says, as a daemon that stopped answering does. No container is
 // started; every hung call's pid is recorded and checked gone (and SIGKILLed if not) at the end.
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { type LeakedContainer, stopLeakedContainer } from '../lib/index'
-import { waitFor } from './helpers'
+import { findLeakedContainers, type LeakedContainer, stopLeakedContainer, stopLeakedContainers } from '../lib/index'
+import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
+import { containersWith, containerState, engineRun, enginesSkipReason, testEngines, testLabel } from './containers'
+import { exitOf, waitFor } from './helpers'
 
 const ID = 'f'.repeat(64)
 
@@ -82,4 +85,58 @@ esac
     // The deadline is 1.5 s; before, the first look alone was given 10 s.
     expect(elapsed).toBeLessThan(8000)
   }, 60_000)
+})
+
+// The container unit's looks by id (looks.ts lookKnown) read 'paused' as not running: through the
+// unit, a paused leaked container (no --rm) was reported 'gone' at the first look and left paused
+// (doctor's own sequence before the unit did end it). A paused container is frozen, not ended: it
+// is stopped (docker's stop; podman refuses to stop a paused one, and its kill ends it) and
+// reported gone only once the engine says it has exited.
+const skip = enginesSkipReason()
+
+/** The conmons podman left as children of this process. */
+function myConmons(): number[] {
+  const out: number[] = []
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'latin1')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (Number(fields[1]) === process.pid && stat.includes('(conmon)') && fields[0] !== 'Z') out.push(Number(e))
+    } catch {}
+  }
+  return out
+}
+describe.skipIf(skip !== null)(`doctor --stop: a paused leaked container${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  let label = ''
+  beforeEach(() => {
+    label = testLabel()
+  })
+  afterEach(async () => {
+    for (const engine of testEngines()) {
+      const ids = containersWith(engine, label)
+      if (ids.length > 0) engineRun(engine, ['rm', '-f', ...(engine.name === 'podman' ? ['-t', '0'] : []), ...ids])
+    }
+    // podman's conmons are re-parented to this process (a subreaper): they end once their container is removed.
+    await waitFor(() => myConmons().length === 0, 30_000, "the removed containers' conmons to exit")
+  })
+
+  for (const engine of testEngines()) {
+    it(`${engine.name}: is ended through the engine before it is reported gone`, async () => {
+      const owner = spawn('sleep', ['1000'], { stdio: 'ignore' })
+      await new Promise((r) => owner.once('spawn', r))
+      const value = formatOwner(ownerOf(owner.pid!))
+      owner.kill('SIGKILL')
+      await exitOf(owner)
+      const run = engineRun(engine, ['run', '-d', '--label', label, '--label', `reapkit.owner=${value}`, engine.image, 'sleep', '1000'])
+      expect(run.code, run.stderr).toBe(0)
+      const id = run.stdout.trim()
+      expect(engineRun(engine, ['pause', id]).code).toBe(0)
+      const found = await findLeakedContainers({ engines: [engine.name], labels: [label], env: engine.env })
+      expect(found.leaked).toEqual([expect.objectContaining({ id, state: 'paused', autoRemove: false })])
+      const stopped = await stopLeakedContainers(found, { graceMs: 2000, confirmMs: 10_000 })
+      expect(stopped).toEqual([expect.objectContaining({ id, state: 'gone' })])
+      expect(containerState(engine, id)).toBe('exited')
+    }, 120_000)
+  }
 })
