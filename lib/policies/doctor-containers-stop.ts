@@ -1,27 +1,35 @@
 /**
  * stopLeakedContainers(): ends the containers findLeakedContainers() listed as leaked, each by its
- * id through its own engine (the client's environment for a client's container), in the named
- * steps of the container stop (issue 18's contract):
+ * id through its own engine (the client's environment for a client's container). Each is the same
+ * stop as the library's own (issue 18's contract): a container unit (mechanisms/container/unit.ts)
+ * built from the leaked container's id, run through the same steps as every stop
+ * (stopContainerRun, stop/escalate.ts), under one deadline, grace + confirm:
  *
- *   signal    the engine's stop with the grace (`stop -t`: STOPSIGNAL, then its SIGKILL);
- *   escalate  the engine's kill of what still runs; with `--rm`, `rm -f` of an exited leftover;
- *   confirm   bounded looks: with `--rm`, gone once the engine has no such container; without,
+ *   signal    the engine's stop with what is left of the grace (`stop -t`: STOPSIGNAL, then its SIGKILL);
+ *   escalate  at the grace's end, the engine's kill of what still runs; with `--rm`, an exited
+ *             leftover is killed then removed;
+ *   confirm   bounded looks by id: with `--rm`, gone once the engine has no such container; without,
  *             once it no longer runs (the stopped container stays, as its owner asked);
  *   report    'gone', 'survived', or 'uncertain' when the engine did not answer (never "gone").
  *
- * `foreign` containers (another host's owner) are never passed here by the CLI, and never taken
- * from a report: only `leaked` is read.
+ * Every engine call is bounded by what is left of that deadline, and cut short at its end: a hung
+ * engine costs no more than grace + confirm (and the close's short wait for the calls it cut).
+ *
+ * `foreign` containers (another host's owner, another PID namespace's) are never passed here by the
+ * CLI, and never taken from a report: only `leaked` is read. Which containers are leaked is
+ * doctor-containers.ts's judgement, not this module's.
  */
 import { typeError } from '../ground/errors'
 import { validateMs, validateOptions } from '../ground/validate'
-import { containerStatus, type EngineClient, ENGINE_CALL_MS_DEFAULT, isNoSuchContainer, killContainers, removeContainers, stopContainers } from '../mechanisms/container/engine'
 import type { ContainerEngine } from '../mechanisms/container/command'
+import { formatOwner } from '../mechanisms/container/owner'
+import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from '../mechanisms/container/stop'
 import { type ContainerReport, engineClientOf, type LeakedContainer } from './doctor-containers'
 
 export interface StopContainersOptions {
-  /** The engine's stop grace (whole seconds are given to it, rounded down). Default 5000. */
+  /** The stop's grace: the engine's stop gets what is left of it less a second, in whole seconds (rounded down). Default 5000. */
   graceMs?: number
-  /** After the stop, how long to look for the container to be gone. Default 10000. */
+  /** After the grace, how long to look for the container to be gone. Default 10000. */
   confirmMs?: number
 }
 
@@ -35,85 +43,46 @@ export interface StoppedContainer {
   error?: string
 }
 
-const POLL_MS = 200
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err))
-const RUNNING = new Set(['running', 'paused', 'restarting', 'stopping'])
-
-/** Gone as its owner asked: removed with --rm, not running without. */
-const done = (c: LeakedContainer, status: string): boolean => status === 'gone' || (!c.autoRemove && !RUNNING.has(status))
-
-/** Signal: the engine's stop with the grace; its error, unless the container is already gone. */
-async function signal(client: EngineClient, c: LeakedContainer, graceMs: number): Promise<string | undefined> {
-  try {
-    await stopContainers(client, [c.id], Math.floor(graceMs / 1000))
-    return undefined
-  } catch (err) {
-    return isNoSuchContainer(err) ? undefined : message(err)
-  }
+interface Bounds {
+  graceMs: number
+  confirmMs: number
 }
 
-/** Confirm: looks until done or the deadline; kills once what still runs, removes an exited --rm leftover once. */
-async function confirm(client: EngineClient, c: LeakedContainer, deadline: number): Promise<{ status: string | null; error?: string }> {
-  let killed = false
-  let removed = false
-  let error: string | undefined
-  for (;;) {
-    let status: string | null = null
-    try {
-      status = await containerStatus(client, c.id, Math.max(1000, Math.min(ENGINE_CALL_MS_DEFAULT, deadline - performance.now())))
-      error = undefined
-    } catch (err) {
-      error = message(err)
-    }
-    if (status !== null && done(c, status)) return { status }
-    if (performance.now() >= deadline) return { status, ...(error ? { error } : {}) }
-    if (status !== null && RUNNING.has(status) && !killed) {
-      killed = true
-      await killContainers(client, [c.id]).catch(() => {}) // the next look judges
-      continue
-    }
-    if (status !== null && c.autoRemove && !RUNNING.has(status) && !removed) {
-      removed = true
-      await removeContainers(client, [c.id]).catch(() => {}) // docker may be removing it already
-      continue
-    }
-    await sleep(POLL_MS)
-  }
-}
-
-function checkOptions(options: StopContainersOptions): { graceMs: number; confirmMs: number } {
+function checkOptions(options: StopContainersOptions): Bounds {
   options = validateOptions(options)
   return { graceMs: validateMs(options.graceMs, 'graceMs') ?? 5000, confirmMs: validateMs(options.confirmMs, 'confirmMs') ?? 10_000 }
 }
 
-/** Stops one leaked container (findLeakedContainers().leaked[i]). Never rejects once the options are read: the result says what is known. */
-export async function stopLeakedContainer(c: LeakedContainer, options: StopContainersOptions = {}): Promise<StoppedContainer> {
-  const opts = checkOptions(options)
-  if (typeof c?.id !== 'string' || typeof c.engine !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', 'stopLeakedContainer() takes a container of a findLeakedContainers() report')
-  return stopOne(c, opts)
+/**
+ * The record a container unit stops, for a leaked container: its engine client, and what its labels
+ * say. It has no spawn record and may have no `reapkit.run` label (found by --cidfile or conmon):
+ * the unit is given its id and never looks by the label.
+ */
+function recordOf(c: LeakedContainer): ContainerRecord {
+  const client = engineClientOf(c) ?? { engine: c.engine, bin: c.engine, globals: [], env: process.env }
+  return { ...client, runId: c.runId ?? '', owner: c.owner ? formatOwner(c.owner) : '', autoRemove: c.autoRemove }
 }
 
-async function stopOne(c: LeakedContainer, { graceMs, confirmMs }: { graceMs: number; confirmMs: number }): Promise<StoppedContainer> {
-  const client = engineClientOf(c) ?? { engine: c.engine, bin: c.engine, globals: [], env: process.env }
-  const base = { engine: c.engine, id: c.id, name: c.name }
-  let first: string
-  try {
-    first = await containerStatus(client, c.id)
-  } catch (err) {
-    return { ...base, state: 'uncertain', error: message(err) }
-  }
-  if (done(c, first)) return { ...base, state: 'gone' }
-  const stopError = RUNNING.has(first) ? await signal(client, c, graceMs) : undefined
-  const { status, error } = await confirm(client, c, performance.now() + confirmMs)
-  if (status !== null && done(c, status)) return { ...base, state: 'gone' }
-  const why = error ?? stopError
-  return { ...base, state: status === null ? 'uncertain' : 'survived', ...(why ? { error: why } : {}) }
+/** The unit's outcome in doctor's words (its --json `stoppedContainers[]`). */
+function reportOf(c: LeakedContainer, outcome: ContainerOutcome): StoppedContainer {
+  const base = { engine: c.engine, id: c.id, name: c.name, state: outcome.state }
+  return outcome.state !== 'gone' && outcome.error ? { ...base, error: outcome.error.message } : base
+}
+
+async function stopOne(c: LeakedContainer, bounds: Bounds): Promise<StoppedContainer> {
+  return reportOf(c, await stopContainerRun(recordOf(c), { ...bounds, ids: [c.id] }))
+}
+
+/** Stops one leaked container (findLeakedContainers().leaked[i]). Never rejects once the options are read: the result says what is known. */
+export async function stopLeakedContainer(c: LeakedContainer, options: StopContainersOptions = {}): Promise<StoppedContainer> {
+  const bounds = checkOptions(options)
+  if (typeof c?.id !== 'string' || typeof c.engine !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', 'stopLeakedContainer() takes a container of a findLeakedContainers() report')
+  return stopOne(c, bounds)
 }
 
 /** Stops every leaked container of a report, all at once; one result each. `foreign` is never touched. */
 export async function stopLeakedContainers(report: Pick<ContainerReport, 'leaked'>, options: StopContainersOptions = {}): Promise<StoppedContainer[]> {
-  const opts = checkOptions(options)
+  const bounds = checkOptions(options)
   if (!Array.isArray(report?.leaked)) throw typeError('ERR_INVALID_ARG_TYPE', 'stopLeakedContainers() takes a findLeakedContainers() report')
-  return Promise.all(report.leaked.map((c) => stopOne(c, opts)))
+  return Promise.all(report.leaked.map((c) => stopOne(c, bounds)))
 }

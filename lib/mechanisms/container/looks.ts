@@ -7,6 +7,9 @@ import { RUN_LABEL } from './command'
 import { type CallOptions, containerStatus, killContainers, listByLabel, listRun, removeContainers } from './engine'
 import type { ContainerRecord } from './stop'
 
+/** The states in which a container still runs (its processes are there to be ended). */
+const RUNNING = new Set(['running', 'paused', 'restarting'])
+
 /** One look at the run: every container it has, and those running. */
 export interface Look {
   all: string[]
@@ -26,14 +29,16 @@ export async function look(record: ContainerRecord, call: CallOptions): Promise<
  * A look at containers already known, by id: one engine call each (`inspect`) rather than two
  * listings, so that many stops at once do not crowd the engine (podman's client is heavy). The
  * same answer as a listing of the run: a container the engine no longer has is not listed;
- * 'stopping' (podman) is not running, as `ps` has it.
+ * 'stopping' (podman) is not running, as `ps` has it. 'paused' and 'restarting' are running, as
+ * docker's `ps` has them: a frozen container is not ended (a paused leaked container doctor stops
+ * is first looked at by id, and was reported gone with its processes still there).
  */
 export async function lookKnown(record: ContainerRecord, ids: readonly string[], call: CallOptions): Promise<Look> {
   const states = await Promise.allSettled(ids.map((id) => containerStatus(record, id, call.timeoutMs, call.signal)))
   const failed = states.find((s) => s.status === 'rejected')
   if (failed) throw (failed as PromiseRejectedResult).reason
   const status = (i: number): string => (states[i] as PromiseFulfilledResult<string>).value
-  return { all: ids.filter((_, i) => status(i) !== 'gone'), running: ids.filter((_, i) => status(i) === 'running') }
+  return { all: ids.filter((_, i) => status(i) !== 'gone'), running: ids.filter((_, i) => RUNNING.has(status(i))) }
 }
 
 /** What still keeps the run from being gone: with `--rm`, anything listed; without, anything running. */

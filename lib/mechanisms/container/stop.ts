@@ -15,7 +15,7 @@ import { runPhases } from '../stop/escalate'
 import { StopJournal } from '../stop/journal'
 import type { ContainerEngine } from './command'
 import type { EngineClient } from './engine'
-import { ContainerUnit, type ContainerStopUnit } from './unit'
+import { ContainerUnit, type ContainerStopUnit, type ContainerUnitOptions } from './unit'
 
 /** What spawn() recorded of a container run (SpawnedInfo.container). */
 export interface ContainerRecord extends EngineClient {
@@ -66,8 +66,11 @@ export interface ContainerStopOptions {
   logger?: Logger
 }
 
-/** A stop of the run's container alone, with a unit of its own (see child.ts for one that joins a stop under way). Never rejects. */
-export function stopContainerRun(record: ContainerRecord, options: ContainerStopOptions): Promise<ContainerOutcome> {
+/**
+ * A stop of the run's container alone, with a unit of its own (see child.ts for one that joins a
+ * stop under way; doctor-containers-stop.ts passes the `ids` of a leaked container). Never rejects.
+ */
+export function stopContainerRun(record: ContainerRecord, options: ContainerStopOptions & Pick<ContainerUnitOptions, 'ids'>): Promise<ContainerOutcome> {
   const journal = new StopJournal(options.logger)
   return stopContainerUnit(new ContainerUnit(record, journal, options), options, journal)
 }

@@ -1,7 +1,8 @@
 /**
  * The container of a docker/podman client as the unit of a stop (stop/unit.ts): its members are
- * the containers the run put in the engine (found by its `reapkit.run` label), ended and confirmed
- * gone through the engine, under the stop's one deadline.
+ * the containers the run put in the engine (found by its `reapkit.run` label, or, for a container
+ * doctor found leaked, given by id: `ids`), ended and confirmed gone through the engine, under the
+ * stop's one deadline.
  *
  *   phase(graceful)  the engine's own stop with what is left of the grace (`stop -t`: STOPSIGNAL,
  *                    then its SIGKILL), started once, on what the first look finds running;
@@ -32,6 +33,12 @@ import type { ContainerOutcome, ContainerRecord, ContainerStopOptions } from './
 export type ContainerUnitOptions = Pick<ContainerStopOptions, 'confirmMs' | 'settleMs' | 'callTimeoutMs' | 'logger'> & {
   /** Called once with the outcome, at the close, before the outcome is given to anyone waiting on it. */
   onDone?: (outcome: ContainerOutcome) => void
+  /**
+   * The containers, when already known by id (doctor's leaked ones, which have no spawn record and
+   * may have no `reapkit.run` label): every look is by these ids (`inspect`), never by the label,
+   * and none is owed for a late create. Default: found by the record's run label.
+   */
+  ids?: readonly string[]
 }
 
 /** A unit whose outcome goes into the stop's result (KillResult.containers). */
@@ -102,7 +109,8 @@ export class ContainerUnit implements ContainerStopUnit {
     private readonly options: ContainerUnitOptions,
   ) {
     this.fields = { engine: record.engine, runId: record.runId }
-    this.#late = (options.settleMs ?? 0) > 0
+    for (const id of options.ids ?? []) this.#ids.add(id)
+    this.#late = this.#ids.size === 0 && (options.settleMs ?? 0) > 0
     this.done = new Promise((res) => (this.#resolveDone = res))
   }
 
