@@ -378,6 +378,29 @@ describe('withHttpKeepalive', () => {
     })
   }
 
+  it('pipelined calls queued behind a held response end when their client leaves (Node emits no close for them): the drain does not wait for them', async () => {
+    const held: ServerResponse[] = []
+    const server = createServer((req, res) => void req.resume().once('end', () => (held.length === 0 ? held.push(res) : res.end('{}'))))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const keepalive = createKeepalive({ signals: false, stdin: false, parentDeath: false, exit: false, finalLine: false, graceMs: 30_000 })
+    const drain = withHttpKeepalive(server, { keepalive })
+    const port = (server.address() as net.AddressInfo).port
+    const client = await rawSocket(port)
+    try {
+      const call = (id: number) => raw(port, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'count', arguments: {} } })
+      client.socket.write(call(1) + call(2) + call(3))
+      await waitFor(() => drain.stats.calls === 3, 10_000, 'the three calls to be tracked')
+      client.socket.destroy()
+      await waitFor(() => drain.stats.calls === 0, 10_000, 'the calls of the connection gone to end')
+      // Nothing left to wait for: the shutdown ends long before its 30 s grace, none abandoned.
+      expect(await keepalive.shutdown('test')).toMatchObject({ abandoned: 0 })
+    } finally {
+      client.socket.destroy()
+      server.closeAllConnections()
+      server.close()
+    }
+  })
+
   it('a request class whose constructor pushes (before the tee class has set its field) is served', async () => {
     // The tee class's field is set only once the base constructor has returned: a push() from there finds it unset.
     class Eager extends IncomingMessage {
