@@ -12,9 +12,10 @@
 //   started in alternating order: two identical processes differ by up to 3-5% in CPU per request
 //   for their whole life (what their JIT and heap happened to become), which one process per side
 //   turned into a ratio that wandered by as much from run to run.
-// - Rounds: each process gets one slice per round, sides interleaved (plain, drain, plain, ...),
-//   the order rotated and reversed from round to round, so a drift of the machine's load falls on
-//   both sides alike; the spread reported is the interquartile range of the per-round ratios.
+// - Rounds: each process gets one slice per round, sides interleaved, the side that goes first
+//   alternating from round to round and the processes rotated (roundOrder), so a drift of the
+//   machine's load falls on both sides alike; the spread reported is the interquartile range of the
+//   per-round ratios.
 // Called by run.mjs; also runs alone: `node bench/http-cost.mjs` (BENCH_QUICK=1 honoured).
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -40,12 +41,33 @@ function cpuMs(pid) {
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS
 }
 
+/**
+ * The servers up (each the leader of its own process group): killed by the finally of the run, and
+ * also at the process's exit, SIGINT or SIGTERM (a finally does not run then), alone or under run.mjs.
+ */
+const live = new Set()
+const stopLive = () => {
+  for (const child of live) stop(child)
+}
+const onSignal = (signal) => {
+  stopLive()
+  process.exit(signal === 'SIGINT' ? 130 : 143)
+}
+
+function guardLive(on) {
+  const method = on ? 'on' : 'off'
+  process[method]('exit', stopLive)
+  for (const signal of ['SIGINT', 'SIGTERM']) process[method](signal, onSignal)
+}
+
 async function startServer(drain) {
   const child = spawn(process.execPath, [FIXTURE, '--line', '2', ...(drain ? [] : ['--no-drain'])], {
     env: { ...process.env, REAPKIT_DIST: DIST },
     stdio: ['ignore', 'pipe', 'ignore'],
     detached: true,
   })
+  live.add(child)
+  child.once('exit', () => live.delete(child))
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       stop(child)
@@ -60,7 +82,10 @@ async function startServer(drain) {
         resolve(Number(m[1]))
       }
     })
-    child.once('exit', () => reject(new Error('bench: the server exited before listening')))
+    child.once('exit', () => {
+      clearTimeout(timer)
+      reject(new Error('bench: the server exited before listening'))
+    })
   })
   return { child, port }
 }
@@ -123,19 +148,26 @@ const quartiles = (xs) => {
   return s.length === 0 ? null : [at(0.25), at(0.75)]
 }
 
-/** Round r's order: the processes interleaved by side, rotated by r, reversed every other round. */
-function roundOrder(servers, r) {
+/**
+ * Round r's order: the processes in pairs (one of each side), the side that goes first in each pair
+ * alternating from round to round (so each side takes the even positions, first included, in every
+ * other round and the positions average equal over two rounds), the pairs rotated by r (so each
+ * process moves through the places).
+ */
+export function roundOrder(servers, r) {
+  const n = servers.plain.length
+  const [first, second] = r % 2 ? ['drain', 'plain'] : ['plain', 'drain']
   const order = []
-  for (let i = 0; i < servers.plain.length; i++) order.push(servers.plain[i], servers.drain[i])
-  const rotated = order.slice(r % order.length).concat(order.slice(0, r % order.length))
-  return r % 2 ? rotated.reverse() : rotated
+  for (let j = 0; j < n; j++) order.push(servers[first][(j + r) % n], servers[second][(j + r) % n])
+  return order
 }
 
 export async function httpCostFigures(quick = process.env.BENCH_QUICK === '1') {
   const perSide = quick ? 2 : 3
-  const rounds = quick ? 3 : 12
+  const rounds = quick ? 4 : 12 // even: each side goes first in as many rounds
   const ms = quick ? 1000 : 1500
   const servers = { plain: [], drain: [] }
+  guardLive(true)
   try {
     for (let i = 0; i < perSide; i++) {
       for (const side of i % 2 ? ['drain', 'plain'] : ['plain', 'drain']) servers[side].push({ side, index: i, ...(await startServer(side === 'drain')) })
@@ -151,7 +183,8 @@ export async function httpCostFigures(quick = process.env.BENCH_QUICK === '1') {
     }
     return summary(rows, perRound, { rounds, ms, perSide })
   } finally {
-    for (const server of [...servers.plain, ...servers.drain]) stop(server.child)
+    stopLive()
+    guardLive(false)
   }
 }
 
@@ -185,7 +218,7 @@ export function httpCostMarkdown(d) {
 
 A trivial tool call (\`count {n: 0}\`) on the 2.x stateless server, ${d.connections} keep-alive connections on
 127.0.0.1 posting back to back; ${d.processesPerSide} server processes per side, all up for the whole run, each
-loaded for ${d.roundMs / 1000} s per round over ${d.rounds} rounds (sides interleaved, the order rotated each round);
+loaded for ${d.roundMs / 1000} s per round over ${d.rounds} rounds (sides interleaved, each first in every other round);
 medians over all slices of a side, and in brackets the interquartile range of the ratio from round to round.
 The server's CPU per request comes from its own /proc/PID/stat, so a busy machine slows both sides alike.
 

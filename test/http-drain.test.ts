@@ -323,13 +323,20 @@ describe('withHttpKeepalive', () => {
   const servers: Record<string, (handler: RequestListener) => Server> = {
     'node:http': (handler) => createServer(handler),
     'a server with its own IncomingMessage class': (handler) => createServer({ IncomingMessage: OwnRequest }, handler),
-    Express: (handler) => {
-      const express = createRequire(__filename)('express') as ExpressLike
-      const app = express()
-      app.use(express.json())
-      app.post('/mcp', handler)
-      return createServer(app)
+    Express: (handler) => createServer(expressApp(handler)),
+    // Its prototype swapped after the handler returned (the tee cannot see it happen), its body in a
+    // later packet than its headers: the chunks would go to Readable's push(), past the class's.
+    'Express behind an await, the body in two packets': (handler) => {
+      const app = expressApp(handler)
+      return createServer((req, res) => void new Promise((resolve) => setTimeout(resolve, 50)).then(() => app(req, res)))
     },
+  }
+  function expressApp(handler: RequestListener): RequestListener {
+    const express = createRequire(__filename)('express') as ExpressLike
+    const app = express()
+    app.use(express.json())
+    app.post('/mcp', handler)
+    return app
   }
   for (const [name, make] of Object.entries(servers)) {
     it(`${name}: an abandoned call's last event carries its id; the request keeps its class (and, but for Express, gets no push() of its own)`, async () => {
@@ -346,7 +353,13 @@ describe('withHttpKeepalive', () => {
       const port = (server.address() as net.AddressInfo).port
       const client = await rawSocket(port)
       try {
-        client.socket.write(raw(port, { jsonrpc: '2.0', id: 'abandon-me', method: 'tools/call', params: { name: 'count', arguments: {} } }))
+        const request = raw(port, { jsonrpc: '2.0', id: 'abandon-me', method: 'tools/call', params: { name: 'count', arguments: {} } })
+        const cut = name.includes('two packets') ? request.indexOf('\r\n\r\n') + 4 + 20 : request.length
+        client.socket.write(request.slice(0, cut))
+        if (cut < request.length) {
+          await new Promise((r) => setTimeout(r, 200)) // past the await: the prototype is swapped before the rest comes
+          client.socket.write(request.slice(cut))
+        }
         await waitFor(() => client.received().includes('data: {}'), 10_000, 'the call\'s stream to start')
         expect(await keepalive.shutdown('test')).toMatchObject({ abandoned: 1 })
         await waitFor(() => client.ended(), 10_000, 'the abandoned stream to end')
@@ -354,7 +367,7 @@ describe('withHttpKeepalive', () => {
         expect(events.at(-1)).toMatchObject({ id: 'abandon-me', error: { code: -32099, data: { abandoned: true } } })
         expect(seen).toHaveLength(1)
         expect(seen[0]!.ownClass).toBe(name.includes('own'))
-        if (name === 'Express') return // its handler sees the body parsed, and the push() the tee put back after it
+        if (name.startsWith('Express')) return // its handler sees the body parsed, and the push() the tee put back after it
         expect(seen[0]!.ownPush).toBe(false) // one shape for every request: the class tees
         expect(seen[0]!.name).toBe(name.includes('own') ? 'OwnRequest' : 'IncomingMessage')
       } finally {
@@ -364,6 +377,60 @@ describe('withHttpKeepalive', () => {
       }
     })
   }
+
+  it('pipelined calls queued behind a held response end when their client leaves (Node emits no close for them): the drain does not wait for them', async () => {
+    const held: ServerResponse[] = []
+    const server = createServer((req, res) => void req.resume().once('end', () => (held.length === 0 ? held.push(res) : res.end('{}'))))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const keepalive = createKeepalive({ signals: false, stdin: false, parentDeath: false, exit: false, finalLine: false, graceMs: 30_000 })
+    const drain = withHttpKeepalive(server, { keepalive })
+    const port = (server.address() as net.AddressInfo).port
+    const client = await rawSocket(port)
+    try {
+      const call = (id: number) => raw(port, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'count', arguments: {} } })
+      client.socket.write(call(1) + call(2) + call(3))
+      await waitFor(() => drain.stats.calls === 3, 10_000, 'the three calls to be tracked')
+      client.socket.destroy()
+      await waitFor(() => drain.stats.calls === 0, 10_000, 'the calls of the connection gone to end')
+      // Nothing left to wait for: the shutdown ends long before its 30 s grace, none abandoned.
+      expect(await keepalive.shutdown('test')).toMatchObject({ abandoned: 0 })
+    } finally {
+      client.socket.destroy()
+      server.closeAllConnections()
+      server.close()
+    }
+  })
+
+  it('a request class whose constructor pushes (before the tee class has set its field) is served', async () => {
+    // The tee class's field is set only once the base constructor has returned: a push() from there finds it unset.
+    class Eager extends IncomingMessage {
+      constructor(socket: net.Socket) {
+        super(socket)
+        this.push(Buffer.alloc(0))
+      }
+    }
+    const server = createServer({ IncomingMessage: Eager }, (req, res) => void req.resume().once('end', () => res.end('ok')))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const keepalive = createKeepalive({ signals: false, stdin: false, parentDeath: false, exit: false, finalLine: false })
+    withHttpKeepalive(server, { keepalive })
+    try {
+      const status = await new Promise<number | string>((resolve) => {
+        const port = (server.address() as net.AddressInfo).port
+        const req = httpRequest({ host: '127.0.0.1', port, path: '/mcp', method: 'POST', agent: false, timeout: 5000 }, (res) => {
+          res.resume()
+          resolve(res.statusCode ?? 0)
+        })
+        req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message))
+        req.on('timeout', () => req.destroy(new Error('timeout')))
+        req.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call' }))
+      })
+      expect(status).toBe(200)
+    } finally {
+      keepalive.dispose()
+      server.closeAllConnections()
+      server.close()
+    }
+  })
 
   it('rejects bad options before touching the server', async () => {
     const http = createServer()

@@ -58,7 +58,7 @@ export function teeByClass(server: object): boolean {
     override push(chunk: unknown, encoding?: BufferEncoding): boolean {
       const accepted = super.push(chunk, encoding)
       const tee = this[kTee]
-      if (tee !== null) tee.pushed(chunk, encoding, accepted)
+      if (tee != null) tee.pushed(chunk, encoding, accepted)
       return accepted
     }
   }
@@ -67,6 +67,21 @@ export function teeByClass(server: object): boolean {
   Object.defineProperty(TeeIncomingMessage.prototype.push, kTeePush, { value: true })
   ;(server as Record<symbol, unknown>)[slot] = TeeIncomingMessage
   return true
+}
+
+/** The tees to look at again a microtask after their handlers (one microtask for all the requests of a tick). */
+let toFollow: BodyTee[] | null = null
+
+function followLater(tee: BodyTee): void {
+  if (toFollow !== null) return void toFollow.push(tee)
+  toFollow = [tee]
+  queueMicrotask(followAll)
+}
+
+function followAll(): void {
+  const tees = toFollow!
+  toFollow = null
+  for (const tee of tees) tee.follow()
 }
 
 /**
@@ -80,6 +95,8 @@ export class BodyTee {
   readonly #max: number
   /** The push() that a per-request wrapper took over (restored at the end); null while the class tees. */
   #push: IncomingMessage['push'] | null = null
+  /** The wrapper put on after the handlers (removed at the end, the request's prototype answering again). */
+  #ownPush: IncomingMessage['push'] | null = null
   #chunks: Buffer[] | null = null
   #size = 0
   #over = false
@@ -102,13 +119,40 @@ export class BodyTee {
   }
 
   /**
-   * After the request's handlers had it: one that gave the request another prototype (Express does,
-   * before any chunk of the body is pushed) took the class's push() away; a wrapper takes the chunks then.
+   * After the request's handlers had it. One that gave the request another prototype (Express does,
+   * before any chunk of the body is pushed) took the class's push() away: a wrapper takes the chunks
+   * now. One that does so later, after an await (auth, then Express), cannot be seen here: the body
+   * still arriving once this tick's parsing is over (followLater) gets a wrapper of its own then.
    */
   afterHandlers(): void {
-    if (this.#ended || this.#push !== null || teedByClass(this.#req)) return
+    if (this.#ended || this.#push !== null) return
+    if (!teedByClass(this.#req)) this.#wrapLate()
+    else followLater(this)
+  }
+
+  /**
+   * A microtask after the handlers: the parser has pushed all the bytes the packet with the headers
+   * carried (it runs to the end of a packet before any microtask), so a body that has not ended now
+   * comes in later packets, each a later task, after any prototype swap that an await of the handler
+   * let happen by now, or not yet. Its own push() takes the chunks whatever the prototype becomes.
+   * A body that came whole with its headers (the common case) keeps the class's push() alone.
+   */
+  follow(): void {
+    if (!this.#ended && this.#push === null) this.#wrapLate()
+  }
+
+  /** An own push() calling whatever push() the request's prototype has at each chunk (the class's no longer tees). */
+  #wrapLate(): void {
     ;(this.#req as TeeRequest)[kTee] = null
-    this.#wrapPush()
+    const tee = this
+    const teePush = function teePush(this: IncomingMessage, chunk: unknown, encoding?: BufferEncoding): boolean {
+      const accepted = (Object.getPrototypeOf(this) as IncomingMessage).push.call(this, chunk, encoding)
+      tee.pushed(chunk, encoding, accepted)
+      return accepted
+    }
+    this.#push = teePush
+    this.#ownPush = teePush
+    this.#req.push = teePush
   }
 
   #wrapPush(): void {
@@ -159,7 +203,9 @@ export class BodyTee {
   #end(): void {
     if (this.#ended) return
     this.#ended = true
-    if (this.#push !== null) this.#req.push = this.#push
+    if (this.#ownPush !== null) {
+      if (this.#req.push === this.#ownPush) delete (this.#req as Partial<IncomingMessage>).push
+    } else if (this.#push !== null) this.#req.push = this.#push
     else (this.#req as TeeRequest)[kTee] = null
     const waiters = this.#waiters
     this.#waiters = null

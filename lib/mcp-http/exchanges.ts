@@ -4,6 +4,7 @@
  * exchanges (notifications, DELETE) are tracked but hold no work.
  */
 import type { ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Keepalive } from '../index'
 import type { BodyTee } from './body-tee'
 
@@ -30,12 +31,22 @@ export class Exchanges {
   streamsClosed = 0
   /** One listener for every response, `this` being the response. */
   readonly #onClose: (this: ServerResponse) => void
+  /**
+   * Pipelined responses queued behind another on their connection (no socket of their own yet), by
+   * connection: if it closes first, Node never gives them a socket nor emits their 'close'.
+   */
+  readonly #queued = new Map<Socket, Set<ServerResponse>>()
+  /** One listener for every connection with queued responses, `this` being the connection. */
+  readonly #onConnectionClose: (this: Socket) => void
 
   constructor(keepalive: Keepalive) {
     this.#keepalive = keepalive
     const exchanges = this
     this.#onClose = function onResponseClose(this: ServerResponse) {
       exchanges.#closed(this)
+    }
+    this.#onConnectionClose = function onConnectionClose(this: Socket) {
+      exchanges.#connectionClosed(this)
     }
   }
 
@@ -48,13 +59,33 @@ export class Exchanges {
     const ex: Exchange = { res, kind, done: kind === 'call' ? this.#keepalive.begin() : null, body, endedHere: false }
     this.#byRes.set(res, ex)
     res.on('close', this.#onClose) // 'close' comes once; #closed() ignores what it no longer tracks
+    if (res.socket === null) this.#queue(res)
     return ex
+  }
+
+  /** A response queued behind another on its connection: it ends with the connection if it never gets a socket. */
+  #queue(res: ServerResponse): void {
+    const socket = res.req.socket
+    if (socket === null) return
+    const queued = this.#queued.get(socket)
+    if (queued !== undefined) return void queued.add(res)
+    this.#queued.set(socket, new Set([res]))
+    // On the request's own socket (an https request's is the TLS socket, not the server's 'connection').
+    socket.once('close', this.#onConnectionClose)
+  }
+
+  #connectionClosed(socket: Socket): void {
+    const queued = this.#queued.get(socket)
+    if (queued === undefined) return
+    this.#queued.delete(socket)
+    for (const res of queued) if (res.socket === null) this.#closed(res)
   }
 
   #closed(res: ServerResponse): void {
     const ex = this.#byRes.get(res)
     if (ex === undefined) return
     this.#byRes.delete(res)
+    if (this.#queued.size !== 0 && res.req.socket !== null) this.#queued.get(res.req.socket)?.delete(res)
     if (this.#byRes.size === 0 && this.#emptied) {
       const wake = this.#emptied
       this.#emptied = null
