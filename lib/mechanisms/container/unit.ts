@@ -183,11 +183,22 @@ export class ContainerUnit implements ContainerStopUnit {
     let seen = await this.#look()
     if (seen && seen.all.length === 0 && this.#late) seen = await this.#lookLate()
     if (!seen || this.#final) return
-    if (remaining(this.record, seen).length === 0) {
-      this.#gone = true
-      return
-    }
+    if (remaining(this.record, seen).length === 0) return this.#confirm()
     await this.#act(seen)
+  }
+
+  /**
+   * Nothing keeps the run from being gone. Not while the engine's stop or kill is in flight: the
+   * close would cut its client short (SIGKILL), and a podman container whose kill is cut short
+   * stays 'stopping' with PID 1 running. The next look, once those calls have returned, confirms.
+   */
+  #confirm(): void {
+    if (this.#acting().length === 0) this.#gone = true
+  }
+
+  /** The engine's stop and kill calls in flight. */
+  #acting(): Array<Promise<unknown>> {
+    return [...this.#calls].filter((c) => c.what === 'stop' || c.what === 'kill').map((c) => c.promise)
   }
 
   /**
@@ -197,7 +208,12 @@ export class ContainerUnit implements ContainerStopUnit {
    */
   #pause(): Promise<unknown> {
     if (this.#stopCall && !this.#stopSettled && !this.#forcing) return Promise.race([this.#stopCall, this.#hurry])
-    return this.#sleep(this.#lookEnded + CONFIRM_POLL_MS - now())
+    const poll = this.#sleep(this.#lookEnded + CONFIRM_POLL_MS - now())
+    // Once forcing, the engine's kill (and its stop, which the kill ends) are waited for: they are
+    // bounded by the deadline, and a look while they run cannot confirm anything (#confirm).
+    const acting = this.#forcing ? this.#acting() : []
+    if (acting.length === 0) return poll
+    return Promise.all([poll, Promise.race([Promise.allSettled(acting), this.#sleep(this.#deadline - now())])])
   }
 
   async #look(): Promise<Look | null> {
