@@ -91,4 +91,15 @@ describe.skipIf(skip !== null)(`containers: a podman container 'stopping' is not
       expect(engineRun(engine, ['inspect', '--format', '{{.State.Status}}', id]).stdout.trim()).toBe('stopping') // its record kept: no `rm -f` of it
     })
   })
+
+  it("podman, no --rm: a stop that joins the client's exit step and hurries it at its grace end reports 'gone' only once PID 1 has exited", async () => {
+    await withContainer([], 'slow', async (child, id, pid1) => {
+      child.kill('SIGKILL') // its exit step stops the container with the kill grace
+      await new Promise((res) => child.once('exit', res))
+      await new Promise((res) => setTimeout(res, 1500)) // the exit step's `podman stop -t N` is under way
+      const result = await killProcessGracefully(child, { graceMs: 1000, confirmMs: 4000 })
+      expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone', survivors: [] })])
+      expect(alive(pid1)).toBe(false) // before: 'gone' while PID 1 ran on, the container left 'stopping'
+    })
+  })
 })
