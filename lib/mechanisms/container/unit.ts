@@ -5,13 +5,14 @@
  *
  *   phase(graceful)  the engine's own stop with what is left of the grace (`stop -t`: STOPSIGNAL,
  *                    then its SIGKILL), started once, on what the first look finds running;
- *   phase(force)     the engine's kill of what still runs; with `--rm`, an exited leftover is killed
- *                    then removed (podman's own cleanup died with its client). Never `rm -f` of a
- *                    running container: podman 4 removes the record of a container a stop is ending
- *                    without killing it (its conmon and PID 1 run on, unlisted);
+ *   phase(force)     the engine's kill of what still runs, waited for (bounded); with `--rm`, a
+ *                    leftover at rest is removed (podman's own cleanup died with its client). Never
+ *                    `rm -f` of a container not at rest (looks.ts): podman 4 removes the record of
+ *                    a container a stop is ending without killing it (its conmon and PID 1 run on);
  *   sweep            a look through the engine; resolves to the next observation (the engine's stop
  *                    returning, or the next look) while the run is not confirmed gone: with `--rm`,
- *                    nothing listed; without, nothing running (the stopped container stays, as asked);
+ *                    nothing listed; without, nothing but containers at rest (the stopped container
+ *                    stays, as asked); never while the engine's stop or kill is in flight;
  *   survivors        the ids not confirmed gone.
  *
  * Every engine call is bounded by what is left of the stop's grace + confirm, and the stop's end
