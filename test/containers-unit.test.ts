@@ -13,7 +13,9 @@ import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { closeClient, killProcessGracefully, type KillResult, spawnedInfo, Supervisor } from '../lib/index'
-import { containerUnitUnderway } from '../lib/mechanisms/container/joined-unit'
+import { containerUnitFor, containerUnitUnderway } from '../lib/mechanisms/container/joined-unit'
+import { ContainerUnit } from '../lib/mechanisms/container/unit'
+import { StopJournal } from '../lib/mechanisms/stop/journal'
 import type { ContainerRecord } from '../lib/mechanisms/container/stop'
 import { containersWith, enginesSkipReason, removeLabelled, testEngines, type TestEngine, waitForEngine } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
@@ -133,4 +135,20 @@ describe.skipIf(skip !== null)(`containers: the container as a unit of the stop$
       removeLabelled(engine, t.label) // the hung engine never stopped it: the next path starts from none
     }
   }, 240_000)
+})
+
+describe('containers: a stop that has given up on its unit is not joined', () => {
+  it('a stop arriving while the unit of a stop that gave up is closing starts its own unit (before: it joined and read the old word)', async () => {
+    // No engine call is made: neither unit is swept. The record names an engine only for its fields.
+    const record: ContainerRecord = { engine: 'docker', bin: 'docker', globals: [], env: {}, runId: 'given-up', owner: 'test', autoRemove: false }
+    const first = containerUnitFor(record, new StopJournal(undefined), { confirmMs: 0 })
+    first.survivors() // its stop gave up on it; its close (which cuts its calls short) is still to come
+    const second = containerUnitFor(record, new StopJournal(undefined), { confirmMs: 0 })
+    expect(second).toBeInstanceOf(ContainerUnit)
+    expect(containerUnitUnderway(record)).toBe(second)
+    await first.close()
+    expect(containerUnitUnderway(record)).toBe(second) // the first one's close leaves the new unit listed
+    await second.close()
+    expect(containerUnitUnderway(record)).toBeUndefined()
+  })
 })

@@ -68,6 +68,28 @@ describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () =
     }
   })
 
+  it('a group whose member forks once the leader is gone and then exits, all within the grace: the stop still says it is uncertain', async () => {
+    // The stop looks again only once every pinned member has exited: by then nothing it pinned runs.
+    // Before: survivors [] and uncertain false, the `sleep` the member forked running on in the group.
+    const script = 'L=$$; (trap "" TERM; while kill -0 $L 2>/dev/null; do sleep 0.05; done; sleep 30 & echo forked) & echo ready; wait'
+    const leader = spawnGroup('sh', ['-c', script])
+    const pgid = leader.pid!
+    let out = ''
+    leader.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    try {
+      await waitFor(() => out.includes('ready'), 30_000, 'the group to start')
+      const result = await killProcessGracefully(pgid, { graceMs: 1500, confirmMs: 1000 })
+      expect(out).toContain('forked')
+      expect(result.survivors).toEqual([])
+      expect(result.uncertain).toBe(true)
+      expect((result.error as { code?: string } | null)?.code).toBe('ERR_REAPKIT_GROUP_UNPROVEN')
+      expect(groupMembers(pgid).length).toBeGreaterThan(0) // the sleep it forked: the report is true
+    } finally {
+      if (groupMembers(pgid).length > 0) process.kill(-pgid, 'SIGKILL') // our own group, still in use
+      await waitFor(() => groupMembers(pgid).length === 0, 10_000, 'the group to empty')
+    }
+  })
+
   it('group: true on a process that leads no group reports no group: it was stopped alone', async () => {
     const plain = spawnChild('sleep', ['1000']) // Node's spawn: in our own group, leads none
     const r = await killProcessGracefully(plain, { group: true, graceMs: 5000 })

@@ -17,7 +17,9 @@ const underway = new WeakMap<ContainerRecord, ContainerUnit>()
 /** The unit of a stop of `record`'s container: a new one, or one that joins the stop under way. */
 export function containerUnitFor(record: ContainerRecord, journal: StopJournal, options: ContainerUnitOptions): ContainerStopUnit {
   const current = underway.get(record)
-  return current ? new JoinedContainerUnit(current, journal) : ownUnit(record, journal, options)
+  // A unit whose stop has given up stays listed until its close has cut its calls short (up to
+  // CLOSE_WAIT_MS): its word is final, so a new stop starts its own rather than read that word.
+  return current && !current.finished ? new JoinedContainerUnit(current, journal) : ownUnit(record, journal, options)
 }
 
 /** The unit of the stop under way for `record`, if any (its outcome so far: shutdownAll's cap reads it). */

@@ -4,41 +4,47 @@
  * by the unit's close; an error is the engine not answering, never "gone".
  */
 import { RUN_LABEL } from './command'
-import { type CallOptions, containerStatus, killContainers, listByLabel, listRun, removeContainers } from './engine'
+import { type CallOptions, containerStatus, listByLabel, listRun, removeContainers } from './engine'
 import type { ContainerRecord } from './stop'
 
-/** The states in which a container still runs (its processes are there to be ended). */
-const RUNNING = new Set(['running', 'paused', 'restarting'])
-
-/** One look at the run: every container it has, and those running. */
+/** One look at the run: every container it has, and those not at rest (running, or on the way to rest). */
 export interface Look {
   all: string[]
   running: string[]
 }
 
-/** Resolve: the run's containers (all of them, and those running). */
+/**
+ * The states in which a container's processes are gone: docker's exited, created, dead; podman's
+ * exited, stopped (exited, its cleanup pending), created, configured, initialized (never started).
+ * Any other state is not at rest: running, paused, restarting, removing (docker), and podman's
+ * 'stopping', which `ps` lists as not running while PID 1 still runs (a stop in flight, or one whose
+ * client was killed). An unknown state is not at rest either: the stop never calls it gone.
+ */
+const AT_REST = new Set(['exited', 'stopped', 'created', 'configured', 'initialized', 'dead'])
+
+/** Whether an `inspect` state is one in which the container's processes are gone. */
+export const atRest = (status: string): boolean => AT_REST.has(status.toLowerCase())
+
+/**
+ * Resolve: the run's containers (listed by label), then each one's state (`inspect`): `ps` without
+ * `-a` leaves out a podman container that is 'stopping', whose PID 1 may run on.
+ */
 export async function look(record: ContainerRecord, call: CallOptions): Promise<Look> {
-  // Both calls settle before the look does: a look never leaves an engine call running.
-  const [all, running] = await Promise.allSettled([listRun(record, record.runId, call), listRun(record, record.runId, { ...call, all: false })])
-  if (all.status === 'rejected') throw all.reason
-  if (running.status === 'rejected') throw running.reason
-  return { all: all.value, running: running.value }
+  const all = await listRun(record, record.runId, call)
+  return all.length === 0 ? { all, running: [] } : lookKnown(record, all, call)
 }
 
 /**
- * A look at containers already known, by id: one engine call each (`inspect`) rather than two
- * listings, so that many stops at once do not crowd the engine (podman's client is heavy). The
- * same answer as a listing of the run: a container the engine no longer has is not listed;
- * 'stopping' (podman) is not running, as `ps` has it. 'paused' and 'restarting' are running, as
- * docker's `ps` has them: a frozen container is not ended (a paused leaked container doctor stops
- * is first looked at by id, and was reported gone with its processes still there).
+ * A look at containers already known, by id: one engine call each (`inspect`) rather than a
+ * listing, so that many stops at once do not crowd the engine (podman's client is heavy). A
+ * container the engine no longer has is not listed; one not at rest (see AT_REST) is 'running'.
  */
 export async function lookKnown(record: ContainerRecord, ids: readonly string[], call: CallOptions): Promise<Look> {
   const states = await Promise.allSettled(ids.map((id) => containerStatus(record, id, call.timeoutMs, call.signal)))
   const failed = states.find((s) => s.status === 'rejected')
   if (failed) throw (failed as PromiseRejectedResult).reason
   const status = (i: number): string => (states[i] as PromiseFulfilledResult<string>).value
-  return { all: ids.filter((_, i) => status(i) !== 'gone'), running: ids.filter((_, i) => RUNNING.has(status(i))) }
+  return { all: ids.filter((_, i) => status(i) !== 'gone'), running: ids.filter((_, i) => status(i) !== 'gone' && !atRest(status(i))) }
 }
 
 /** What still keeps the run from being gone: with `--rm`, anything listed; without, anything running. */
@@ -57,20 +63,22 @@ export async function removeCreated(record: ContainerRecord, seen: Look, call: (
 }
 
 /**
- * With --rm, a leftover that is not running on two looks in a row (docker removes its own a moment
- * after the exit; podman's cleanup may have died with its client; one never started) is removed:
- * killed first, since podman 4 lists a container a dead stop left 'stopping' as not running, and
- * its `rm -f` would drop the record and leave the processes. `tally` counts the looks per id.
+ * With --rm, a leftover at rest on two looks in a row (docker removes its own a moment after the
+ * exit; podman's cleanup may have died with its client; one never started) is removed. Only a
+ * container at rest (see AT_REST): podman 4's `rm -f` of one 'stopping' drops the record and
+ * leaves its conmon and PID 1 running, unlisted. `tally` counts the looks per id.
  */
 export async function removeLeftovers(record: ContainerRecord, seen: Look, tally: Map<string, number>, call: () => CallOptions): Promise<void> {
   const leftovers: string[] = []
   for (const id of seen.all) {
-    if (seen.running.includes(id)) continue
+    if (seen.running.includes(id)) {
+      tally.delete(id) // two looks in a row at rest, not two looks in all
+      continue
+    }
     const looks = (tally.get(id) ?? 0) + 1
     tally.set(id, looks)
     if (looks === 2) leftovers.push(id)
   }
   if (leftovers.length === 0) return
-  await killContainers(record, leftovers, call().timeoutMs, call().signal).catch(() => {}) // "not running": as expected
   await removeContainers(record, leftovers, call().timeoutMs, call().signal).catch(() => {}) // the engine may be removing it already: the looks judge
 }

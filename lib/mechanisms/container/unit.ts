@@ -6,13 +6,14 @@
  *
  *   phase(graceful)  the engine's own stop with what is left of the grace (`stop -t`: STOPSIGNAL,
  *                    then its SIGKILL), started once, on what the first look finds running;
- *   phase(force)     the engine's kill of what still runs; with `--rm`, an exited leftover is killed
- *                    then removed (podman's own cleanup died with its client). Never `rm -f` of a
- *                    running container: podman 4 removes the record of a container a stop is ending
- *                    without killing it (its conmon and PID 1 run on, unlisted);
+ *   phase(force)     the engine's kill of what still runs, waited for (bounded); with `--rm`, a
+ *                    leftover at rest is removed (podman's own cleanup died with its client). Never
+ *                    `rm -f` of a container not at rest (looks.ts): podman 4 removes the record of
+ *                    a container a stop is ending without killing it (its conmon and PID 1 run on);
  *   sweep            a look through the engine; resolves to the next observation (the engine's stop
  *                    returning, or the next look) while the run is not confirmed gone: with `--rm`,
- *                    nothing listed; without, nothing running (the stopped container stays, as asked);
+ *                    nothing listed; without, nothing but containers at rest (the stopped container
+ *                    stays, as asked); never while the engine's stop or kill is in flight;
  *   survivors        the ids not confirmed gone.
  *
  * Every engine call is bounded by what is left of the stop's grace + confirm, and the stop's end
@@ -191,11 +192,22 @@ export class ContainerUnit implements ContainerStopUnit {
     let seen = await this.#look()
     if (seen && seen.all.length === 0 && this.#late) seen = await this.#lookLate()
     if (!seen || this.#final) return
-    if (remaining(this.record, seen).length === 0) {
-      this.#gone = true
-      return
-    }
+    if (remaining(this.record, seen).length === 0) return this.#confirm()
     await this.#act(seen)
+  }
+
+  /**
+   * Nothing keeps the run from being gone. Not while the engine's stop or kill is in flight: the
+   * close would cut its client short (SIGKILL), and a podman container whose kill is cut short
+   * stays 'stopping' with PID 1 running. The next look, once those calls have returned, confirms.
+   */
+  #confirm(): void {
+    if (this.#acting().length === 0) this.#gone = true
+  }
+
+  /** The engine's stop and kill calls in flight. */
+  #acting(): Array<Promise<unknown>> {
+    return [...this.#calls].filter((c) => c.what === 'stop' || c.what === 'kill').map((c) => c.promise)
   }
 
   /**
@@ -205,7 +217,12 @@ export class ContainerUnit implements ContainerStopUnit {
    */
   #pause(): Promise<unknown> {
     if (this.#stopCall && !this.#stopSettled && !this.#forcing) return Promise.race([this.#stopCall, this.#hurry])
-    return this.#sleep(this.#lookEnded + CONFIRM_POLL_MS - now())
+    const poll = this.#sleep(this.#lookEnded + CONFIRM_POLL_MS - now())
+    // Once forcing, the engine's kill (and its stop, which the kill ends) are waited for: they are
+    // bounded by the deadline, and a look while they run cannot confirm anything (#confirm).
+    const acting = this.#forcing ? this.#acting() : []
+    if (acting.length === 0) return poll
+    return Promise.all([poll, Promise.race([Promise.allSettled(acting), this.#sleep(this.#deadline - now())])])
   }
 
   async #look(): Promise<Look | null> {

@@ -34,17 +34,26 @@ export class GroupMembers {
   async refresh(): Promise<void> {
     const { pid, leader } = this.target
     const pids = await this.scope.list()
-    // The group can no longer be listed (its leader exited) while members still run: what they
-    // fork from now on is out of reach, so the stop cannot say everything is gone.
-    if (this.scope.lostProof() && this.live().some((m) => pinAlive(m.handle))) {
-      this.journal.degraded(new ReapkitError('ERR_REAPKIT_GROUP_UNPROVEN', `process group ${this.scope.pgid} can no longer be listed (its leader ${pid} exited while members ran): a process they fork is not found`))
-    }
+    if (this.scope.lostProof()) await this.proofLost()
     if (leader && !leader.closed && !pids.includes(pid)) pids.push(pid)
     for (const p of pids) {
       if (this.tracked.has(p)) continue
       const handle = p === pid && leader ? leader : this.pin(p)
       if (handle) this.track(p, handle)
     }
+  }
+
+  /**
+   * The group can no longer be listed (its leader exited). Members still running may fork out of
+   * reach; members that exited since the last listing may have forked before they did (the stop
+   * waits for every pinned exit before it looks again). Either way the stop cannot say everything
+   * is gone, unless a last listing by the group's id finds nothing (GroupScope.remains: exact when empty).
+   */
+  private async proofLost(): Promise<void> {
+    const running = this.live().some((m) => pinAlive(m.handle))
+    if (!running && !(await this.scope.remains((p) => this.exited(p)))) return
+    const why = running ? 'while members ran' : 'and processes its members forked remain in it'
+    this.journal.degraded(new ReapkitError('ERR_REAPKIT_GROUP_UNPROVEN', `process group ${this.scope.pgid} can no longer be listed (its leader ${this.target.pid} exited ${why}): a process they fork is not found`))
   }
 
   /** The members not seen to exit. */

@@ -57,6 +57,24 @@ export class GroupScope {
     return lost
   }
 
+  /**
+   * Once the group is no longer provable: whether a listing by its id still finds processes (other
+   * than `known`, pinned members seen to exit, which may linger as zombies). Evidence only, never a
+   * target: the id may by now be a stranger's. But an empty answer is exact: a group id is not
+   * reused while any process is in the group (the kernel keeps the pid while it is a pgid), so with
+   * none listed nothing is left that a member forked; one listed is a member forked after the last
+   * provable listing (or, rarely, a stranger's group: then the stop says uncertain, needlessly).
+   */
+  async remains(known: (pid: number) => boolean): Promise<boolean> {
+    if (this.pgid === null) return false
+    try {
+      return (await groupMembersSoon(this.pgid)).some((pid) => !known(pid))
+    } catch (err) {
+      this.journal.degraded(err) // unknown, not empty
+      return false
+    }
+  }
+
   private lose(): [] {
     this.gone = true
     this.unproven = true
