@@ -46,6 +46,32 @@ export function checkRegistration(registry: PrometheusRegistry, options: Prometh
   return prefix
 }
 
+/** Names a metric with the prefix and records it as registered (see registerAll). */
+export type AddMetric = <M>(metric: string, create: (name: string) => M) => M
+
+/**
+ * Runs `define`, whose `add` registers each metric under `prefix`; when one fails (a name already
+ * taken, say), the ones it registered are removed again, so nothing of ours stays half-registered
+ * (the taken one is not ours). Returns what `define` returns and a function that removes them all.
+ */
+export function registerAll<T>(registry: PrometheusRegistry, prefix: string, define: (add: AddMetric) => T): { made: T; remove: () => void } {
+  const registered: string[] = []
+  const remove = (): void => {
+    for (const n of registered) registry.removeSingleMetric(n)
+  }
+  const add: AddMetric = (metric, create) => {
+    const made = create(prefix + metric)
+    registered.push(prefix + metric)
+    return made
+  }
+  try {
+    return { made: define(add), remove }
+  } catch (err) {
+    remove()
+    throw err
+  }
+}
+
 type Counted = Exclude<keyof SupervisorMetrics, 'children' | 'exits' | 'stopDurationMs'>
 const COUNTERS: Array<[Counted, string, string]> = [
   ['starts', 'starts_total', 'Incarnations started (first starts and restarts)'],
@@ -64,36 +90,18 @@ const COUNTERS: Array<[Counted, string, string]> = [
 export function registerSupervisorMetrics(supervisor: Supervisor, registry: PrometheusRegistry, options: PrometheusOptions = {}): () => void {
   const prefix = checkRegistration(registry, options, 'reapkit_supervisor_')
   const client = loadPromClient()
-  const registered: string[] = []
-  let durations: import('prom-client').Histogram
-  try {
-    durations = defineMetrics(client, supervisor, [registry as unknown as import('prom-client').Registry], prefix, registered)
-  } catch (err) {
-    // e.g. one of the names is taken: nothing of ours stays registered (the taken one is not ours).
-    for (const n of registered) registry.removeSingleMetric(n)
-    throw err
-  }
+  const registers = [registry as unknown as import('prom-client').Registry]
+  const { made: durations, remove } = registerAll(registry, prefix, (add) => defineMetrics(client, supervisor, registers, add))
   const observe = (_record: unknown, report: StopReport): void => durations.observe(report.durationMs / 1000)
   supervisor.on('terminate', observe)
   return () => {
     supervisor.off('terminate', observe)
-    for (const n of registered) registry.removeSingleMetric(n)
+    remove()
   }
 }
 
-/** Creates the metrics on `registers`, pushing each name to `registered` once it is registered. */
-function defineMetrics(
-  client: PromClient,
-  supervisor: Supervisor,
-  registers: import('prom-client').Registry[],
-  prefix: string,
-  registered: string[],
-): import('prom-client').Histogram {
-  const add = <T>(metric: string, create: (name: string) => T): T => {
-    const made = create(prefix + metric)
-    registered.push(prefix + metric)
-    return made
-  }
+/** Creates the metrics on `registers`, each through `add` (registerAll). */
+function defineMetrics(client: PromClient, supervisor: Supervisor, registers: import('prom-client').Registry[], add: AddMetric): import('prom-client').Histogram {
   add('children', (name) => new client.Gauge({
     name,
     help: 'Children (and adopted leftovers) by status',

@@ -7,7 +7,7 @@
  */
 import { describe } from '../../ground/validate'
 import { typeError } from '../../ground/errors'
-import { checkRegistration, loadPromClient, type PrometheusOptions, type PrometheusRegistry } from '../supervisor-prometheus'
+import { type AddMetric, checkRegistration, loadPromClient, type PrometheusOptions, type PrometheusRegistry, registerAll } from '../supervisor-prometheus'
 import { type KeepaliveMetrics, RUN_DURATION_BUCKETS_MS, runDurationsOf } from './metrics'
 import type { Keepalive, KeepaliveState } from './types'
 
@@ -37,35 +37,17 @@ export function registerKeepaliveMetrics(keepalive: Keepalive, registry: Prometh
   }
   const prefix = checkRegistration(registry, options, 'reapkit_keepalive_')
   const client = loadPromClient()
-  const registered: string[] = []
-  let histogram: import('prom-client').Histogram
-  try {
-    histogram = defineMetrics(client, () => keepalive.metrics(), [registry as unknown as Registry], prefix, registered)
-  } catch (err) {
-    // e.g. one of the names is taken: nothing of ours stays registered (the taken one is not ours).
-    for (const n of registered) registry.removeSingleMetric(n)
-    throw err
-  }
+  const registers = [registry as unknown as Registry]
+  const { made: histogram, remove } = registerAll(registry, prefix, (add) => defineMetrics(client, () => keepalive.metrics(), registers, add))
   const stop = durations.listen((ms) => histogram.observe(ms / 1000))
   return () => {
     stop()
-    for (const n of registered) registry.removeSingleMetric(n)
+    remove()
   }
 }
 
-/** Creates the metrics on `registers`, pushing each name to `registered` once it is registered. */
-function defineMetrics(
-  client: PromClient,
-  metrics: () => KeepaliveMetrics,
-  registers: Registry[],
-  prefix: string,
-  registered: string[],
-): import('prom-client').Histogram {
-  const add = <T>(metric: string, create: (name: string) => T): T => {
-    const made = create(prefix + metric)
-    registered.push(prefix + metric)
-    return made
-  }
+/** Creates the metrics on `registers`, each through `add` (registerAll). */
+function defineMetrics(client: PromClient, metrics: () => KeepaliveMetrics, registers: Registry[], add: AddMetric): import('prom-client').Histogram {
   add('state', (name) => new client.Gauge({ name, help: 'The keepalive\'s state: 1 for the current one', labelNames: ['state'], registers, collect() {
     const now = metrics().state
     for (const state of STATES) this.set({ state }, state === now ? 1 : 0)
