@@ -2,9 +2,13 @@
 # Stops the private dockerd that scripts/containers/setup.sh started (and its containerd, which
 # exits with it): by the pid in its own pidfile, and only if that pid is still a dockerd running on
 # our data root (a stale pidfile's pid may name someone else by now). Bounded: SIGTERM, up to 20 s,
-# then SIGKILL. podman runs no daemon; nothing to stop there.
+# then SIGKILL. podman runs no daemon; nothing to stop there. The env file then stops naming the
+# daemon's socket, so the container tests skip docker (saying why) instead of failing against a
+# daemon that is gone; setup.sh writes the line again when it starts one.
 set -uo pipefail
 ROOT=${REAPKIT_ENGINES_DIR:-/tmp/reapkit-engines}
+envfile=$ROOT/engines.env
+[ -f "$envfile" ] && sed -i '/^REAPKIT_TEST_DOCKER_HOST=/d' "$envfile"
 pidfile=$ROOT/dockerd.pid
 [ -f "$pidfile" ] || exit 0
 pid=$(cat "$pidfile")
