@@ -31,7 +31,6 @@ export function stat(xs, unit = 'ms') {
 const times = (ours, theirs) => (Number.isFinite(ours) && Number.isFinite(theirs) && ours > 0 ? `${fmt(theirs / ours)}x` : '')
 const sum = (rows, key) => rows.reduce((s, r) => s + r[key], 0)
 
-/** The table's rows: [what, reapkit, alternative or floor (same run), ratio]. Rows whose data the run lacks are left out. */
 /**
  * The crash loop's rows: the same work side by side (an immediate restart: the Supervisor with no
  * backoff beside a hand-rolled respawn, host CPU per start), then the default backoff's effect as
@@ -56,6 +55,7 @@ function crashRows(c, add) {
   )
 }
 
+/** The table's rows: [what, reapkit, alternative or floor (same run), ratio]. Rows whose data the run lacks are left out. */
 export function rows(d) {
   const out = []
   const add = (what, ours, theirs, ratio) => out.push(`| ${what} | ${ours} | ${theirs} | ${ratio} |`)

@@ -35,10 +35,14 @@ describe('bench/http-cost.mjs', () => {
 
   it.runIf(process.platform === 'linux')('SIGINT to the bench while its servers are up: they are killed with it', async () => {
     const bench = spawnGroup(process.execPath, [BENCH], { env: { BENCH_QUICK: '1' }, stdio: 'ignore' })
-    // Quick mode: 2 servers per side, each in a group of its own (the cleanup kills them if the bench did not).
-    await waitFor(() => childrenOf(bench.pid!).length === 4, 30_000, 'the bench to start its four servers')
+    // Quick mode: 2 servers per side, each in a group of its own, tracked as each appears: the
+    // cleanup kills them if the bench did not, even when this wait fails.
+    await waitFor(() => {
+      const found = childrenOf(bench.pid!)
+      for (const pid of found) trackGroup(pid)
+      return found.length === 4
+    }, 30_000, 'the bench to start its four servers')
     const servers = childrenOf(bench.pid!)
-    for (const pid of servers) trackGroup(pid)
     bench.kill('SIGINT')
     expect(await exitOf(bench, 10_000)).toEqual({ code: 130, signal: null })
     await waitFor(() => servers.every(isGone), 10_000, 'the servers to be gone')

@@ -63,8 +63,11 @@ async function started(engine: TestEngine, label: string, events: ReturnType<typ
 }
 
 /** Bounds a promise of the test's own (a proxy's, say). */
-const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
-  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms))])
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> => {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)))
+  return Promise.race([p, late]).finally(() => clearTimeout(timer))
+}
 
 const goneWithin = (engine: TestEngine, label: string, what: string) =>
   waitForEngine(() => containersWith(engine, label).length === 0, ENGINE_BOUND, what)

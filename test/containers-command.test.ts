@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { spawn, spawnedInfo } from '../lib/index'
 import { prepareContainerRun } from '../lib/mechanisms/container/child'
 import { engineOf, labelledRunArgs, parseContainerRun, redactRunArgs } from '../lib/mechanisms/container/command'
-import { canUnshare, DIST, ROOT } from './helpers'
+import { canUnshare, DIST, exitOf, ROOT } from './helpers'
 import { formatOwner, ownerAlive, ownerNamespace, ownerOf, ownerStatus, ownPidNamespace, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
 
 const parse = (argv: string[]) => parseContainerRun(argv[0]!, argv.slice(1))
@@ -251,7 +251,7 @@ describe('spawn() option container', () => {
 
   it('a shell command is never rewritten (a shell string is not read)', async () => {
     const child = spawn('docker', ['run', '-i', '--rm', 'img'], { shell: true, stdio: 'ignore', env: { ...process.env, PATH: '/nonexistent' } })
-    const exited = new Promise((res) => child.once('exit', res))
+    const exited = exitOf(child) // bounded
     expect(spawnedInfo(child)?.container).toBe(undefined)
     expect(child.spawnargs.join(' ')).not.toContain('reapkit.run')
     child.kill('SIGKILL')

@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest'
 import { killProcessGracefully } from '../lib/index'
 import { engineRun, enginesSkipReason, testEngines, type TestEngine } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
+import { exitOf, isGone, procStat } from './helpers'
 
 const podman = testEngines().find((e) => e.name === 'podman')
 const skip = enginesSkipReason() ?? (podman ? null : 'no podman engine')
@@ -35,15 +36,6 @@ function pid1Of(engine: TestEngine, id: string): number {
   return Number(engineRun(engine, ['inspect', '--format', '{{.State.Pid}}', id]).stdout.trim())
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
 describe.skipIf(skip !== null)(`containers: a podman container 'stopping' is not gone${skip ? ` (skipped: ${skip})` : ''}`, () => {
   const t = containerTestContext()
   const engine = podman!
@@ -52,14 +44,16 @@ describe.skipIf(skip !== null)(`containers: a podman container 'stopping' is not
   async function withContainer(flags: string[], mode: 'slow' | 'fail', stop: (child: ReturnType<typeof t.run>, id: string, pid1: number) => Promise<void>): Promise<void> {
     const fake = podmanWithKill(engine, mode)
     let pid1 = 0
+    let start: string | undefined
     try {
       const child = t.run(engine, flags, IGNORES_TERM, { env: fake.env })
       const [id] = await t.running(engine)
       pid1 = pid1Of(engine, id!)
       expect(pid1).toBeGreaterThan(0)
+      start = procStat(pid1)?.[19] // its start time: the pid names this container's PID 1 only while it matches
       await stop(child, id!, pid1)
     } finally {
-      if (pid1 > 0 && alive(pid1)) process.kill(pid1, 'SIGKILL')
+      if (pid1 > 0 && !isGone(pid1) && start !== undefined && procStat(pid1)?.[19] === start) process.kill(pid1, 'SIGKILL')
       fake.dispose()
     }
   }
@@ -72,7 +66,7 @@ describe.skipIf(skip !== null)(`containers: a podman container 'stopping' is not
       clearTimeout(timer)
       const [outcome] = result.containers
       expect(outcome).toEqual(expect.objectContaining({ ids: [id], state: 'gone', survivors: [] }))
-      expect(alive(pid1)).toBe(false) // before: 'gone' while PID 1 ran on, the container left 'stopping'
+      expect(isGone(pid1)).toBe(true) // before: 'gone' while PID 1 ran on, the container left 'stopping'
       expect(result.uncertain).toBe(false)
     })
   })
@@ -84,7 +78,7 @@ describe.skipIf(skip !== null)(`containers: a podman container 'stopping' is not
       const result = await killProcessGracefully(child, { graceMs: 15_000, confirmMs: 3000, abortSignal: abort.signal })
       clearTimeout(timer)
       const [outcome] = result.containers
-      expect(alive(pid1)).toBe(true) // the kill failed: PID 1 runs on (the engine's stop has not reached its own kill)
+      expect(isGone(pid1)).toBe(false) // the kill failed: PID 1 runs on (the engine's stop has not reached its own kill)
       expect(outcome).toEqual(expect.objectContaining({ ids: [id], state: 'survived', survivors: [id] })) // before: 'gone'
       expect(String(outcome!.error)).toMatch(/kill failed/)
       expect(result.containerSurvivors).toEqual([id])
@@ -95,11 +89,11 @@ describe.skipIf(skip !== null)(`containers: a podman container 'stopping' is not
   it("podman, no --rm: a stop that joins the client's exit step and hurries it at its grace end reports 'gone' only once PID 1 has exited", async () => {
     await withContainer([], 'slow', async (child, id, pid1) => {
       child.kill('SIGKILL') // its exit step stops the container with the kill grace
-      await new Promise((res) => child.once('exit', res))
+      await exitOf(child)
       await new Promise((res) => setTimeout(res, 1500)) // the exit step's `podman stop -t N` is under way
       const result = await killProcessGracefully(child, { graceMs: 1000, confirmMs: 4000 })
       expect(result.containers).toEqual([expect.objectContaining({ ids: [id], state: 'gone', survivors: [] })])
-      expect(alive(pid1)).toBe(false) // before: 'gone' while PID 1 ran on, the container left 'stopping'
+      expect(isGone(pid1)).toBe(true) // before: 'gone' while PID 1 ran on, the container left 'stopping'
     })
   })
 })

@@ -19,6 +19,7 @@ import { StopJournal } from '../lib/mechanisms/stop/journal'
 import type { ContainerRecord } from '../lib/mechanisms/container/stop'
 import { containersWith, enginesSkipReason, removeLabelled, testEngines, type TestEngine, waitForEngine } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
+import { trackGroup } from './helpers'
 
 const docker = testEngines().find((e) => e.name === 'docker')
 const skip = enginesSkipReason() ?? (docker ? null : 'no docker engine')
@@ -100,6 +101,7 @@ describe.skipIf(skip !== null)(`containers: the container as a unit of the stop$
           const supervisor = new Supervisor({ backstop: false })
           try {
             const child = supervisor.spawn(engine.bin, ['run', '-i', '--rm', '--label', t.label, engine.image, ...IGNORES_TERM], { env, stdio: ['pipe', 'ignore', 'ignore'] })
+            trackGroup(child.pid!) // dispose() does not stop children: the cleanup does, even when a wait below fails
             const [id] = await t.running(engine)
             return { result: (await supervisor.terminate(child.pid!, { graceMs: 1000 }))!, record: spawnedInfo(child)?.container, id }
           } finally {
@@ -114,6 +116,7 @@ describe.skipIf(skip !== null)(`containers: the container as a unit of the stop$
           const supervisor = new Supervisor({ backstop: false, closeTimeoutMs: 300, graceMs: 4000, shutdownTimeoutMs: 3000 })
           try {
             const child = supervisor.spawn(engine.bin, ['run', '-i', '--rm', '--label', t.label, engine.image, ...IGNORES_TERM], { env, stdio: ['pipe', 'ignore', 'ignore'] })
+            trackGroup(child.pid!) // dispose() does not stop children: the cleanup does, even when a wait below fails
             const [id] = await t.running(engine)
             const [report] = await supervisor.shutdownAll()
             expect(report!.capped).toBe(true)

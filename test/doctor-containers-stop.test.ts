@@ -15,21 +15,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { findLeakedContainers, type LeakedContainer, stopLeakedContainer, stopLeakedContainers } from '../lib/index'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
 import { containersWith, containerState, engineRun, enginesSkipReason, testEngines, testLabel } from './containers'
-import { exitOf, waitFor } from './helpers'
+import { exitOf, isGone, procStat, waitFor } from './helpers'
 
 const ID = 'f'.repeat(64)
 
 /** A leaked container as findLeakedContainers() lists one (an owner that is gone), of the fake engine. */
 const leaked: LeakedContainer = { engine: 'docker', id: ID, name: 'doctor-fake', image: 'busybox', state: 'running', autoRemove: false, owner: null, runId: null, why: 'test' }
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 describe.runIf(process.platform === 'linux')('doctor --stop: a leaked container goes through the container unit', () => {
   let dir = ''
@@ -44,9 +35,11 @@ describe.runIf(process.platform === 'linux')('doctor --stop: a leaked container 
     const pids = existsSync(join(dir, 'pids')) ? readFileSync(join(dir, 'pids'), 'utf8').split('\n').filter(Boolean).map(Number) : []
     try {
       // The stop cuts its calls short (SIGKILL): none of the fake's hung calls outlives it.
-      await waitFor(() => pids.every((p) => !alive(p)), 10_000, "the fake engine's hung calls to be killed")
+      await waitFor(() => pids.every(isGone), 10_000, "the fake engine's hung calls to be killed")
     } finally {
-      for (const p of pids) if (alive(p)) process.kill(p, 'SIGKILL') // only the fake's own calls, by the pids they wrote
+      // Only the fake's own calls, by the pids they wrote, and only while such a pid is still our
+      // child (the engine calls are this process's execFile children): a pid reused since is not ours.
+      for (const p of pids) if (!isGone(p) && procStat(p)?.[1] === String(process.pid)) process.kill(p, 'SIGKILL')
       rmSync(dir, { recursive: true, force: true })
     }
   })

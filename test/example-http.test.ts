@@ -8,7 +8,6 @@ import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/type
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { createRequire } from 'node:module'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { Agent, request as httpRequest } from 'node:http'
 import net from 'node:net'
@@ -16,6 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { childrenOf, exitOf, groupMembers, isGone, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
+import { scrape as parseScrape } from './prometheus'
 
 const SERVER = join(ROOT, 'examples', 'process-server', 'server.mjs')
 const TOKEN = `a-${randomBytes(24).toString('base64url')}`
@@ -311,9 +311,8 @@ describe.runIf(linux)('examples/process-server --http', () => {
       const res = await fetch(metricsUrl, { headers: { Authorization: `Bearer ${TOKEN}` } })
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toMatch(/^text\/plain/)
-      type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> }
-      const families = (createRequire(__filename)('parse-prometheus-text-format') as (t: string) => Family[])(await res.text())
-      const family = (name: string) => families.find((f) => f.name === `reapkit_supervisor_${name}`)!
+      const { family: found } = parseScrape(await res.text(), 'reapkit_supervisor_')
+      const family = (name: string) => found(name)!
       expect(Number(family('starts_total').metrics[0]!.value)).toBe(1)
       expect(family('exits_total').metrics).toEqual([{ value: '1', labels: { code: '3', signal: '' } }])
       expect(family('children').metrics.find((m) => m.labels?.status === 'exited')?.value).toBe('1')
@@ -326,15 +325,12 @@ describe.runIf(linux)('examples/process-server --http', () => {
   it('/metrics: the drain\'s figures beside the supervisor\'s (keepalive state, in flight, served, run durations)', async () => {
     const server = await startServer()
     const conns: Conn[] = []
-    type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string>; count?: string; buckets?: Record<string, string> }> }
     const scrape = async () => {
       const res = await fetch(new URL('/metrics', server.url), { headers: { Authorization: `Bearer ${TOKEN}` } })
       expect(res.status).toBe(200)
-      const families = (createRequire(__filename)('parse-prometheus-text-format') as (t: string) => Family[])(await res.text())
-      const family = (name: string) => families.find((f) => f.name === `reapkit_keepalive_${name}`)!
-      const value = (name: string, labels: Record<string, string> = {}) =>
-        Number(family(name).metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))!.value)
-      return { family, value, supervisor: families.some((f) => f.name === 'reapkit_supervisor_starts_total') }
+      const { families, family: found, value } = parseScrape(await res.text(), 'reapkit_keepalive_')
+      const family = (name: string) => found(name)!
+      return { family, value, supervisor: families.has('reapkit_supervisor_starts_total') }
     }
     try {
       const conn = await connect('1', server)

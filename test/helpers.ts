@@ -127,6 +127,7 @@ export async function killAllGroups(): Promise<string[]> {
   extraGroups.clear()
   for (const child of groups) {
     const pgid = child.pid!
+    if (groupMembers(pgid).length === 0) continue // empty: its id may name someone else's group by now
     try {
       process.kill(-pgid, 'SIGKILL')
     } catch {

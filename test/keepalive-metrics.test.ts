@@ -5,6 +5,7 @@ import { createRequire } from 'node:module'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createKeepalive, type Keepalive, registerKeepaliveMetrics, ShuttingDownError } from '../lib/index'
 import { exitOf, waitFor } from './helpers'
+import { scrape } from './prometheus'
 
 const posix = process.platform !== 'win32'
 const req = createRequire(__filename)
@@ -109,12 +110,9 @@ describe.runIf(posix)('keepalive: work abandoned at the grace', () => {
   })
 })
 
-type Family = { name: string; type: string; metrics: Array<{ value?: string; labels?: Record<string, string>; buckets?: Record<string, string>; count?: string; sum?: string }> }
-
 describe.runIf(posix)('registerKeepaliveMetrics: Prometheus text through prom-client', () => {
   it('a scrape parsed by a real Prometheus text parser matches metrics(); unregistering removes it', async () => {
     const { Registry } = req('prom-client') as typeof import('prom-client')
-    const parse = req('parse-prometheus-text-format') as (text: string) => Family[]
     const registry = new Registry()
     const k = keepalive(300)
     const unregister = registerKeepaliveMetrics(k, registry)
@@ -125,9 +123,7 @@ describe.runIf(posix)('registerKeepaliveMetrics: Prometheus text through prom-cl
     await hangs
     await waitFor(() => k.metrics().inFlight === 0, 10_000, 'the abandoned work to end')
 
-    const families = new Map(parse(await registry.metrics()).map((f) => [f.name, f]))
-    const value = (name: string, labels: Record<string, string> = {}) =>
-      Number(families.get(`reapkit_keepalive_${name}`)?.metrics.find((m) => Object.entries(labels).every(([key, v]) => m.labels?.[key] === v))?.value)
+    const { families, value } = scrape(await registry.metrics(), 'reapkit_keepalive_')
     const m = k.metrics()
     expect(m).toMatchObject({ served: 3, drained: 0, refused: 1, abandoned: 1, inFlight: 0, state: 'closed' })
     expect(value('served_total')).toBe(m.served)

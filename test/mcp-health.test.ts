@@ -2,9 +2,7 @@
 // answers every ping and is left alone; a wedged one (answers `initialize`, then reads nothing more,
 // pipes held) fails its pings, is stopped with the bounded close and started again by its restart
 // policy. Both SDK lines' clients, connected over each supervised child's own pipes.
-import { mkdtempSync } from 'node:fs'
 import type { ChildProcess } from 'node:child_process'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Client as ClientV2 } from '@modelcontextprotocol/client'
 import { StdioServerTransport as StreamTransportV2 } from '@modelcontextprotocol/server/stdio'
@@ -13,11 +11,11 @@ import { StdioServerTransport as StreamTransportV1 } from '@modelcontextprotocol
 import { describe, expect, it } from 'vitest'
 import { type HealthCheckContext, Supervisor } from '../lib/index'
 import { mcpPingHealthCheck, type McpPingClient } from '../lib/mcp'
-import { DIST, FIXTURES, isGone, jsonLines, trackGroup, waitFor } from './helpers'
+import { DIST, FIXTURES, isGone, jsonLines, waitFor } from './helpers'
 import { cleanupAfterEach } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
-const { supervisors: current, dirs } = cleanupAfterEach()
+const { supervise: tracked, tempDir } = cleanupAfterEach()
 
 type Line = 1 | 2
 
@@ -45,14 +43,12 @@ type Failure = { pid: number; error: unknown; inARow: number }
  * machine, a check that waited for a slow start's connection may time out: not the server's fault).
  */
 function supervise(line: Line) {
-  const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
-  current.push(sup)
+  const { sup } = tracked() // every incarnation's group tracked for the cleanup
   const clients = new Map<ChildProcess, Promise<McpPingClient>>()
   const connected = new Set<number>()
   const failures: Failure[] = []
   const log: Array<{ pid: number; failure?: Failure }> = []
   sup.on('spawn', (_record, child) => {
-    trackGroup(child.pid!)
     const client = connect(line, child)
     client.then(() => connected.add(child.pid!), () => {}) // a child gone before it answered: its checks fail, nothing more
     clients.set(child, client)
@@ -101,11 +97,9 @@ describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.
   })
 
   it('takes a Client itself (a child that is not restarted): its pings reach that server', async () => {
-    const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
-    current.push(sup)
+    const { sup } = tracked()
     let connected: Promise<McpPingClient> | undefined
     sup.on('spawn', (_r, child) => {
-      trackGroup(child.pid!)
       connected = connect(line, child)
     })
     const failures: unknown[] = []
@@ -130,8 +124,7 @@ describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.
   })
 
   it('a Client given directly, with a restart policy: the restarted child fails with ERR_REAPKIT_MCP_STALE_CLIENT, not "Not connected"', async () => {
-    const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
-    current.push(sup)
+    const { sup } = tracked()
     const info = { name: 'reapkit-health-test', version: '1.0.0' }
     const client = line === 1 ? new ClientV1(info) : new ClientV2(info)
     let connected = false
@@ -142,7 +135,6 @@ describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.
       child.once('exit', () => void client.close().catch(() => {}))
       client.connect(transport as never).then(() => (connected = true), () => {})
     })
-    sup.on('spawn', (_r, child) => trackGroup(child.pid!))
     const failures: Failure[] = []
     sup.on('health-fail', (record, error, inARow) => failures.push({ pid: record.pid, error, inARow }))
     const answered = new Map<number, number>()
@@ -175,8 +167,7 @@ describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.
   })
 
   it('a wedged server that still holds its pipes fails N pings, is stopped with the bounded close and restarted by its policy', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'reapkit-mcp-health-'))
-    dirs.push(dir)
+    const dir = tempDir('reapkit-mcp-health-')
     const { sup, connected, failures, failuresAfterAnswer, pings, check } = supervise(line)
     const first = sup.spawn(process.execPath, [join(FIXTURES, 'stdio-peer.cjs'), 'wedge', join(dir, 'starts')], {
       requestId: 'wedged',
@@ -239,10 +230,8 @@ describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.
 
 describe.runIf(posix)('mcpPingHealthCheck', () => {
   it('fails, with ERR_REAPKIT_MCP_NO_CLIENT, when no client is connected to the child it checks', async () => {
-    const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
-    current.push(sup)
+    const { sup } = tracked()
     const errors: unknown[] = []
-    sup.on('spawn', (_r, child) => trackGroup(child.pid!))
     sup.on('health-fail', (_r, error) => errors.push(error))
     const child = sup.spawn('sleep', ['1000'], {
       requestId: 'no-client',
@@ -265,10 +254,8 @@ describe.runIf(posix)('mcpPingHealthCheck', () => {
   })
 
   it('under a Supervisor, a check whose source never resolves ends at its timeout: the next check asks the source again', async () => {
-    const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
-    current.push(sup)
+    const { sup } = tracked()
     const errors: unknown[] = []
-    sup.on('spawn', (_r, child) => trackGroup(child.pid!))
     sup.on('health-fail', (_r, error) => errors.push(error))
     let asked = 0
     const source = () => {

@@ -3,7 +3,16 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { killProcessGracefully, openProcess, spawn } from '../lib/index'
-import { exitOf, FIXTURES, groupMembers, jsonLines, spawnChild, spawnFixture, spawnGroup, waitFor } from './helpers'
+import { exitOf, FIXTURES, groupMembers, jsonLines, spawnChild, spawnFixture, spawnGroup, trackGroup, waitFor } from './helpers'
+
+/** A shell group that prints `ready` once set up; its output so far, and its group (cleaned up after the test). */
+async function readyGroup(script: string): Promise<{ pgid: number; out: () => string }> {
+  const leader = spawnGroup('sh', ['-c', script])
+  let out = ''
+  leader.stdout!.on('data', (d: Buffer) => (out += String(d)))
+  await waitFor(() => out.includes('ready'), 30_000, 'the group to start')
+  return { pgid: leader.pid!, out: () => out }
+}
 
 describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () => {
   it('closes the pin it opened when it refuses this process\'s own group', async () => {
@@ -27,22 +36,16 @@ describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () =
   it('two stops of one child at once give it the graceful signal once, not twice', async () => {
     // A second SIGTERM (SIGINT) means "force now" to many programs. Before: each stop sent its own.
     const child = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => process.stdout.write('TERM\\n')); process.stdout.write('ready\\n'); setInterval(() => {}, 1000)"], { stdio: ['ignore', 'pipe', 'ignore'] })
+    trackGroup(child.pid!) // reapkit's spawn: a group of its own, ended by the cleanup if the test fails
     let out = ''
     child.stdout!.on('data', (d: Buffer) => (out += String(d)))
-    try {
-      await new Promise<void>((res, rej) => {
-        const timer = setTimeout(() => rej(new Error('the child never got ready')), 30_000)
-        child.stdout!.on('data', () => out.includes('ready') && (clearTimeout(timer), res()))
-      })
-      const [a, b] = await Promise.all([killProcessGracefully(child, { graceMs: 1500 }), killProcessGracefully(child, { graceMs: 1500 })])
-      expect(a.survivors).toEqual([])
-      expect(b.survivors).toEqual([])
-      await exitOf(child, 10_000)
-      expect(out.match(/TERM/g)).toHaveLength(1)
-      expect([...a.signalsSent, ...b.signalsSent].filter((s) => s.signal === 'SIGTERM')).toHaveLength(1)
-    } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    }
+    await waitFor(() => out.includes('ready'), 30_000, 'the child to get ready')
+    const [a, b] = await Promise.all([killProcessGracefully(child, { graceMs: 1500 }), killProcessGracefully(child, { graceMs: 1500 })])
+    expect(a.survivors).toEqual([])
+    expect(b.survivors).toEqual([])
+    await exitOf(child, 10_000)
+    expect(out.match(/TERM/g)).toHaveLength(1)
+    expect([...a.signalsSent, ...b.signalsSent].filter((s) => s.signal === 'SIGTERM')).toHaveLength(1)
   })
 
   it('a group whose leader exits in the grace while a member runs on: what the member forks then is out of reach, and the stop says it is uncertain', async () => {
@@ -50,44 +53,26 @@ describe.runIf(process.platform === 'linux')('killProcessGracefully edges', () =
     // The leader dies of SIGTERM; the member ignores it and, once the leader is gone, forks a
     // `sleep` the stop can no longer list. Before: survivors [] and uncertain false while it ran.
     const script = 'L=$$; (trap "" TERM; while kill -0 $L 2>/dev/null; do sleep 0.05; done; sleep 30 & echo forked; wait) & echo ready; wait'
-    const leader = spawnGroup('sh', ['-c', script])
-    const pgid = leader.pid!
-    let out = ''
-    leader.stdout!.on('data', (d: Buffer) => (out += String(d)))
-    try {
-      await waitFor(() => out.includes('ready'), 30_000, 'the group to start')
-      const result = await killProcessGracefully(pgid, { graceMs: 1500 })
-      expect(out).toContain('forked')
-      expect(result.pgid).toBe(pgid)
-      expect(result.uncertain).toBe(true)
-      expect((result.error as { code?: string } | null)?.code).toBe('ERR_REAPKIT_GROUP_UNPROVEN')
-      expect(groupMembers(pgid).length).toBeGreaterThan(0) // the sleep it forked: the report is true
-    } finally {
-      if (groupMembers(pgid).length > 0) process.kill(-pgid, 'SIGKILL') // our own group, still in use
-      await waitFor(() => groupMembers(pgid).length === 0, 10_000, 'the group to empty')
-    }
+    const { pgid, out } = await readyGroup(script)
+    const result = await killProcessGracefully(pgid, { graceMs: 1500 })
+    expect(out()).toContain('forked')
+    expect(result.pgid).toBe(pgid)
+    expect(result.uncertain).toBe(true)
+    expect((result.error as { code?: string } | null)?.code).toBe('ERR_REAPKIT_GROUP_UNPROVEN')
+    expect(groupMembers(pgid).length).toBeGreaterThan(0) // the sleep it forked: the report is true
   })
 
   it('a group whose member forks once the leader is gone and then exits, all within the grace: the stop still says it is uncertain', async () => {
     // The stop looks again only once every pinned member has exited: by then nothing it pinned runs.
     // Before: survivors [] and uncertain false, the `sleep` the member forked running on in the group.
     const script = 'L=$$; (trap "" TERM; while kill -0 $L 2>/dev/null; do sleep 0.05; done; sleep 30 & echo forked) & echo ready; wait'
-    const leader = spawnGroup('sh', ['-c', script])
-    const pgid = leader.pid!
-    let out = ''
-    leader.stdout!.on('data', (d: Buffer) => (out += String(d)))
-    try {
-      await waitFor(() => out.includes('ready'), 30_000, 'the group to start')
-      const result = await killProcessGracefully(pgid, { graceMs: 1500, confirmMs: 1000 })
-      expect(out).toContain('forked')
-      expect(result.survivors).toEqual([])
-      expect(result.uncertain).toBe(true)
-      expect((result.error as { code?: string } | null)?.code).toBe('ERR_REAPKIT_GROUP_UNPROVEN')
-      expect(groupMembers(pgid).length).toBeGreaterThan(0) // the sleep it forked: the report is true
-    } finally {
-      if (groupMembers(pgid).length > 0) process.kill(-pgid, 'SIGKILL') // our own group, still in use
-      await waitFor(() => groupMembers(pgid).length === 0, 10_000, 'the group to empty')
-    }
+    const { pgid, out } = await readyGroup(script)
+    const result = await killProcessGracefully(pgid, { graceMs: 1500, confirmMs: 1000 })
+    expect(out()).toContain('forked')
+    expect(result.survivors).toEqual([])
+    expect(result.uncertain).toBe(true)
+    expect((result.error as { code?: string } | null)?.code).toBe('ERR_REAPKIT_GROUP_UNPROVEN')
+    expect(groupMembers(pgid).length).toBeGreaterThan(0) // the sleep it forked: the report is true
   })
 
   it('group: true on a process that leads no group reports no group: it was stopped alone', async () => {

@@ -4,40 +4,19 @@
 // taken, and a health check that ignores its signal. Real processes; every incarnation is tracked
 // for the after-test cleanup, and each test shuts its supervisor down.
 import { createRequire } from 'node:module'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { type ProcessRecord, registerSupervisorMetrics, Supervisor, type SupervisorOptions } from '../lib/index'
+import { type ProcessRecord, registerSupervisorMetrics, Supervisor } from '../lib/index'
 import { Restarter, restartSpec } from '../lib/policies/restart'
 import { isGone, trackGroup, waitFor } from './helpers'
-import { cleanupAfterEach } from './supervisor-cleanup'
+import { cleanupAfterEach, settled } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
 const linux = process.platform === 'linux'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const { supervisors: current, dirs } = cleanupAfterEach()
-
-function supervise(options: SupervisorOptions = {}) {
-  const sup = new Supervisor({ graceMs: 2000, closeTimeoutMs: 300, backstop: false, ...options })
-  current.push(sup)
-  const events: string[] = []
-  sup.on('spawn', (_r, child) => {
-    trackGroup(child.pid!)
-    events.push('spawn')
-  })
-  for (const name of ['exit', 'restart', 'give-up', 'terminate', 'escalate'] as const) sup.on(name, () => events.push(name))
-  return { sup, events }
-}
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-edges-'))
-  dirs.push(dir)
-  return dir
-}
-
-const settled = (sup: Supervisor, id: string, status: ProcessRecord['status'], ms = 20_000) =>
-  waitFor(() => sup.get(id)?.status === status, ms, `${id} to be ${status}`)
+const { supervise, tempDir: scratch } = cleanupAfterEach()
+const tempDir = (): string => scratch('reapkit-restart-edges-')
 
 const crashLoop = { stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 20, jitter: 0 } } as const
 

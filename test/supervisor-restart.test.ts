@@ -2,34 +2,18 @@
 // is tracked for the after-test cleanup through the 'spawn' event; each test also shuts its
 // supervisor down. Bounds are generous (a busy 2-core machine): ordering, not tight timings.
 import { createRequire } from 'node:module'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { type ProcessRecord, registerSupervisorMetrics, Supervisor, type SupervisorOptions } from '../lib/index'
+import { type ProcessRecord, registerSupervisorMetrics, Supervisor } from '../lib/index'
 import { backoffMs, Restarter, restartSpec } from '../lib/policies/restart'
 import { exitOf, isGone, jsonLines, spawnFixture, trackGroup, waitFor } from './helpers'
-import { cleanupAfterEach } from './supervisor-cleanup'
+import { scrape } from './prometheus'
+import { cleanupAfterEach, settled } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const { supervisors: current, dirs } = cleanupAfterEach()
-
-/** A supervisor whose every incarnation is tracked for cleanup, and the names of its typed events in order. */
-function supervise(options: SupervisorOptions = {}) {
-  const sup = new Supervisor({ graceMs: 2000, closeTimeoutMs: 300, backstop: false, ...options })
-  current.push(sup)
-  const events: string[] = []
-  sup.on('spawn', (_r, child) => {
-    trackGroup(child.pid!)
-    events.push('spawn')
-  })
-  for (const name of ['exit', 'restart', 'give-up', 'terminate', 'escalate'] as const) sup.on(name, () => events.push(name))
-  return { sup, events }
-}
-
-const settled = (sup: Supervisor, id: string, status: ProcessRecord['status'], ms = 20_000) =>
-  waitFor(() => sup.get(id)?.status === status, ms, `${id} to be ${status}`)
+const { supervise, tempDir } = cleanupAfterEach()
 
 /** A shell child that counts its starts in a file: it exits 1 the first `crashes` times, then stays up. */
 function crashesThenStays(dir: string, crashes: number): string[] {
@@ -39,8 +23,7 @@ function crashesThenStays(dir: string, crashes: number): string[] {
 
 describe.runIf(posix)('Supervisor restart policies', () => {
   it("'on-failure' restarts a crashing child with growing delays, same id, every incarnation recorded; then it stays up", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-'))
-    dirs.push(dir)
+    const dir = tempDir('reapkit-restart-')
     const { sup, events } = supervise()
     const first = sup.spawn('sh', crashesThenStays(dir, 3), {
       requestId: 'github',
@@ -172,8 +155,7 @@ describe.runIf(posix)('Supervisor restart policies', () => {
   })
 
   it("what a crashed incarnation left in its group is stopped before the next one starts", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-'))
-    dirs.push(dir)
+    const dir = tempDir('reapkit-restart-')
     const pids = join(dir, 'pids')
     const { sup } = supervise()
     sup.spawn('sh', ['-c', `sleep 1000 & echo $! >> ${pids}; exit 1`], { requestId: 'leaky', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 50 }, intensity: { maxRestarts: 1 } })
@@ -187,8 +169,7 @@ describe.runIf(posix)('Supervisor restart policies', () => {
   })
 
   it('a restart whose command is gone counts as a failure: the child is given up, the host does not crash', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-'))
-    dirs.push(dir)
+    const dir = tempDir('reapkit-restart-')
     const script = join(dir, 'server.sh')
     writeFileSync(script, '#!/bin/sh\nexit 1\n', { mode: 0o755 })
     const { sup } = supervise()
@@ -205,8 +186,7 @@ describe.runIf(posix)('Supervisor restart policies', () => {
     for (const name of ['spawn', 'exit', 'restart', 'give-up', 'terminate', 'escalate'] as const) sup.on(name, () => (counts[name] = (counts[name] ?? 0) + 1))
     sup.spawn('sh', ['-c', 'exit 2'], { requestId: 'crash', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 20 }, intensity: { maxRestarts: 2 } })
     sup.spawn('sh', ['-c', 'kill -9 $$'], { requestId: 'sig', stdio: 'ignore' })
-    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-'))
-    dirs.push(dir)
+    const dir = tempDir('reapkit-restart-')
     const trapped = join(dir, 'trapped')
     sup.spawn('sh', ['-c', `trap '' TERM; : > ${trapped}; sleep 1000`], { requestId: 'stubborn', stdio: 'ignore' })
     sup.spawn('sleep', ['1000'], { requestId: 'polite', stdio: 'ignore' })
@@ -258,8 +238,7 @@ describe.runIf(posix)('Supervisor restart policies', () => {
 
 describe.runIf(process.platform === 'linux')('Supervisor restart policies and the stateFile', () => {
   it('a supervisor SIGKILLed mid-backoff: nothing starts on its own, the next one continues the intensity window and refuses a second copy of an adopted child', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'reapkit-restart-state-'))
-    dirs.push(dir)
+    const dir = tempDir('reapkit-restart-state-')
     const file = join(dir, 'supervisor.json')
     const log = join(dir, 'starts.log')
     const host = spawnFixture('restart-host.cjs', [file, log])
@@ -368,8 +347,6 @@ describe.runIf(posix)('registerSupervisorMetrics: Prometheus text through prom-c
   it('a scrape parsed by a real Prometheus text parser matches metrics(); unregistering removes it', async () => {
     const req = createRequire(__filename)
     const { Registry } = req('prom-client') as typeof import('prom-client')
-    type Family = { name: string; type: string; metrics: Array<{ value?: string; labels?: Record<string, string>; buckets?: Record<string, string>; count?: string; sum?: string }> }
-    const parse = req('parse-prometheus-text-format') as (text: string) => Family[]
     const registry = new Registry()
     const { sup } = supervise()
     const unregister = registerSupervisorMetrics(sup, registry)
@@ -378,9 +355,7 @@ describe.runIf(posix)('registerSupervisorMetrics: Prometheus text through prom-c
     sup.spawn('sleep', ['1000'], { requestId: 'up', stdio: 'ignore' })
     await settled(sup, 'crash', 'given-up')
     await sup.terminate('up')
-    const families = new Map(parse(await registry.metrics()).map((f) => [f.name, f]))
-    const value = (name: string, labels: Record<string, string> = {}) =>
-      Number(families.get(`reapkit_supervisor_${name}`)?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))?.value)
+    const { families, value } = scrape(await registry.metrics(), 'reapkit_supervisor_')
     const m = sup.metrics()
     expect(value('starts_total')).toBe(m.starts)
     expect(m.starts).toBe(3)
