@@ -29,7 +29,7 @@ import {
 import { typeError } from './ground/errors'
 import { descendantsOf, processRow, type ProcessRow, readProcessTable } from './mechanisms/proctable'
 // Stateless validators, bundled into this entry (no second copy of any process-global state).
-import { describe, validateMs, validateOptions, validatePid } from './ground/validate'
+import { describe, validateBoolean, validateMs, validateOptions, validatePid } from './ground/validate'
 
 /** A process found by a capture or timed by measureReap. */
 export interface CapturedProcess {
@@ -111,10 +111,7 @@ let subreaperBefore: boolean | null = null
 export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
   options = validateOptions(options)
   const killTimeoutMs = validateMs(options.killTimeoutMs, 'killTimeoutMs') ?? 5000
-  if (options.subreaper !== undefined && typeof options.subreaper !== 'boolean') {
-    throw typeError('ERR_INVALID_ARG_TYPE', `The "subreaper" option must be a boolean. Received ${describe(options.subreaper)}`)
-  }
-  const wantSubreaper = options.subreaper ?? capabilities().subreaper
+  const wantSubreaper = validateBoolean(options.subreaper, 'subreaper') ?? capabilities().subreaper
   if (wantSubreaper && !capabilities().subreaper) {
     throw new ReapkitError('ENOTSUP', 'captureProcesses({ subreaper: true }): child subreapers exist on Linux only')
   }

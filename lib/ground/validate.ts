@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs'
 import { constants } from 'node:os'
 import { rangeError, typeError } from './errors'
+import type { Logger } from './logger'
 
 /** A signal by name ('SIGTERM') or number (15). */
 export type SignalLike = NodeJS.Signals | number
@@ -131,4 +132,25 @@ export function validateOptions<T>(value: T, name = 'options'): NonNullable<T> {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be of type object. Received ${describe(value)}`)
   }
   return Object.assign(Object.create(null) as object, value) as NonNullable<T>
+}
+
+/** An optional boolean option: undefined, or a boolean; anything else (`'true'`, 1) is refused, never read as truthy. */
+export function validateBoolean(value: unknown, name: string): boolean | undefined {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" option must be a boolean. Received ${describe(value)}`)
+  }
+  return value
+}
+
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
+
+/** A logger is undefined (silent) or has the four methods: a wrong one is refused, not silently mute. */
+export function validateLogger(logger: unknown): Logger | undefined {
+  if (logger === undefined) return undefined
+  const ok = typeof logger === 'object' && logger !== null &&
+    LOG_LEVELS.every((level) => typeof (logger as Record<string, unknown>)[level] === 'function')
+  if (!ok) {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "logger" option must be an object with debug, info, warn and error methods. Received ${describe(logger)}`)
+  }
+  return logger as Logger
 }

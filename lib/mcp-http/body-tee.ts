@@ -6,12 +6,12 @@ import { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 
 /** What a JSON-RPC body carries: a request (new work, with its id), or only notifications and responses. */
-export interface BodyKind {
+interface BodyKind {
   request: boolean
   id: string | number | null
 }
 
-export function classifyBody(body: Buffer | null): BodyKind {
+function classifyBody(body: Buffer | null): BodyKind {
   if (body === null) return { request: true, id: null } // unreadable here: taken for new work
   let parsed: unknown
   try {

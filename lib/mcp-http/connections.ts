@@ -7,10 +7,13 @@ export class Connections {
 
   constructor(server: Server) {
     const open = this.#open
-    // One listener for the server; the socket's own 'close' listener is its only per-connection cost.
+    // One listener for the server and one shared 'close' listener for every socket: no closure per connection.
+    const onClose = function (this: Socket): void {
+      open.delete(this)
+    }
     server.on('connection', (socket: Socket) => {
       open.add(socket)
-      socket.once('close', () => open.delete(socket))
+      socket.once('close', onClose)
     })
   }
 

@@ -50,10 +50,6 @@ export class Exchanges {
     }
   }
 
-  get size(): number {
-    return this.#byRes.size
-  }
-
   /** Starts tracking a response (a call begins its work item now). */
   track(res: ServerResponse, kind: Kind, body: BodyTee | null): Exchange {
     const ex: Exchange = { res, kind, done: kind === 'call' ? this.#keepalive.begin() : null, body, endedHere: false }

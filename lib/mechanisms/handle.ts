@@ -42,7 +42,10 @@ interface Registry {
   watches: Map<number, Watch>
   started: boolean
   reffed: number
-  /** Batches not yet fully settled, oldest first (see dispatch()). */
+  /**
+   * Batches not yet fully settled, oldest first: a batch that arrives while an earlier one is split
+   * waits behind it, so exits settle in the order the kernel reported them.
+   */
   queue: { batch: Float64Array; at: number }[]
   draining: boolean
 }
@@ -63,9 +66,6 @@ const { watches, queue } = registry
 // Exits settled per macrotask: a larger batch is split across setImmediate turns so that timers
 // and I/O run between the parts (10,000 exits at once must not hold the loop for their whole run).
 const DISPATCH_CHUNK = 256
-
-// Batches not yet fully settled (registry.queue), oldest first: a batch that arrives while an
-// earlier one is split waits behind it, so exits settle in the order the kernel reported them.
 
 /**
  * Called by the native watcher once per wake-up with every exit it has: (watch id, code, signal)

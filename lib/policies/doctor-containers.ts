@@ -19,7 +19,7 @@ import { typeError } from '../ground/errors'
 import { validateMs, validateOptions } from '../ground/validate'
 import { type ContainerEngine, OWNER_LABEL, RUN_LABEL } from '../mechanisms/container/command'
 import { type EngineClient, EngineError, ENGINE_CALL_MS_DEFAULT, listByLabel } from '../mechanisms/container/engine'
-import { bootId, type ContainerOwner, ownerNamespace, ownerStatus, ownPidNamespace, parseOwner, pidNamespaceOf, processStartTime } from '../mechanisms/container/owner'
+import { bootId, type ContainerOwner, ownerNamespace, ownerStatus, ownPidNamespace, ownPidNamespaceLink, parseOwner, processStartTime } from '../mechanisms/container/owner'
 import type { OrphanTree } from './doctor'
 import { type ClientFinding, findClients } from './doctor-clients'
 import { inspectContainers, type InspectedContainer } from './doctor-inspect'
@@ -132,7 +132,7 @@ const INIT_PID_NS = 'pidns:4026531836'
  * pid can be looked up as written)? There an unlabelled owner's pid may name a process outside.
  */
 function inChildPidNamespace(): boolean {
-  const raw = pidNamespaceOf() // read even through another namespace's /proc: `ns/pid` is our own
+  const raw = ownPidNamespaceLink() // our own even through another namespace's /proc
   return raw !== null && (raw !== INIT_PID_NS || ownPidNamespace() === null)
 }
 

@@ -33,7 +33,7 @@ import { installTriggers } from './keepalive/triggers'
 import type { Keepalive, KeepaliveOptions, ShutdownReport } from './keepalive/types'
 import { type Phase, WorkRegistry } from './keepalive/work'
 
-export { type KeepaliveMetrics, RUN_DURATION_BUCKETS_MS } from './keepalive/metrics'
+export type { KeepaliveMetrics } from './keepalive/metrics'
 export {
   type Keepalive,
   type KeepaliveOptions,

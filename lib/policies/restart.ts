@@ -90,6 +90,14 @@ export function restartSpec(options: RestartOptions): RestartSpec | null {
 export const isFailure = (code: number | null, signal: NodeJS.Signals | null): boolean => signal !== null || code !== 0
 
 /**
+ * Whether a restart at `t` still counts at `now` in a window of `windowMs` (null: no window known,
+ * it counts). A time in the future, from a clock stepped back, never does: it would count forever.
+ */
+export function withinWindow(t: number, now: number, windowMs: number | null): boolean {
+  return t <= now && (windowMs === null || now - t < windowMs)
+}
+
+/**
  * One child's restart state: the restarts within the window, and the backoff wait when one is
  * pending. The wait is one timer, cleared by cancel() at once.
  */
@@ -111,7 +119,7 @@ export class Restarter {
    * time in the future (the clock was stepped back) is dropped: it would stay in the window forever.
    */
   recent(now = Date.now()): number[] {
-    this.#recent = this.#recent.filter((t) => t <= now && now - t < this.spec.windowMs)
+    this.#recent = this.#recent.filter((t) => withinWindow(t, now, this.spec.windowMs))
     return [...this.#recent]
   }
 

@@ -15,6 +15,31 @@ export interface DurationHistogram {
   buckets: Array<{ le: number; count: number }>
 }
 
+/** A duration histogram with fixed bucket bounds (ms; the last bucket is Infinity). */
+export class DurationBuckets {
+  #count = 0
+  #sum = 0
+  readonly #counts: number[]
+  constructor(readonly bounds: readonly number[]) {
+    this.#counts = new Array<number>(bounds.length + 1).fill(0)
+  }
+
+  observe(ms: number): void {
+    this.#count++
+    this.#sum += ms
+    // A plain loop: the keepalive observes once per served work item (a hot path).
+    let i = 0
+    while (i < this.bounds.length && ms > this.bounds[i]!) i++
+    this.#counts[i]!++
+  }
+
+  snapshot(): DurationHistogram {
+    let cumulative = 0
+    const buckets = [...this.bounds, Infinity].map((le, i) => ({ le, count: (cumulative += this.#counts[i]!) }))
+    return { count: this.#count, sum: this.#sum, buckets }
+  }
+}
+
 export interface SupervisorMetrics {
   /** The children (and adopted leftovers) by their status now. */
   children: Record<ProcessStatus, number>
@@ -51,8 +76,7 @@ export class MetricsRecorder {
   #stops = 0
   #escalations = 0
   #survivors = 0
-  #stopSum = 0
-  readonly #stopBuckets = new Array<number>(STOP_DURATION_BUCKETS_MS.length + 1).fill(0)
+  readonly #stopDurations = new DurationBuckets(STOP_DURATION_BUCKETS_MS)
 
   /** One event, as the Supervisor emits it. */
   observe<K extends keyof SupervisorEvents>(name: K, args: SupervisorEvents[K]): void {
@@ -75,17 +99,13 @@ export class MetricsRecorder {
   #stop(report: StopReport): void {
     this.#stops++
     this.#survivors += report.survivors.length
-    this.#stopSum += report.durationMs
-    const i = STOP_DURATION_BUCKETS_MS.findIndex((le) => report.durationMs <= le)
-    this.#stopBuckets[i === -1 ? STOP_DURATION_BUCKETS_MS.length : i]!++
+    this.#stopDurations.observe(report.durationMs)
   }
 
   /** `records` are only read (their status): the supervisor passes its own, not copies. */
   snapshot(records: Iterable<Pick<ProcessRecord, 'status'>>): SupervisorMetrics {
     const children = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<ProcessStatus, number>
     for (const r of records) children[r.status]++
-    let cumulative = 0
-    const buckets = [...STOP_DURATION_BUCKETS_MS, Infinity].map((le, i) => ({ le, count: (cumulative += this.#stopBuckets[i]!) }))
     return {
       children,
       starts: this.#starts,
@@ -96,7 +116,7 @@ export class MetricsRecorder {
       stops: this.#stops,
       escalations: this.#escalations,
       survivors: this.#survivors,
-      stopDurationMs: { count: this.#stops, sum: this.#stopSum, buckets },
+      stopDurationMs: this.#stopDurations.snapshot(),
     }
   }
 }

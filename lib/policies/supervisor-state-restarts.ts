@@ -5,6 +5,8 @@
  * is dropped, so the file does not grow with every generation or every restart.
  */
 
+import { withinWindow } from './restart'
+
 /** At most this many restart times per request id are kept in the file (more than any intensity limit in use). */
 export const MAX_RESTART_TIMES = 1000
 
@@ -15,9 +17,9 @@ interface Times {
   windowMs: number | null
 }
 
-/** Within the window at `now` (a time in the future, from a clock stepped back, is dropped: it would count forever). */
+/** The times within the window at `now` (withinWindow). */
 function inWindow(times: Times, now: number): number[] {
-  return times.at.filter((t) => t <= now && (times.windowMs === null || now - t < times.windowMs)).slice(-MAX_RESTART_TIMES)
+  return times.at.filter((t) => withinWindow(t, now, times.windowMs)).slice(-MAX_RESTART_TIMES)
 }
 
 export class RestartTimes {
@@ -54,7 +56,7 @@ export class RestartTimes {
   /** A child's restarts within its window now. */
   note(requestId: string | number, at: number[], windowMs: number): void {
     this.#unclaimed.delete(requestId)
-    this.#byId.set(requestId, { at: [...at], windowMs })
+    this.#byId.set(requestId, { at, windowMs }) // the caller's own copy (Restarter.recent())
   }
 
   /** What the file gets: the times still in their window; ids with none are forgotten. */

@@ -71,6 +71,14 @@ static int drain(int fd, char *buf, size_t size, size_t *len) {
   return 1;
 }
 
+/* Reaps the call if it has exited: waitpid's answer (its pid, 0 while it runs, -1 on error). */
+static pid_t reap_call(void) {
+  int status;
+  pid_t r = waitpid(ctr.call_pid, &status, WNOHANG);
+  if (r == ctr.call_pid) container_reaped(r, status);
+  return r;
+}
+
 /* Waits for the call's exit and its output, reaping whatever else of ours exits meanwhile (podman's
  * conmon among them). 1 when it exited in time, 0 at the deadline. */
 static int await_call(int fds[2], char *out, size_t out_size, char *err, long long deadline) {
@@ -78,10 +86,7 @@ static int await_call(int fds[2], char *out, size_t out_size, char *err, long lo
   int open_fds = 2;
   for (;;) {
     reap();
-    if (!ctr.call_done) {
-      int status;
-      if (waitpid(ctr.call_pid, &status, WNOHANG) == ctr.call_pid) container_reaped(ctr.call_pid, status);
-    }
+    if (!ctr.call_done) reap_call();
     if (ctr.call_done && open_fds == 0) return 1;
     long long left = deadline - now_ms();
     if (left <= 0) return 0;
@@ -123,11 +128,9 @@ static void kill_call(void) {
   if (killpg(ctr.call_pid, SIGKILL) != 0) kill(ctr.call_pid, SIGKILL); /* unreaped: its pid is still its */
   long long end = now_ms() + KILL_CONFIRM_MS;
   while (!ctr.call_done && now_ms() < end) {
-    int status;
-    pid_t r = waitpid(ctr.call_pid, &status, WNOHANG);
-    if (r == ctr.call_pid) container_reaped(r, status);
-    else if (r < 0 && errno != EINTR) break;
-    else poll(NULL, 0, 10);
+    pid_t r = reap_call();
+    if (r < 0 && errno != EINTR) break;
+    if (r != ctr.call_pid) poll(NULL, 0, 10);
   }
 }
 

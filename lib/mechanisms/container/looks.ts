@@ -58,7 +58,8 @@ export const remaining = (record: ContainerRecord, seen: Look): string[] => (rec
 export async function removeCreated(record: ContainerRecord, seen: Look, call: () => CallOptions): Promise<{ seen: Look; created: string[] }> {
   const created = await listByLabel(record, `${RUN_LABEL}=${record.runId}`, { ...call(), status: 'created' }).catch((): string[] => [])
   if (created.length === 0) return { seen, created }
-  await removeContainers(record, created, call().timeoutMs, call().signal).catch(() => {}) // the next looks judge
+  const { timeoutMs, signal } = call()
+  await removeContainers(record, created, timeoutMs, signal).catch(() => {}) // the next looks judge
   return { seen: record.autoRemove ? seen : { all: seen.all, running: seen.running.filter((id) => !created.includes(id)) }, created }
 }
 
@@ -80,5 +81,6 @@ export async function removeLeftovers(record: ContainerRecord, seen: Look, tally
     if (looks === 2) leftovers.push(id)
   }
   if (leftovers.length === 0) return
-  await removeContainers(record, leftovers, call().timeoutMs, call().signal).catch(() => {}) // the engine may be removing it already: the looks judge
+  const { timeoutMs, signal } = call()
+  await removeContainers(record, leftovers, timeoutMs, signal).catch(() => {}) // the engine may be removing it already: the looks judge
 }

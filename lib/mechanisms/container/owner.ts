@@ -64,21 +64,6 @@ export function bootId(): string {
   return bootIdCache
 }
 
-/**
- * The PID namespace of process `pid` (default: this one) as `pidns:<inode>`, or null where it
- * cannot be read (no /proc, not Linux, not ours to read). A process never changes its own.
- */
-export function pidNamespaceOf(pid: number | 'self' = 'self'): string | null {
-  // Linux only: under Wine, /proc is Linux's, and its `self` is not the Windows process's pid space.
-  if (process.platform !== 'linux') return null
-  try {
-    const m = /^pid:\[([0-9]+)\]$/.exec(readlinkSync(`/proc/${pid}/ns/pid`))
-    return m ? `pidns:${m[1]}` : null
-  } catch {
-    return null
-  }
-}
-
 let procOurs: boolean | undefined
 /**
  * Whether this /proc numbers processes as this process's PID namespace does (its `self` is our
@@ -98,18 +83,31 @@ function procIsOurs(): boolean {
 }
 
 /**
- * This process's PID namespace (pidNamespaceOf(), read once), or null when this /proc is not of it:
+ * This process's PID namespace (ownPidNamespaceLink()), or null when this /proc is not of it:
  * a /proc mounted for another namespace numbers its processes differently, so no owner's pid can be
  * looked up here (ownerNamespace() then says 'other' for every label: nothing is judged).
  */
 export function ownPidNamespace(): string | null {
-  return procIsOurs() ? ownNamespaceLink() : null
+  return procIsOurs() ? ownPidNamespaceLink() : null
 }
 
 let ownLink: string | null | undefined
-/** pidNamespaceOf('self'), read once: the writer's own namespace through any /proc (a process never changes its own). */
-function ownNamespaceLink(): string | null {
-  if (ownLink === undefined) ownLink = pidNamespaceOf()
+/**
+ * This process's PID namespace as `pidns:<inode>`, read once, or null where it cannot be read (no
+ * /proc, not Linux). Its own even through another namespace's /proc (`ns/pid` of `self` is the
+ * reader's), and a process never changes its own.
+ */
+export function ownPidNamespaceLink(): string | null {
+  if (ownLink !== undefined) return ownLink
+  ownLink = null
+  // Linux only: under Wine, /proc is Linux's, and its `self` is not the Windows process's pid space.
+  if (process.platform !== 'linux') return ownLink
+  try {
+    const m = /^pid:\[([0-9]+)\]$/.exec(readlinkSync('/proc/self/ns/pid'))
+    if (m) ownLink = `pidns:${m[1]}`
+  } catch {
+    // no /proc
+  }
   return ownLink
 }
 
@@ -120,13 +118,13 @@ function ownNamespaceLink(): string | null {
  */
 export function ownerOf(pid: number = process.pid): ContainerOwner {
   const linux = process.platform === 'linux'
-  const start = linux && procIsOurs() ? (processStartTime(pid) ?? '-') : '-'
+  const start = procIsOurs() ? (processStartTime(pid) ?? '-') : '-'
   return {
     hostname: hostname(),
     bootId: bootId(),
     pid,
     startTime: start,
-    ...(linux ? { pidNamespace: ownNamespaceLink() ?? UNKNOWN_NAMESPACE } : {}),
+    ...(linux ? { pidNamespace: ownPidNamespaceLink() ?? UNKNOWN_NAMESPACE } : {}),
   }
 }
 

@@ -71,9 +71,6 @@ interface Call {
 
 export class ContainerUnit implements ContainerStopUnit {
   readonly fields: Readonly<{ engine: string; runId: string }>
-  /** The outcome, once the unit is closed: a stop that joined this one reads it. */
-  readonly done: Promise<ContainerOutcome>
-  #resolveDone!: (outcome: ContainerOutcome) => void
   #graceUntil = 0
   /** Every engine call ends by then: the stop's grace + confirm (its confirm's end once it escalated). */
   #deadline = Infinity
@@ -112,7 +109,6 @@ export class ContainerUnit implements ContainerStopUnit {
     this.fields = { engine: record.engine, runId: record.runId }
     for (const id of options.ids ?? []) this.#ids.add(id)
     this.#late = this.#ids.size === 0 && (options.settleMs ?? 0) > 0
-    this.done = new Promise((res) => (this.#resolveDone = res))
   }
 
   phase(_sig: number, force: boolean, until: number): void {
@@ -167,7 +163,6 @@ export class ContainerUnit implements ContainerStopUnit {
     const level = outcome.state === 'gone' ? 'info' : outcome.state === 'survived' ? 'error' : 'warn'
     logEvent(this.options.logger, level, `container.${outcome.state}`, { ...outcome, error: outcome.error ? String(outcome.error) : undefined })
     this.options.onDone?.(outcome)
-    this.#resolveDone(outcome)
   }
 
   /** The unit's stop has ended (its outcome is final). */

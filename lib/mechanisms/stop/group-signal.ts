@@ -45,18 +45,22 @@ export class GroupSignals {
   /** Sends the phase's signal to each of `live` that has not had it. */
   deliver(live: Member[]): void {
     const sig = this.sig
-    let fresh = live.filter((m) => !this.sentTo.has(m.handle))
-    // One that another stop under way has given this very signal is not given it twice.
-    const given = fresh.filter((m) => this.ledger.sentElsewhere(sig, m.handle.pid))
-    if (given.length > 0) {
-      for (const m of given) this.sentTo.add(m.handle)
-      fresh = fresh.filter((m) => !given.includes(m))
+    let fresh: Member[] = []
+    for (const m of live) {
+      if (this.sentTo.has(m.handle)) continue
+      // One that another stop under way has given this very signal is not given it twice.
+      if (this.ledger.sentElsewhere(sig, m.handle.pid)) this.sentTo.add(m.handle)
+      else fresh.push(m)
     }
     // The group's one killpg reaches every member still in the group: sending those the signal
     // through their pins as well would give it to them twice (and a second SIGINT means "force"
     // to many programs, the reapkit wrapper among them). So they get it from the killpg alone.
-    const viaGroup = this.groupByNumberDue() ? fresh.filter((m) => this.scope.has(m.handle.pid)) : []
-    if (viaGroup.length > 0) fresh = fresh.filter((m) => !viaGroup.includes(m))
+    const viaGroup: Member[] = []
+    if (this.groupByNumberDue()) {
+      const rest: Member[] = []
+      for (const m of fresh) (this.scope.has(m.handle.pid) ? viaGroup : rest).push(m)
+      fresh = rest
+    }
     if (fresh.length > 0) {
       this.send(sig, fresh)
       for (const m of fresh) this.sentTo.add(m.handle)

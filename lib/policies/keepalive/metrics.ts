@@ -3,7 +3,7 @@
  * and how long the work took (a histogram with fixed buckets, as supervisor.metrics() gives for
  * stops). One process drains once, so the drain's duration is one number, not a histogram.
  */
-import type { DurationHistogram } from '../supervisor-metrics'
+import { DurationBuckets, type DurationHistogram } from '../supervisor-metrics'
 import type { KeepaliveState } from './types'
 
 /** Upper bounds (ms) of the run-duration histogram's buckets; the last bucket is Infinity. */
@@ -33,19 +33,15 @@ export interface KeepaliveMetrics {
 }
 
 /** The run-duration histogram, observed as each work item is served. */
-export class RunDurations {
-  #count = 0
-  #sum = 0
-  readonly #buckets = new Array<number>(RUN_DURATION_BUCKETS_MS.length + 1).fill(0)
+export class RunDurations extends DurationBuckets {
   readonly #listeners = new Set<(ms: number) => void>()
 
-  observe(ms: number): void {
-    this.#count++
-    this.#sum += ms
-    // A plain loop: this runs once per served work item (the hot path).
-    let i = 0
-    while (i < RUN_DURATION_BUCKETS_MS.length && ms > RUN_DURATION_BUCKETS_MS[i]!) i++
-    this.#buckets[i]!++
+  constructor() {
+    super(RUN_DURATION_BUCKETS_MS)
+  }
+
+  override observe(ms: number): void {
+    super.observe(ms)
     if (this.#listeners.size > 0) for (const listener of this.#listeners) listener(ms)
   }
 
@@ -53,12 +49,6 @@ export class RunDurations {
   listen(listener: (ms: number) => void): () => void {
     this.#listeners.add(listener)
     return () => this.#listeners.delete(listener)
-  }
-
-  snapshot(): DurationHistogram {
-    let cumulative = 0
-    const buckets = [...RUN_DURATION_BUCKETS_MS, Infinity].map((le, i) => ({ le, count: (cumulative += this.#buckets[i]!) }))
-    return { count: this.#count, sum: this.#sum, buckets }
   }
 }
 

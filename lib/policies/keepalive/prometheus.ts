@@ -31,7 +31,7 @@ const COUNTERS: Array<[Counted, string, string]> = [
  * default. Returns a function that removes them again (and stops observing the keepalive).
  */
 export function registerKeepaliveMetrics(keepalive: Keepalive, registry: PrometheusRegistry, options: PrometheusOptions = {}): () => void {
-  const durations = typeof keepalive === 'object' && keepalive !== null ? runDurationsOf(keepalive) : undefined
+  const durations = runDurationsOf(keepalive) // undefined for anything createKeepalive() did not make (WeakMap.get)
   if (!durations) {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "keepalive" argument must be a keepalive made by createKeepalive(). Received ${describe(keepalive)}`)
   }

@@ -57,7 +57,7 @@ export class Reporter {
 }
 
 /** Waits until everything written so far to `stream` has been handed to the OS (bounded). */
-export function flushed(stream: NodeJS.WriteStream, ms: number): Promise<boolean> {
+function flushed(stream: NodeJS.WriteStream, ms: number): Promise<boolean> {
   if (stream.destroyed || !stream.writable) return Promise.resolve(true)
   return settlesWithin(new Promise<void>((res) => stream.write('', () => res())), ms)
 }
