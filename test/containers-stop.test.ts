@@ -33,7 +33,9 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         expect(failed!.stderr).toMatch(/nonexistent/)
         const missing = await listRun({ ...client, bin: '/nonexistent/docker' }, 'x').then(() => null, (err: unknown) => err as EngineError)
         expect(missing?.code).toBe('ERR_REAPKIT_ENGINE')
-        const slow = await engineCall(client, ['ps'], 1).then(() => null, (err: unknown) => err as Error & { code: string })
+        // `events` streams until it is killed: the bound must end it (a `ps` with a 1 ms bound could
+        // finish while this process was descheduled on a loaded machine, and then it has answered).
+        const slow = await engineCall(client, ['events'], 500).then(() => null, (err: unknown) => err as Error & { code: string })
         expect(slow?.code).toBe('ETIMEDOUT')
       })
 
