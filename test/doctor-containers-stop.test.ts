@@ -8,13 +8,13 @@
 // says and hangs on what the test says, as a daemon that stopped answering does. No container is
 // started; every hung call's pid is recorded and checked gone (and SIGKILLed if not) at the end.
 import { spawn } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { findLeakedContainers, type LeakedContainer, stopLeakedContainer, stopLeakedContainers } from '../lib/index'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
-import { containersWith, containerState, engineRun, enginesSkipReason, testEngines, testLabel } from './containers'
+import { containerState, engineRun, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel } from './containers'
 import { exitOf, isGone, procStat, waitFor } from './helpers'
 
 const ID = 'f'.repeat(64)
@@ -87,31 +87,13 @@ esac
 // reported gone only once the engine says it has exited.
 const skip = enginesSkipReason()
 
-/** The conmons podman left as children of this process. */
-function myConmons(): number[] {
-  const out: number[] = []
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'latin1')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (Number(fields[1]) === process.pid && stat.includes('(conmon)') && fields[0] !== 'Z') out.push(Number(e))
-    } catch {}
-  }
-  return out
-}
 describe.skipIf(skip !== null)(`doctor --stop: a paused leaked container${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let label = ''
   beforeEach(() => {
     label = testLabel()
   })
   afterEach(async () => {
-    for (const engine of testEngines()) {
-      const ids = containersWith(engine, label)
-      if (ids.length > 0) engineRun(engine, ['rm', '-f', ...(engine.name === 'podman' ? ['-t', '0'] : []), ...ids])
-    }
-    // podman's conmons are re-parented to this process (a subreaper): they end once their container is removed.
-    await waitFor(() => myConmons().length === 0, 30_000, "the removed containers' conmons to exit")
+    for (const engine of testEngines()) await removeLabelledAndWait(engine, label)
   })
 
   for (const engine of testEngines()) {
