@@ -220,6 +220,20 @@ export function exitOf(child: ChildProcess, timeoutMs = 15_000): Promise<{ code:
   })
 }
 
+/**
+ * SIGKILLs each child (by its ChildProcess: a no-op once reaped, never a recycled pid), waits
+ * (bounded) for each to exit, and empties the set; returns the pids of those that did not exit.
+ */
+export async function killChildren(children: Set<ChildProcess>, timeoutMs = 5000): Promise<number[]> {
+  const survivors: number[] = []
+  for (const child of children) {
+    child.kill('SIGKILL')
+    await exitOf(child, timeoutMs).catch(() => survivors.push(child.pid!))
+  }
+  children.clear()
+  return survivors
+}
+
 /** Number of open file descriptors of this process. */
 export function openFds(): number {
   return readdirSync(linux ? '/proc/self/fd' : '/dev/fd').length
