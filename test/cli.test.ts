@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { canUnshare, childrenOf, descendants, DIST, exitOf, FIXTURES, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
+import { connectStdioV1 } from './mcp-sdk'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
 const TREE = join(FIXTURES, 'tree.sh')
@@ -366,15 +367,11 @@ describe('reapkit -- command', () => {
   }
 
   it.runIf(linux)('carries a real MCP session (SDK client and server) and leaves nothing when the client closes', async () => {
-    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js')
-    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js')
     const { openProcess } = require(DIST)
-    const transport = new StdioClientTransport({ command: BIN, args: ['--', process.execPath, join(FIXTURES, 'cli-mcp-server.mjs')], stderr: 'pipe' })
-    const client = new Client({ name: 'reapkit-cli-test', version: '1.0.0' })
     let handle: { signal(s: string): void; close(): void } | undefined
     let server = 0
     try {
-      await client.connect(transport)
+      const { client, transport } = await connectStdioV1({ command: BIN, args: ['--', process.execPath, join(FIXTURES, 'cli-mcp-server.mjs')] })
       const wrapper = transport.pid!
       handle = openProcess(wrapper) // pinned: the cleanup below can never hit a recycled pid
       server = childrenOf(wrapper)[0]!

@@ -4,13 +4,13 @@
 // that carry the recorded owner too. Real engines; every container carries this test's label.
 import { randomUUID } from 'node:crypto'
 import { spawn as nodeSpawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Supervisor } from '../lib/index'
 import { bootId } from '../lib/mechanisms/container/owner'
-import { containersWith, engineRun, enginesSkipReason, removeLabelled, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
+import { containersWith, engineRun, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, waitForEngine } from './containers'
 import { DIST, exitOf } from './helpers'
 
 const skip = enginesSkipReason()
@@ -24,32 +24,6 @@ const keep = process.env.KEEP_CLIENT === '1' ? { parentDeathSignal: false } : {}
 s.leftovers.then(() => { s.spawn(bin, args, { stdio: 'ignore', ...keep }); setInterval(() => {}, 1000) })
 `
 
-/** Whether a live process's command line names `id` (podman's conmon names its container). */
-function processNaming(id: string): boolean {
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(id) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) return true
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return false
-}
-
-/**
- * Removes this test's containers (by its label). With podman, a `run -d` made here left its conmon
- * to this process (the leak guard makes each test a subreaper), and the conmon exits a moment after
- * its container: waited for, bounded, or the guard counts it as a leak.
- */
-async function removeMine(engine: TestEngine, label: string): Promise<void> {
-  const ids = containersWith(engine, label)
-  if (engine.name !== 'podman' || ids.length === 0) return void removeLabelled(engine, label)
-  // kill first: podman 4's rm -f of a container left 'stopping' drops its record and leaves its processes running
-  engineRun(engine, ['kill', ...ids])
-  engineRun(engine, ['rm', '-f', '-t', '0', ...ids])
-  await waitForEngine(() => ids.every((id) => !processNaming(id)), 15_000, "the containers' conmon to exit")
-}
-
 describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let label = ''
   let dir = ''
@@ -60,7 +34,7 @@ describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skip
     file = join(dir, 'state.json')
   })
   afterEach(async () => {
-    for (const engine of testEngines()) await removeMine(engine, label)
+    for (const engine of testEngines()) await removeLabelledAndWait(engine, label)
     rmSync(dir, { recursive: true, force: true })
   })
 

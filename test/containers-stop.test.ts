@@ -3,7 +3,6 @@
 // through the engine and confirm it, on every engine that runs here. Before: the client (and its
 // group) was stopped, the result said no survivors, and the container ran on (PID 1 ignores SIGTERM;
 // with podman the record stayed Up and the name taken).
-import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,7 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { EngineError, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { containerStatus, engineCall, listRun } from '../lib/mechanisms/container/engine'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
-import { containerState, containersWith, engineRun, enginesSkipReason, testEngines, waitForEngine } from './containers'
+import { clientPath, containerState, containersWith, engineRun, enginesSkipReason, testEngines, waitForEngine } from './containers'
 import { containerTestContext, DRAINS_ON_TERM, IGNORES_TERM } from './containers-lib'
 import { exitOf, spawnFixture } from './helpers'
 
@@ -88,7 +87,7 @@ describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client
         let child: ReturnType<typeof spawn> | undefined
         try {
           mkdirSync(join(dir, 'bin'))
-          symlinkSync(spawnSync('sh', ['-c', `command -v ${engine.bin}`], { encoding: 'utf8' }).stdout.trim(), join(dir, 'bin', engine.bin))
+          symlinkSync(clientPath(engine), join(dir, 'bin', engine.bin))
           process.chdir(dir)
           child = spawn(`./bin/${engine.bin}`, ['run', '-i', '--rm', '--label', t.label, engine.image, ...IGNORES_TERM], { env: engine.env, stdio: ['pipe', 'ignore', 'ignore'] })
           process.chdir(home) // the program moves on

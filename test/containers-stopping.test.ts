@@ -8,27 +8,20 @@
 //   `podman kill`, so PID 1 ran on (the container left 'stopping');
 // - with --rm and a kill that failed, the 'stopping' container counted as a leftover: `rm -f -t 0`
 //   dropped its record and left PID 1 running, and the stop said 'gone'.
-import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { killProcessGracefully } from '../lib/index'
 import { engineRun, enginesSkipReason, testEngines, type TestEngine } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
+import { type FakeEngine, fakeEngine } from './fake-engine'
 import { exitOf, isGone, procStat } from './helpers'
 
 const podman = testEngines().find((e) => e.name === 'podman')
 const skip = enginesSkipReason() ?? (podman ? null : 'no podman engine')
 
 /** A `podman` whose `kill` answers 1 s late ('slow') or fails ('fail'); every other call is the real one. */
-function podmanWithKill(engine: TestEngine, mode: 'slow' | 'fail'): { env: NodeJS.ProcessEnv; dispose: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), 'reapkit-kill-engine-'))
-  const real = spawnSync('sh', ['-c', 'command -v podman'], { env: engine.env, encoding: 'utf8' }).stdout.trim()
-  const kill = mode === 'slow' ? 'sleep 1' : 'echo "Error: kill failed" >&2; exit 125'
-  writeFileSync(join(dir, 'podman'), `#!/bin/sh\nif [ "$1" = kill ]; then ${kill}; fi\nexec '${real}' "$@"\n`)
-  chmodSync(join(dir, 'podman'), 0o755)
-  return { env: { ...engine.env, PATH: `${dir}${delimiter}${engine.env.PATH ?? ''}` }, dispose: () => rmSync(dir, { recursive: true, force: true }) }
+function podmanWithKill(engine: TestEngine, mode: 'slow' | 'fail'): FakeEngine {
+  const kill = mode === 'slow' ? { delaySeconds: 1 } : { fail: 'Error: kill failed' }
+  return fakeEngine({ bin: 'podman', calls: { kill }, passTo: engine })
 }
 
 /** The host pid of the container's PID 1. */

@@ -7,10 +7,6 @@
 //   hung engine made killProcessGracefully outlast its own bounds;
 // - a shutdownAll whose cap ran out reported the container with no id (`ids: []`,
 //   `containerSurvivors: []`) though the stop under way had found it.
-import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { closeClient, killProcessGracefully, type KillResult, spawnedInfo, Supervisor } from '../lib/index'
 import { containerUnitFor, containerUnitUnderway } from '../lib/mechanisms/container/joined-unit'
@@ -19,27 +15,15 @@ import { StopJournal } from '../lib/mechanisms/stop/journal'
 import type { ContainerRecord } from '../lib/mechanisms/container/stop'
 import { containersWith, enginesSkipReason, removeLabelled, testEngines, type TestEngine, waitForEngine } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
+import { type FakeEngine, fakeEngine } from './fake-engine'
 import { trackGroup } from './helpers'
 
 const docker = testEngines().find((e) => e.name === 'docker')
 const skip = enginesSkipReason() ?? (docker ? null : 'no docker engine')
 
 /** A `docker` that answers until it is asked to stop a container, and from then on hangs (30 s, or until its caller's bound kills it). */
-function hangingDocker(engine: TestEngine): { env: NodeJS.ProcessEnv; hung: () => boolean; release: () => void; dispose: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), 'reapkit-hang-engine-'))
-  const real = spawnSync('sh', ['-c', 'command -v docker'], { env: engine.env, encoding: 'utf8' }).stdout.trim()
-  const marker = join(dir, 'hung')
-  writeFileSync(
-    join(dir, 'docker'),
-    `#!/bin/sh\ncase "$1" in stop) : > '${marker}' ;; esac\nif [ -e '${marker}' ] && [ "$1" != run ]; then exec sleep 30; fi\nexec '${real}' "$@"\n`,
-  )
-  chmodSync(join(dir, 'docker'), 0o755)
-  return {
-    env: { ...engine.env, PATH: `${dir}${delimiter}${engine.env.PATH ?? ''}` },
-    hung: () => existsSync(marker),
-    release: () => rmSync(marker, { force: true }),
-    dispose: () => rmSync(dir, { recursive: true, force: true }),
-  }
+function hangingDocker(engine: TestEngine): FakeEngine {
+  return fakeEngine({ bin: 'docker', hangFrom: { command: 'stop', except: ['run'], seconds: 30 }, passTo: engine })
 }
 
 /** The shape every stop path gives a container the engine left unknown: named by its id, uncertain, with the error. */

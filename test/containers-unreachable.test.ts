@@ -6,12 +6,12 @@
 //   container itself lives in the local store, which the cleanup uses).
 // Before: killProcessGracefully reported the client's group gone and nothing about the container.
 import { type ChildProcess, spawn as nodeSpawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { stopRecordedContainer } from '../lib/mechanisms/container/child'
-import { containersWith, engineRun, enginesSkipReason, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
+import { containersWith, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
 import { IGNORES_TERM } from './containers-lib'
 
 const skip = enginesSkipReason()
@@ -109,33 +109,10 @@ describe.skipIf(skip !== null)(`containers: the engine unreachable in the middle
         if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
         const record = child && spawnedInfo(child)?.container
         if (record) await stopRecordedContainer(record, { graceMs: 0, confirmMs: 1000 }) // joins the own-exit step, if any
-        if (engine.name === 'podman') {
-          // Locally: kill first (podman 4's rm -f of a container left 'stopping' drops its record and
-          // leaves its processes running), then remove.
-          const left = containersWith(engine, label)
-          if (left.length > 0) {
-            engineRun(engine, ['kill', ...left])
-            engineRun(engine, ['rm', '-f', '-t', '0', ...left])
-          }
-          // Its conmon was adopted by this test process (the leak guard makes it a subreaper) and
-          // exits a moment after its container: wait for it, bounded, or the guard counts it.
-          await waitForEngine(() => ids.every((id) => !processNaming(id)), 15_000, "the containers' conmon to exit")
-        }
+        // Podman's local store (a private dockerd's containers go with its folder): by the label, its conmon waited for.
+        if (engine.name === 'podman') await removeLabelledAndWait(engine, label, { ids })
         await endpoint.dispose()
       }
     }, 240_000)
   }
 })
-
-/** Whether a live process's command line names `id` (podman's conmon names its container). */
-function processNaming(id: string): boolean {
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
-      if (cmd.includes(id) && !readFileSync(`/proc/${pid}/stat`, 'utf8').match(/\) Z /)) return true
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return false
-}

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { liveProcesses } from './helpers'
 
 export type EngineName = 'docker' | 'podman'
 
@@ -80,6 +81,59 @@ export function removeLabelled(engine: TestEngine, label: string): number {
   const ids = containersWith(engine, label)
   if (ids.length > 0) engineRun(engine, ['rm', '-f', ...ids])
   return ids.length
+}
+
+/** Where the engine's client is on its environment's PATH (what a host running `docker` would run). */
+export function clientPath(engine: TestEngine): string {
+  return spawnSync('sh', ['-c', `command -v ${engine.bin}`], { env: engine.env, encoding: 'utf8' }).stdout.trim()
+}
+
+export interface RemoveOptions {
+  /** Ids this test knew besides the listed ones: a container removed already may have a conmon still exiting. */
+  ids?: readonly string[]
+  /** Processes that adopt podman's conmons (this process, a subreaper, is always one): hosts of the test's own. */
+  conmonParents?: readonly number[]
+  timeoutMs?: number
+}
+
+/**
+ * Removes this test's containers (by its label only) at once, and waits (bounded) until they are
+ * gone with their processes. With podman: killed first (podman 4's `rm -f` of a container left
+ * 'stopping' drops its record and leaves its processes running), removed without its 10 s stop,
+ * then its conmons are waited for: this process (the leak guard makes each test a subreaper), or a
+ * host of the test's, adopted them and they exit a moment after their container; the guard would
+ * count one still running as a leak.
+ */
+export async function removeLabelledAndWait(engine: TestEngine, label: string, options: RemoveOptions = {}): Promise<void> {
+  const ids = containersWith(engine, label)
+  if (engine.name !== 'podman') return void (ids.length > 0 && engineRun(engine, ['rm', '-f', ...ids]))
+  if (ids.length > 0) {
+    engineRun(engine, ['kill', ...ids])
+    engineRun(engine, ['rm', '-f', '-t', '0', ...ids])
+  }
+  const known = [...ids, ...(options.ids ?? [])]
+  const parents = new Set([process.pid, ...(options.conmonParents ?? [])])
+  await waitForEngine(() => conmonsOf(parents).length === 0 && !processNaming(known), options.timeoutMs ?? 30_000, "the removed containers' conmons to exit")
+}
+
+/** The live conmons podman left as children of `parents` (this process, a subreaper, and hosts of a test's): they end once their container is removed. */
+export function conmonsOf(parents: ReadonlySet<number>): number[] {
+  return liveProcesses()
+    .filter((p) => parents.has(Number(p.fields[1])) && p.comm === 'conmon')
+    .map((p) => p.pid)
+}
+
+/** Whether a live process's command line names one of `ids` (podman's conmon names its container, whoever adopted it). */
+function processNaming(ids: readonly string[]): boolean {
+  if (ids.length === 0) return false
+  return liveProcesses().some((p) => {
+    try {
+      const cmdline = readFileSync(`/proc/${p.pid}/cmdline`, 'latin1')
+      return ids.some((id) => cmdline.includes(id))
+    } catch {
+      return false // gone meanwhile
+    }
+  })
 }
 
 /** Waits (bounded) until `predicate` holds, polling the engine every 100 ms. */

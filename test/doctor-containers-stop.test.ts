@@ -8,13 +8,14 @@
 // says and hangs on what the test says, as a daemon that stopped answering does. No container is
 // started; every hung call's pid is recorded and checked gone (and SIGKILLed if not) at the end.
 import { spawn } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { findLeakedContainers, type LeakedContainer, stopLeakedContainer, stopLeakedContainers } from '../lib/index'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
-import { containersWith, containerState, engineRun, enginesSkipReason, testEngines, testLabel } from './containers'
+import { containerState, engineRun, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel } from './containers'
+import { type FakeCall, type FakeEngine, writeFakeEngine } from './fake-engine'
 import { exitOf, isGone, procStat, waitFor } from './helpers'
 
 const ID = 'f'.repeat(64)
@@ -25,6 +26,7 @@ const leaked: LeakedContainer = { engine: 'docker', id: ID, name: 'doctor-fake',
 describe.runIf(process.platform === 'linux')('doctor --stop: a leaked container goes through the container unit', () => {
   let dir = ''
   let path: string | undefined
+  let fake: FakeEngine | undefined
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'reapkit-doctor-fake-'))
     path = process.env.PATH
@@ -32,7 +34,8 @@ describe.runIf(process.platform === 'linux')('doctor --stop: a leaked container 
   })
   afterEach(async () => {
     process.env.PATH = path
-    const pids = existsSync(join(dir, 'pids')) ? readFileSync(join(dir, 'pids'), 'utf8').split('\n').filter(Boolean).map(Number) : []
+    const pids = fake?.pids() ?? []
+    fake = undefined
     try {
       // The stop cuts its calls short (SIGKILL): none of the fake's hung calls outlives it.
       await waitFor(() => pids.every(isGone), 10_000, "the fake engine's hung calls to be killed")
@@ -46,16 +49,9 @@ describe.runIf(process.platform === 'linux')('doctor --stop: a leaked container 
 
   /** The fake `docker`: `inspect` prints `status` (or hangs when it is 'hang'); each command in `hang` hangs. */
   function fakeDocker(status: string, hang: string[]): void {
-    const script = `#!/bin/sh
-echo $$ >> '${join(dir, 'pids')}'
-case "$1" in
-${hang.map((c) => `  ${c}) exec sleep 1000 ;;`).join('\n')}
-  inspect) echo ${status} ;;
-  *) echo "fake docker: unexpected $*" >&2; exit 1 ;;
-esac
-`
-    writeFileSync(join(dir, 'docker'), script)
-    chmodSync(join(dir, 'docker'), 0o755)
+    const calls: Record<string, FakeCall> = { inspect: { print: status } }
+    for (const c of hang) calls[c] = { hangSeconds: 1000 }
+    fake = writeFakeEngine(dir, { bin: 'docker', calls, recordPids: true })
   }
 
   it("an engine whose stop and kill hang: 'survived' with the engine's error, within the stop's one deadline (not each call's own bound in turn)", async () => {
@@ -87,31 +83,13 @@ esac
 // reported gone only once the engine says it has exited.
 const skip = enginesSkipReason()
 
-/** The conmons podman left as children of this process. */
-function myConmons(): number[] {
-  const out: number[] = []
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'latin1')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (Number(fields[1]) === process.pid && stat.includes('(conmon)') && fields[0] !== 'Z') out.push(Number(e))
-    } catch {}
-  }
-  return out
-}
 describe.skipIf(skip !== null)(`doctor --stop: a paused leaked container${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let label = ''
   beforeEach(() => {
     label = testLabel()
   })
   afterEach(async () => {
-    for (const engine of testEngines()) {
-      const ids = containersWith(engine, label)
-      if (ids.length > 0) engineRun(engine, ['rm', '-f', ...(engine.name === 'podman' ? ['-t', '0'] : []), ...ids])
-    }
-    // podman's conmons are re-parented to this process (a subreaper): they end once their container is removed.
-    await waitFor(() => myConmons().length === 0, 30_000, "the removed containers' conmons to exit")
+    for (const engine of testEngines()) await removeLabelledAndWait(engine, label)
   })
 
   for (const engine of testEngines()) {

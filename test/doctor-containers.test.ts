@@ -6,39 +6,17 @@
 // test's containers are judged. `--containers` reads no process and signals none, so it runs here; the
 // orphaned clients' --stop signals their trees and runs in a private PID namespace.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ContainerReport, findLeakedContainers, findOrphans, type StoppedContainer, stopLeakedContainers } from '../lib/index'
 import { formatOwner, ownerOf, ownPidNamespace } from '../lib/mechanisms/container/owner'
-import { containerState, containersWith, engineRun, enginesSkipReason, type TestEngine, testEngines, testLabel } from './containers'
+import { conmonsOf, containerState, containersWith, engineRun, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel } from './containers'
 import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
 const skip = enginesSkipReason()
-
-/** The conmons podman left as children of `parents` (this process, a subreaper, and hosts of ours): they end once their container is removed. */
-function myConmons(parents: ReadonlySet<number>): number[] {
-  const out: number[] = []
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'latin1')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (parents.has(Number(fields[1])) && stat.includes('(conmon)') && fields[0] !== 'Z') out.push(Number(e))
-    } catch {}
-  }
-  return out
-}
-
-/** Removes this test's containers (by its label only), at once (podman: without its 10 s stop), and waits for their conmons. */
-async function removeMine(engine: TestEngine, label: string, hosts: readonly ChildProcess[]): Promise<void> {
-  const ids = containersWith(engine, label)
-  if (ids.length > 0) engineRun(engine, ['rm', '-f', ...(engine.name === 'podman' ? ['-t', '0'] : []), ...ids])
-  const parents = new Set([process.pid, ...hosts.map((h) => h.pid!)])
-  if (engine.name === 'podman') await waitFor(() => myConmons(parents).length === 0, 30_000, "the removed containers' conmons to exit")
-}
 
 const onPath = (name: string): boolean => (process.env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, name)))
 
@@ -82,7 +60,7 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
   })
   afterEach(async () => {
     // The containers first: a podman service started here must still be there to end its own.
-    for (const engine of testEngines()) await removeMine(engine, label, started)
+    for (const engine of testEngines()) await removeLabelledAndWait(engine, label, { conmonParents: started.map((h) => h.pid!) })
     for (const c of started) {
       if (c.exitCode !== null || c.signalCode !== null) continue
       try {
@@ -282,7 +260,7 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
         const ready = await jsonLines(host.stdout!).next((m) => typeof m.client === 'number', 30_000, 'the host')
         let ids: string[] = []
         await waitFor(() => (ids = containersWith(engine, label, false)).length === 1, 60_000, 'the container')
-        await waitFor(() => myConmons(new Set([host.pid!])).length === 1, 30_000, 'conmon re-parented to the host')
+        await waitFor(() => conmonsOf(new Set([host.pid!])).length === 1, 30_000, 'conmon re-parented to the host')
         // The host's own host goes: nobody writes its stdin or reads its stdout any more.
         host.stdin!.destroy()
         host.stdout!.destroy()

@@ -3,7 +3,6 @@
 // (`ps -a --filter label=...`) whether each one is gone. Every container carries this test's own
 // label (--container-label), and the cleanup removes by that label only.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -14,6 +13,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { containersWith, enginesSkipReason, removeLabelled, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
 import { exitOf, ROOT } from './helpers'
+import { connectStdioV1 } from './mcp-sdk'
 
 const SERVER = join(ROOT, 'examples', 'process-server', 'server.mjs')
 const skip = enginesSkipReason()
@@ -53,18 +53,11 @@ describe.skipIf(skip !== null)(`example server --container${skip ? ` (skipped: $
   /** The example server in container mode on `engine` (this test's label on every container), and a client. */
   async function connect(engine: TestEngine, extra: string[] = []): Promise<Running> {
     const flags = ['--allow', 'sh,sleep', '--container', engine.image, '--engine', engine.bin, '--container-label', label, ...extra]
-    const transport = new StdioClientTransport({ command: process.execPath, args: [SERVER, ...flags], env: engine.env as Record<string, string>, stderr: 'pipe' })
-    let stderr = ''
-    transport.stderr!.on('data', (d) => (stderr += d))
-    const client = new Client({ name: 'reapkit-test', version: '1.0.0' })
     const notes: string[] = []
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void notes.push(String(n.params.data)))
-    try {
-      await client.connect(transport)
-    } catch (err) {
-      throw new Error(`the server did not start: ${stderr || String(err)}`)
-    }
-    const running = { client, server: (transport as unknown as { _process: ChildProcess })._process, notes, stderr: () => stderr }
+    const { client, server, stderr } = await connectStdioV1({ command: process.execPath, args: [SERVER, ...flags], env: engine.env as Record<string, string> }, (c) =>
+      c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void notes.push(String(n.params.data))),
+    )
+    const running = { client, server, notes, stderr }
     started.push(running)
     return running
   }

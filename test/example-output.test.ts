@@ -1,14 +1,13 @@
 // The process server's output history (examples/process-server/output.mjs): its budget on its own
 // (bookkeeping over the bytes it is given), and get_output through a real server and real processes
 // (the bytes a process wrote, binary or text, paged).
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 // @ts-expect-error: an example module in plain JavaScript, without types
 import { createOutputHistory, HISTORY_OVERHEAD } from '../examples/process-server/output.mjs'
 import { ROOT } from './helpers'
+import { connectStdioV1 } from './mcp-sdk'
 
 type History = { write(stream: string, chunk: string | Buffer): void; end(code: number | null, signal: string | null): void }
 const K = 1024
@@ -203,13 +202,7 @@ describe('examples/process-server output history', () => {
 
 describe('examples/process-server get_output (a real server and real processes)', () => {
   async function connect() {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [join(ROOT, 'examples', 'process-server', 'server.mjs'), '--allow-any'],
-      stderr: 'pipe',
-    })
-    const client = new Client({ name: 'reapkit-test', version: '1.0.0' })
-    await client.connect(transport)
+    const { client } = await connectStdioV1({ command: process.execPath, args: [join(ROOT, 'examples', 'process-server', 'server.mjs'), '--allow-any'] })
     const call = async (name: string, args: Record<string, unknown>) => {
       const r = (await client.callTool({ name, arguments: args }, undefined, { timeout: 30_000 })) as { content: Array<{ text: string }>; isError?: boolean }
       if (r.isError) throw new Error(r.content[0]!.text)

@@ -1,13 +1,11 @@
 // The example server, end to end: the real MCP SDK client over stdio, its three tools, cancellation.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
-import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { groupMembers } from '../lib/index'
 import { exitOf, isGone, ROOT, trackGroup, waitFor } from './helpers'
+import { type ClientV1 as Client, connectStdioV1 } from './mcp-sdk'
 
 type Rec = { pid: number; requestId: string | number; status: string; exitCode: number | null; signal: string | null }
 const parse = (r: unknown) => JSON.parse((r as { content: Array<{ text: string }> }).content[0]!.text)
@@ -24,19 +22,12 @@ async function firstRunning(client: Client): Promise<Rec | undefined> {
 }
 
 /** The example server with these flags (and environment), and an SDK client connected to it. */
-async function connect(flags: string[], env: Record<string, string> = {}) {
-  const transport = new StdioClientTransport({
+function connect(flags: string[], env: Record<string, string> = {}) {
+  return connectStdioV1({
     command: process.execPath,
     args: [join(ROOT, 'examples', 'process-server', 'server.mjs'), ...flags],
     env: { ...(process.env as Record<string, string>), ...env },
-    stderr: 'pipe',
   })
-  let stderr = ''
-  transport.stderr!.on('data', (d) => (stderr += d))
-  const client = new Client({ name: 'reapkit-test', version: '1.0.0' })
-  await client.connect(transport)
-  const server = (transport as unknown as { _process: ChildProcess })._process
-  return { client, server, stderr: () => stderr }
 }
 
 describe('examples/process-server', () => {

@@ -75,18 +75,25 @@ export function isGone(pid: number): boolean {
 /** Pids of live (non-zombie) processes in process group `pgid`. */
 export function groupMembers(pgid: number): number[] {
   if (!linux) return psRows().filter((r) => r.pgid === pgid && !r.state.startsWith('Z')).map((r) => r.pid)
-  const members: number[] = []
+  return liveProcesses()
+    .filter((p) => Number(p.fields[2]) === pgid)
+    .map((p) => p.pid)
+}
+
+/** Every live process (not a zombie, not dead), Linux: its pid, command name and `/proc/PID/stat` fields after the name ([state, ppid, pgrp, ...]). */
+export function liveProcesses(): Array<{ pid: number; comm: string; fields: string[] }> {
+  const out: Array<{ pid: number; comm: string; fields: string[] }> = []
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') members.push(Number(entry))
+      if (fields[0] !== 'Z' && fields[0] !== 'X') out.push({ pid: Number(entry), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), fields })
     } catch {
       // gone meanwhile
     }
   }
-  return members
+  return out
 }
 
 /** Polls `predicate` every 10 ms until true, or throws after `timeoutMs`. Test-side only. */
@@ -211,6 +218,20 @@ export function exitOf(child: ChildProcess, timeoutMs = 15_000): Promise<{ code:
       resolve({ code, signal })
     })
   })
+}
+
+/**
+ * SIGKILLs each child (by its ChildProcess: a no-op once reaped, never a recycled pid), waits
+ * (bounded) for each to exit, and empties the set; returns the pids of those that did not exit.
+ */
+export async function killChildren(children: Set<ChildProcess>, timeoutMs = 5000): Promise<number[]> {
+  const survivors: number[] = []
+  for (const child of children) {
+    child.kill('SIGKILL')
+    await exitOf(child, timeoutMs).catch(() => survivors.push(child.pid!))
+  }
+  children.clear()
+  return survivors
 }
 
 /** Number of open file descriptors of this process. */

@@ -1,27 +1,18 @@
 // keepalive.metrics() and registerKeepaliveMetrics, against real work: each work item is a real
 // child process (sleep), the abandoned one killed through the abandon signal the drain aborts.
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createKeepalive, type Keepalive, registerKeepaliveMetrics, ShuttingDownError } from '../lib/index'
 import { exitOf, waitFor } from './helpers'
 import { scrape } from './prometheus'
+import { childrenAfterEach } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
 const req = createRequire(__filename)
 
 // Every child a test starts, killed after it, pass or fail (a no-op once reaped).
-const children = new Set<ChildProcess>()
-const keepalives = new Set<Keepalive>()
-afterEach(async () => {
-  for (const k of keepalives) k.dispose()
-  keepalives.clear()
-  for (const child of children) {
-    child.kill('SIGKILL')
-    await exitOf(child, 5000).catch(() => {})
-  }
-  children.clear()
-})
+const { children, keepalives } = childrenAfterEach()
 
 /** Real work: a `sleep` child, killed if the drain abandons it. */
 function sleepFor(seconds: number, signal: AbortSignal): Promise<void> {

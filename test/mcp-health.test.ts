@@ -4,33 +4,25 @@
 // policy. Both SDK lines' clients, connected over each supervised child's own pipes.
 import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
-import { Client as ClientV2 } from '@modelcontextprotocol/client'
-import { StdioServerTransport as StreamTransportV2 } from '@modelcontextprotocol/server/stdio'
-import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
-import { StdioServerTransport as StreamTransportV1 } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { describe, expect, it } from 'vitest'
 import { type HealthCheckContext, Supervisor } from '../lib/index'
 import { mcpPingHealthCheck, type McpPingClient } from '../lib/mcp'
 import { DIST, FIXTURES, isGone, jsonLines, waitFor } from './helpers'
+import { fixtureServer, type LineNumber, newClient, pipeTransport } from './mcp-sdk'
 import { cleanupAfterEach } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
 const { supervise: tracked, tempDir } = cleanupAfterEach()
 
-type Line = 1 | 2
+type Line = LineNumber
+const INFO = { name: 'reapkit-health-test', version: '1.0.0' }
 
-/**
- * A Client of `line` over the child's pipes: the SDK's StdioServerTransport is newline-delimited
- * JSON-RPC over any two streams, here the child's stdout (read) and stdin (written). The client is
- * closed when its child exits; a write to the gone child (EPIPE) is not an uncaught error.
- */
+/** A Client of `line` over the child's pipes, closed when its child exits. */
 async function connect(line: Line, child: ChildProcess): Promise<McpPingClient> {
-  child.stdin!.on('error', () => {})
-  const info = { name: 'reapkit-health-test', version: '1.0.0' }
-  const client = line === 1 ? new ClientV1(info) : new ClientV2(info)
-  const transport = line === 1 ? new StreamTransportV1(child.stdout!, child.stdin!) : new StreamTransportV2(child.stdout!, child.stdin!)
+  const client = newClient(line, INFO)
+  const transport = pipeTransport(line, child)
   child.once('exit', () => void client.close().catch(() => {}))
-  await client.connect(transport as never)
+  await client.connect(transport)
   return client
 }
 
@@ -72,15 +64,13 @@ function supervise(line: Line) {
   return { sup, clients, connected, failures, failuresAfterAnswer, pings, check }
 }
 
-const sdkServer = (line: Line) => join(FIXTURES, line === 1 ? 'mcp-server.mjs' : 'mcp-server-v2.mjs')
-
 /** A check's context for calling a check directly (no process is touched before the source is asked). */
 const contextOf = (signal: AbortSignal) => ({ child: { pid: 1 } as ChildProcess, record: {} as HealthCheckContext['record'], signal })
 
 describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.x client', (line) => {
   it('a healthy MCP server answers every ping: no failure, no stop, no restart', async () => {
     const { sup, failuresAfterAnswer, pings, check } = supervise(line)
-    const child = sup.spawn(process.execPath, [sdkServer(line)], {
+    const child = sup.spawn(process.execPath, [fixtureServer(line)], {
       requestId: 'healthy',
       stdio: ['pipe', 'pipe', 'inherit'],
       env: { ...process.env, REAPKIT_DIST: DIST },
@@ -105,7 +95,7 @@ describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.
     const failures: unknown[] = []
     sup.on('health-fail', (_r, error) => failures.push(error))
     // The Client the host connects in 'spawn', before the first check runs.
-    const child = sup.spawn(process.execPath, [sdkServer(line)], {
+    const child = sup.spawn(process.execPath, [fixtureServer(line)], {
       requestId: 'one',
       stdio: ['pipe', 'pipe', 'inherit'],
       env: { ...process.env, REAPKIT_DIST: DIST },
@@ -125,21 +115,19 @@ describe.runIf(posix).each([1, 2] as const)('mcpPingHealthCheck with the SDK %i.
 
   it('a Client given directly, with a restart policy: the restarted child fails with ERR_REAPKIT_MCP_STALE_CLIENT, not "Not connected"', async () => {
     const { sup } = tracked()
-    const info = { name: 'reapkit-health-test', version: '1.0.0' }
-    const client = line === 1 ? new ClientV1(info) : new ClientV2(info)
+    const client = newClient(line, INFO)
     let connected = false
     sup.once('spawn', (_r, child) => {
       // The one Client, connected to the first child only (the footgun: no new Client per incarnation).
-      child.stdin!.on('error', () => {})
-      const transport = line === 1 ? new StreamTransportV1(child.stdout!, child.stdin!) : new StreamTransportV2(child.stdout!, child.stdin!)
+      const transport = pipeTransport(line, child)
       child.once('exit', () => void client.close().catch(() => {}))
-      client.connect(transport as never).then(() => (connected = true), () => {})
+      client.connect(transport).then(() => (connected = true), () => {})
     })
     const failures: Failure[] = []
     sup.on('health-fail', (record, error, inARow) => failures.push({ pid: record.pid, error, inARow }))
     const answered = new Map<number, number>()
     const ping = mcpPingHealthCheck(client)
-    const first = sup.spawn(process.execPath, [sdkServer(line)], {
+    const first = sup.spawn(process.execPath, [fixtureServer(line)], {
       requestId: 'direct',
       stdio: ['pipe', 'pipe', 'inherit'],
       env: { ...process.env, REAPKIT_DIST: DIST },

@@ -1,76 +1,21 @@
 // withKeepalive's `resource` option: reapkit://keepalive read by a real MCP SDK client from a real
 // MCP SDK server over stdio, on both SDK lines (1.x @modelcontextprotocol/sdk, 2.x
 // @modelcontextprotocol/client + server), before and during a real SIGTERM drain.
-import { Client as ClientV2 } from '@modelcontextprotocol/client'
-import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextprotocol/client/stdio'
-import { McpServer as McpServerV2, Server as ServerV2 } from '@modelcontextprotocol/server'
-import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
-import { StdioClientTransport as StdioClientTransportV1 } from '@modelcontextprotocol/sdk/client/stdio.js'
-import { Server as ServerV1 } from '@modelcontextprotocol/sdk/server/index.js'
-import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js'
-import type { ChildProcess } from 'node:child_process'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createKeepalive, type Keepalive, SHUTTING_DOWN_JSONRPC_CODE } from '../lib/index'
 import { KEEPALIVE_RESOURCE_URI, type KeepaliveResourceState, withKeepalive } from '../lib/mcp'
-import { DIST, exitOf, FIXTURES, jsonLines } from './helpers'
+import { exitOf } from './helpers'
+import { connectFixture, McpServerV1, McpServerV2, SDK_LINES, ServerV1, ServerV2 } from './mcp-sdk'
+import { childrenAfterEach } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
 
-interface SdkClient {
-  connect(transport: unknown): Promise<void>
-  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<unknown>
-  getServerCapabilities(): { resources?: unknown } | undefined
-  listResources(): Promise<{ resources: Array<{ uri: string; mimeType?: string }> }>
-  readResource(params: { uri: string }): Promise<{ contents: Array<{ uri: string; mimeType?: string; text?: string }> }>
-  close(): Promise<void>
-}
+// The servers the SDK's transport starts and the keepalives made, killed and disposed after each test, pass or fail.
+const { children, keepalives } = childrenAfterEach()
 
-const LINES = [
-  {
-    line: '1.x',
-    server: 'mcp-server.mjs',
-    newClient: (): SdkClient => new ClientV1({ name: 'reapkit-test', version: '1.0.0' }) as unknown as SdkClient,
-    SdkTransport: StdioClientTransportV1 as unknown as typeof StdioClientTransportV2,
-  },
-  {
-    line: '2.x',
-    server: 'mcp-server-v2.mjs',
-    newClient: (): SdkClient => new ClientV2({ name: 'reapkit-test', version: '1.0.0' }) as unknown as SdkClient,
-    SdkTransport: StdioClientTransportV2,
-  },
-]
-
-// The servers the SDK's transport starts, killed after each test, pass or fail (no-op once reaped).
-const children = new Set<ChildProcess>()
-const keepalives = new Set<Keepalive>()
-afterEach(async () => {
-  for (const k of keepalives) k.dispose()
-  keepalives.clear()
-  for (const child of children) {
-    child.kill('SIGKILL')
-    await exitOf(child, 5000).catch(() => {})
-  }
-  children.clear()
-})
-
-describe.runIf(posix).each(LINES)('withKeepalive({ resource: true }) on the MCP SDK $line', (sdk) => {
+describe.runIf(posix).each(SDK_LINES)('withKeepalive({ resource: true }) on the MCP SDK $line', (sdk) => {
   async function connect(env: Record<string, string>) {
-    const transport = new sdk.SdkTransport({
-      command: process.execPath,
-      args: [`${FIXTURES}/${sdk.server}`],
-      env: { ...(process.env as Record<string, string>), REAPKIT_DIST: DIST, ...env },
-      stderr: 'pipe',
-    })
-    const start = transport.start.bind(transport)
-    transport.start = async () => {
-      const started = start()
-      children.add((transport as unknown as { _process: ChildProcess })._process)
-      return started
-    }
-    const err = jsonLines(transport.stderr as import('node:stream').Readable)
-    const client = sdk.newClient()
-    await client.connect(transport)
-    const child = (transport as unknown as { _process: ChildProcess })._process
+    const { client, child, err } = await connectFixture(sdk, children, env)
     // `uri`: any spelling the SDK takes for the resource (it looks it up by `new URL(uri).href`).
     const read = async (uri = KEEPALIVE_RESOURCE_URI): Promise<KeepaliveResourceState> => {
       const { contents } = await client.readResource({ uri })

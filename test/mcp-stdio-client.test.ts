@@ -2,13 +2,13 @@
 // budget, a restart after close(), onclose once, start() and send() failing as the SDK's do, the
 // messages that reach onmessage, and the 2.x client's version negotiation. Real servers (a raw
 // JSON-RPC peer, test/fixtures/stdio-peer.cjs) under real SDK clients where a client is involved.
-import { Client as ClientV2, SdkError } from '@modelcontextprotocol/client'
-import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
+import { SdkError } from '@modelcontextprotocol/client'
 import { describe, expect, it } from 'vitest'
 import { StdioClientTransport } from '../lib/mcp'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { FIXTURES, isGone, ROOT, trackGroup, waitFor } from './helpers'
+import { newClient } from './mcp-sdk'
 
 const linux = process.platform === 'linux'
 const peer = (mode: string) => ({ command: process.execPath, args: [`${FIXTURES}/stdio-peer.cjs`, mode], stderr: 'pipe' as const })
@@ -111,7 +111,7 @@ describe.runIf(linux)('StdioClientTransport: a drop-in for the SDK\'s', () => {
 
   it('the 2.x client with versionNegotiation \'auto\' connects to a legacy server that exits on any request before initialize', async () => {
     const t = new StdioClientTransport(peer('legacy'), { closeTimeoutMs: 500 })
-    const client = new ClientV2({ name: 'reapkit-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } } as never)
+    const client = newClient(2, undefined, { versionNegotiation: { mode: 'auto' } })
     await client.connect(t as never)
     trackGroup(t.pid!)
     const tools = await (client as unknown as { listTools(): Promise<{ tools: unknown[] }> }).listTools()
@@ -171,7 +171,7 @@ describe.runIf(linux)('StdioClientTransport: a drop-in for the SDK\'s', () => {
   it('1.x Client.connect() on the same transport after close() starts and later stops a second server', async () => {
     const t = new StdioClientTransport(peer('legacy'), { closeTimeoutMs: 500 })
     for (let round = 0; round < 2; round++) {
-      const client = new ClientV1({ name: 'reapkit-test', version: '1.0.0' })
+      const client = newClient(1)
       await client.connect(t as never)
       const pid = t.pid!
       trackGroup(pid)

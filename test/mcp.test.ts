@@ -2,73 +2,35 @@
 // Every scenario runs against both lines of the official SDK: 1.x (@modelcontextprotocol/sdk) and
 // 2.x (@modelcontextprotocol/client + @modelcontextprotocol/server), each client with a server of
 // its own line (fixtures mcp-server.mjs and mcp-server-v2.mjs: same tools, same knobs).
-import { Client as ClientV2 } from '@modelcontextprotocol/client'
-import { McpServer as McpServerV2, Server as ServerV2 } from '@modelcontextprotocol/server'
-import { StdioServerTransport as StdioServerTransportV2 } from '@modelcontextprotocol/server/stdio'
-import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextprotocol/client/stdio'
-import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
-import { StdioClientTransport as StdioClientTransportV1 } from '@modelcontextprotocol/sdk/client/stdio.js'
-import { Server as ServerV1 } from '@modelcontextprotocol/sdk/server/index.js'
-import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { StdioServerTransport as StdioServerTransportV1 } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { ChildProcess } from 'node:child_process'
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest'
 import { groupMembers, type Keepalive, SHUTTING_DOWN_JSONRPC_CODE } from '../lib/index'
 import { type McpTransport, StdioClientTransport as ReapkitTransport, type StdioServerParameters, withKeepalive } from '../lib/mcp'
-import { DIST, exitOf, FIXTURES, isGone, jsonLines, spawnFixture, trackGroup, waitFor } from './helpers'
+import { DIST, exitOf, FIXTURES, isGone, jsonLines, killChildren, spawnFixture, trackGroup, waitFor } from './helpers'
+import {
+  ClientV1,
+  ClientV2,
+  connectFixture,
+  McpServerV1,
+  McpServerV2,
+  SDK_LINES,
+  ServerV1,
+  ServerV2,
+  StdioClientTransportV1,
+  StdioClientTransportV2,
+  StdioServerTransportV1,
+  StdioServerTransportV2,
+} from './mcp-sdk'
 
 const linux = process.platform === 'linux'
-
-/** The part of either line's Client these tests use. */
-interface SdkClient {
-  connect(transport: unknown): Promise<void>
-  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<unknown>
-  close(): Promise<void>
-}
-
-const LINES = [
-  {
-    line: '1.x',
-    arg: '1',
-    server: 'mcp-server.mjs',
-    newClient: (): SdkClient => new ClientV1({ name: 'reapkit-test', version: '1.0.0' }) as unknown as SdkClient,
-    SdkTransport: StdioClientTransportV1 as unknown as typeof StdioClientTransportV2,
-  },
-  {
-    line: '2.x',
-    arg: '2',
-    server: 'mcp-server-v2.mjs',
-    newClient: (): SdkClient => new ClientV2({ name: 'reapkit-test', version: '1.0.0' }) as unknown as SdkClient,
-    SdkTransport: StdioClientTransportV2,
-  },
-]
 
 // The SDK's StdioClientTransport starts the server as a plain child of this test process, outside
 // any group the shared cleanup knows: these are killed here after each test, pass or fail, by their
 // ChildProcess (a no-op once reaped: never a recycled pid).
 const sdkChildren = new Set<ChildProcess>()
 afterEach(async () => {
-  const survivors: number[] = []
-  for (const child of sdkChildren) {
-    child.kill('SIGKILL')
-    await exitOf(child, 5000).catch(() => survivors.push(child.pid!))
-  }
-  sdkChildren.clear()
-  expect(survivors, 'SDK-started servers that survived SIGKILL').toEqual([])
+  expect(await killChildren(sdkChildren), 'SDK-started servers that survived SIGKILL').toEqual([])
 })
-
-/** Registers the server the transport starts for the cleanup above, from the moment it is spawned. */
-function trackSdkTransport<T extends { start(): Promise<void> }>(transport: T): T {
-  const start = transport.start.bind(transport)
-  transport.start = () => {
-    const started = start()
-    // The SDK keeps its ChildProcess private (1.x and 2.x alike); the test needs it.
-    const child = (transport as unknown as { _process?: ChildProcess })._process
-    if (child) sdkChildren.add(child)
-    return started
-  }
-  return transport
-}
 
 /** Registers the group reapkit's transport starts for the shared cleanup, from the moment it is spawned. */
 function trackReapkitTransport(transport: ReapkitTransport): ReapkitTransport {
@@ -81,20 +43,9 @@ function trackReapkitTransport(transport: ReapkitTransport): ReapkitTransport {
   return transport
 }
 
-describe.each(LINES)('withKeepalive on the MCP SDK $line (real client, real server, stdio)', (sdk) => {
+describe.each(SDK_LINES)('withKeepalive on the MCP SDK $line (real client, real server, stdio)', (sdk) => {
   async function connect(env: Record<string, string> = {}) {
-    const transport = trackSdkTransport(
-      new sdk.SdkTransport({
-        command: process.execPath,
-        args: [`${FIXTURES}/${sdk.server}`],
-        env: { ...(process.env as Record<string, string>), REAPKIT_DIST: DIST, ...env },
-        stderr: 'pipe',
-      }),
-    )
-    const err = jsonLines(transport.stderr as import('node:stream').Readable)
-    const client = sdk.newClient()
-    await client.connect(transport)
-    const child = (transport as unknown as { _process: ChildProcess })._process
+    const { client, child, err } = await connectFixture(sdk, sdkChildren, env)
     /** The last line on the server's stderr, parsed (the report, once it has exited). */
     const lastLine = () => err.seen[err.seen.length - 1]
     return { client, child, err, lastLine }
@@ -169,7 +120,7 @@ describe.each(LINES)('withKeepalive on the MCP SDK $line (real client, real serv
   })
 })
 
-describe.each(LINES)('StdioClientTransport from reapkit/mcp under the SDK $line Client (unchanged)', (sdk) => {
+describe.each(SDK_LINES)('StdioClientTransport from reapkit/mcp under the SDK $line Client (unchanged)', (sdk) => {
   it('works as a drop-in, and closes a server behind sh -c that ignores stdin end with no survivors', async () => {
     const transport = trackReapkitTransport(
       new ReapkitTransport(

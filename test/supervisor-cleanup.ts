@@ -1,9 +1,10 @@
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach } from 'vitest'
-import { type ProcessRecord, Supervisor, type SupervisorOptions } from '../lib/index'
-import { trackGroup, waitFor } from './helpers'
+import { type Keepalive, type ProcessRecord, Supervisor, type SupervisorOptions } from '../lib/index'
+import { killChildren, trackGroup, waitFor } from './helpers'
 
 /**
  * The supervisors and scratch folders a test file makes: each test pushes its own (or makes them
@@ -43,3 +44,18 @@ export function cleanupAfterEach() {
 /** Waits (bounded) until the record `id` has `status`. */
 export const settled = (sup: Supervisor, id: string, status: ProcessRecord['status'], ms = 20_000) =>
   waitFor(() => sup.get(id)?.status === status, ms, `${id} to be ${status}`)
+
+/**
+ * The plain children (outside any group the shared cleanup knows) and the keepalives a test file's
+ * tests make: each test adds its own, and after it, pass or fail, the keepalives are disposed and
+ * the children SIGKILLed.
+ */
+export function childrenAfterEach() {
+  const made = { children: new Set<ChildProcess>(), keepalives: new Set<Keepalive>() }
+  afterEach(async () => {
+    for (const k of made.keepalives) k.dispose()
+    made.keepalives.clear()
+    await killChildren(made.children)
+  })
+  return made
+}
