@@ -7,7 +7,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync,
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelled, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
+import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelledAndWait, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
 import { delayingProxy } from './docker-delay-proxy'
 import { canUnshare, exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
 
@@ -84,8 +84,8 @@ for (const engine of testEngines()) {
     beforeEach(() => {
       label = testLabel()
     })
-    afterEach(() => {
-      removeLabelled(engine, label)
+    afterEach(async () => {
+      await removeLabelledAndWait(engine, label)
     })
 
     for (const launcher of ['direct', 'sh -c', 'npx'] as const) {

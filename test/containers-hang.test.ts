@@ -16,7 +16,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { stopContainerRun } from '../lib/mechanisms/container/stop'
-import { containersWith, enginesSkipReason, removeLabelled, testEngines, testLabel, waitForEngine } from './containers'
+import { containersWith, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, waitForEngine } from './containers'
 import { IGNORES_TERM } from './containers-lib'
 import { exitOf, spawnFixture } from './helpers'
 
@@ -84,7 +84,7 @@ describe.skipIf(skip !== null)(`containers: a daemon that holds some calls${skip
   afterEach(async () => {
     for (const c of cleanup.reverse()) await c()
     cleanup = []
-    removeLabelled(engine, label)
+    await removeLabelledAndWait(engine, label)
     rmSync(dir, { recursive: true, force: true })
   })
 

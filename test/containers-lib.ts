@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process'
 import { afterEach, beforeEach } from 'vitest'
 import { spawn, spawnedInfo, type SpawnOptions } from '../lib/index'
 import { stopRecordedContainer } from '../lib/mechanisms/container/child'
-import { containersWith, removeLabelled, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
+import { containersWith, removeLabelledAndWait, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
 
 /** Busybox's `sleep` as PID 1: no handler, so SIGTERM is ignored (the common leak). */
 export const IGNORES_TERM = ['sleep', '1000']
@@ -37,7 +37,7 @@ export function containerTestContext(): ContainerTestContext {
       }),
     )
     clients.length = 0
-    for (const engine of testEngines()) removeLabelled(engine, label)
+    for (const engine of testEngines()) await removeLabelledAndWait(engine, label)
   })
   return {
     get label() {

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { containersWith, enginesSkipReason, removeLabelled, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
+import { containersWith, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
 import { exitOf, ROOT } from './helpers'
 import { connectStdioV1 } from './mcp-sdk'
 
@@ -46,7 +46,7 @@ describe.skipIf(skip !== null)(`example server --container${skip ? ` (skipped: $
       await s.client.close().catch(() => {})
     }
     started.length = 0
-    for (const engine of testEngines()) removeLabelled(engine, label)
+    for (const engine of testEngines()) await removeLabelledAndWait(engine, label)
     rmSync(dir, { recursive: true, force: true })
   })
 
