@@ -50,6 +50,40 @@ function startsAfterTheLook(engine: TestEngine): { env: NodeJS.ProcessEnv; start
   }
 }
 
+/**
+ * A client whose `run` creates nothing (it keeps its arguments, then sleeps), and whose first `ps`
+ * answers what the real one said (nothing), then creates the run's container: a create the engine
+ * finishes after the stop's first look, as one whose client was killed in the middle of it.
+ */
+function createsAfterTheLook(engine: TestEngine): { env: NodeJS.ProcessEnv; asked: () => boolean; created: () => boolean; dispose: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'reapkit-late-engine-'))
+  const real = spawnSync('sh', ['-c', `command -v ${engine.bin}`], { env: engine.env, encoding: 'utf8' }).stdout.trim()
+  const args = join(dir, 'args')
+  const marker = join(dir, 'created')
+  writeFileSync(
+    join(dir, engine.bin),
+    [
+      '#!/bin/sh',
+      `real='${real}'`,
+      `if [ "$1" = run ]; then shift; echo "$@" > '${args}'; exec sleep 1000; fi`,
+      `if [ "$1" = ps ] && [ -e '${args}' ] && [ ! -e '${marker}' ]; then`,
+      '  out=$("$real" "$@"); rc=$?',
+      `  : > '${marker}'; "$real" create $(cat '${args}') >/dev/null`,
+      '  printf "%s" "$out"; exit $rc',
+      'fi',
+      'exec "$real" "$@"',
+      '',
+    ].join('\n'),
+  )
+  chmodSync(join(dir, engine.bin), 0o755)
+  return {
+    env: { ...engine.env, PATH: `${dir}${delimiter}${engine.env.PATH ?? ''}` },
+    asked: () => existsSync(args),
+    created: () => existsSync(marker),
+    dispose: () => rmSync(dir, { recursive: true, force: true }),
+  }
+}
+
 describe.skipIf(skip !== null)(`containers: a container seen 'created' once is not at rest${skip ? ` (skipped: ${skip})` : ''}`, () => {
   const t = containerTestContext()
 
@@ -66,6 +100,22 @@ describe.skipIf(skip !== null)(`containers: a container seen 'created' once is n
         const state = containerState(engine, ids[0]!)
         expect(result.containers).toEqual([expect.objectContaining({ ids, state: 'gone', survivors: [] })])
         expect(state).not.toBe('running') // before: 'running' (its PID 1 too) while the stop said 'gone'; the cleanup removes it by the test's label
+        expect(result.uncertain).toBe(false)
+      } finally {
+        fake.dispose()
+      }
+    }, 120_000)
+
+    it(`${engine.name}: a container created after the stop's first look found none is found by the second and removed ('created', never started)`, async () => {
+      const fake = createsAfterTheLook(engine)
+      try {
+        const child = t.run(engine, [], IGNORES_TERM, { env: fake.env })
+        await waitForEngine(fake.asked, 30_000, 'the client to be asked to run')
+        const result = await killProcessGracefully(child, { graceMs: 3000, confirmMs: 8000 })
+        expect(fake.created()).toBe(true) // the stop's first look found nothing, and the container was created right after
+        expect(result.containers).toEqual([expect.objectContaining({ state: 'gone', survivors: [] })])
+        expect(result.containers[0]!.ids).toHaveLength(1) // the second look found it
+        expect(containersWith(engine, t.label)).toEqual([]) // removed, not left 'created' to be started later
         expect(result.uncertain).toBe(false)
       } finally {
         fake.dispose()

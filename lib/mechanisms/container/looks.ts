@@ -3,8 +3,7 @@
  * `reapkit.run` label, and what keeps the run from being gone. Every call is bounded and cut short
  * by the unit's close; an error is the engine not answering, never "gone".
  */
-import { RUN_LABEL } from './command'
-import { type CallOptions, containerStatus, listByLabel, listRun, removeContainers } from './engine'
+import { type CallOptions, containerStatus, listRun, removeContainers } from './engine'
 import type { ContainerRecord } from './stop'
 
 /**
@@ -81,13 +80,14 @@ export const remaining = (record: ContainerRecord, seen: Look, tally: ReadonlyMa
   record.autoRemove ? seen.all : [...seen.running, ...seen.unstarted.filter((id) => !atRestTwice(id, tally))]
 
 /**
- * A second look found the run's container after a first one found nothing: a client killed in the
- * middle of its create leaves the engine to finish it. One left `created` (never started) is
- * removed at once (`rm -f` of a container that never ran ends nothing); the next look confirms it
- * gone (until then it is not at rest: seen once, its start may be on its way). Returns those ids.
+ * A second look (`seen`) found the run's container after a first one found nothing: a client killed
+ * in the middle of its create leaves the engine to finish it. One never started (the look has its
+ * state: no listing is needed) is removed at once (`rm -f` of a container that never ran ends
+ * nothing); the next look confirms it gone (until then it is not at rest: seen once, its start may
+ * be on its way). Returns those ids.
  */
-export async function removeCreated(record: ContainerRecord, call: () => CallOptions): Promise<string[]> {
-  const created = await listByLabel(record, `${RUN_LABEL}=${record.runId}`, { ...call(), status: 'created' }).catch((): string[] => [])
+export async function removeCreated(record: ContainerRecord, seen: Look, call: () => CallOptions): Promise<string[]> {
+  const created = seen.unstarted
   if (created.length === 0) return created
   const { timeoutMs, signal } = call()
   await removeContainers(record, created, timeoutMs, signal).catch(() => {}) // the next looks judge

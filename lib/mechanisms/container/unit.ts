@@ -251,7 +251,7 @@ export class ContainerUnit implements ContainerStopUnit {
     if (this.#final || this.#deadline - now() < MIN_CALL_MS) return this.#seen
     const again = await this.#look()
     if (!again || again.all.length === 0) return again
-    const created = await removeCreated(this.record, () => this.#call())
+    const created = await removeCreated(this.record, again, () => this.#call())
     if (created.length > 0) logEvent(this.options.logger, 'info', 'container.created', { ...this.fields, ids: created })
     return again
   }
