@@ -216,19 +216,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     try {
       // A child waiting out a backoff: its restart is cancelled here, and it settles with the stop
       // below (its leftovers' stop under way included), with a 'terminate' event, as terminate() does.
-      const inBackoff = new Set([...this.#registry.entries.values()].filter((e) => e.record.status === 'restarting'))
+      // It stays 'restarting' until then (#quiesce), so #shutdown still tells it by its status.
       for (const entry of this.#registry.entries.values()) this.#quiesce(entry)
-      return await this.#shutdown(options.close, inBackoff)
+      return await this.#shutdown(options.close)
     } finally {
       this.#shuttingDown--
     }
   }
 
-  async #shutdown(close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined, inBackoff: Set<Entry>): Promise<ShutdownReport[]> {
+  async #shutdown(close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined): Promise<ShutdownReport[]> {
     const entries = [...this.#registry.entries.values()]
-    const leftovers = await Promise.all(
-      entries.map((e) => (running(e) || inBackoff.has(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
-    )
+    // Running, or waiting out a backoff (live): a target; an exited one only for what its group left.
+    const leftovers = await Promise.all(entries.map((e) => (live(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))))
     const targets = entries.filter((_, i) => leftovers[i])
     const adoptedStopped = this.#state?.stopAll(this.graceMs)
     const capMs = this.#capFixed
