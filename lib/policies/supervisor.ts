@@ -28,7 +28,7 @@ import { MetricsRecorder, type SupervisorMetrics } from './supervisor-metrics'
 import { copyRecord, newRecord, startIncarnation, type ProcessRecord, type ProcessStatus, type ShutdownReport, type StopReport, type SupervisorEvents, type SupervisorOptions } from './supervisor-record'
 import { type Entry, Registry, exited, live, running } from './supervisor-registry'
 import { type RestartOptions, Restarter, type StartReason, restartSpec } from './restart'
-import { closeUnderCap, stopUnderWay, withStopUnderWay } from './supervisor-shutdown'
+import { closeUnderCap, joinStopUnderWay } from './supervisor-shutdown'
 import { type HealthOptions, HealthMonitor, healthSpec } from './supervisor-health'
 import { closeClient } from './close'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
@@ -189,12 +189,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
     // A stop of the last incarnation's leftovers may be under way: what it did belongs to this report.
-    const underWay = stopUnderWay(entry)
+    const joinUnderWay = joinStopUnderWay(entry)
     this.#quiesce(entry) // a backoff wait ends here, before anything is awaited
     entry.stopping++
     try {
-      const own = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
-      const result = withStopUnderWay(own, await underWay?.catch(() => undefined))
+      const result = await joinUnderWay(await killProcessGracefully(entry.child, { graceMs, logger: this.#logger }))
       // Only an exit seen is an end: a stop that could not reach the process leaves it 'running'.
       if (exited(entry)) this.#settle(entry, result.escalated ? 'killed' : 'terminated', result)
       return result
