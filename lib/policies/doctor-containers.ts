@@ -2,7 +2,7 @@
  * findLeakedContainers(): the containers that nothing will stop any more, listed apart from the
  * process trees (issue 18's contract):
  *
- * - every container carrying `reapkit.owner` whose owner is gone (owner.ts's ownerStatus: this host,
+ * - every container carrying `reapkit.owner` whose owner is gone (owner.ts's ownerVerdict: this host,
  *   and an earlier boot, or the pid dead, or the pid now another process), on every engine that
  *   answers (docker, podman, nerdctl; one that is not installed or does not answer is skipped and
  *   said so, never an error that hides the rest). An owner on another host, or in another PID
@@ -14,12 +14,11 @@
  * an orphan (a `-d` run, any run whose host lives). Never signals, never stops.
  */
 import { readFileSync } from 'node:fs'
-import { hostname } from 'node:os'
 import { typeError } from '../ground/errors'
 import { validateMs, validateOptions } from '../ground/validate'
 import { type ContainerEngine, OWNER_LABEL, RUN_LABEL } from '../mechanisms/container/command'
 import { type EngineClient, EngineError, ENGINE_CALL_MS_DEFAULT, listByLabel } from '../mechanisms/container/engine'
-import { bootId, type ContainerOwner, ownerNamespace, ownerStatus, ownPidNamespace, ownPidNamespaceLink, parseOwner, processStartTime } from '../mechanisms/container/owner'
+import { type ContainerOwner, ownerVerdict, ownPidNamespace, ownPidNamespaceLink, parseOwner } from '../mechanisms/container/owner'
 import type { OrphanTree } from './doctor'
 import { type ClientFinding, findClients } from './doctor-clients'
 import { inspectContainers, type InspectedContainer } from './doctor-inspect'
@@ -136,30 +135,6 @@ function inChildPidNamespace(): boolean {
   return raw !== null && (raw !== INIT_PID_NS || ownPidNamespace() === null)
 }
 
-/**
- * ownerStatus(), and why in words. An owner whose label names another PID namespace is never
- * judged (its pid is a number in that namespace, not this one). One whose label names none (written
- * before reapkit recorded it) seen from a child PID namespace (a sandbox, `unshare --pid`): a pid not
- * seen here may be a process outside that runs on, so there only an earlier boot proves it gone.
- */
-function judgeOwner(owner: ContainerOwner): { status: 'alive' | 'gone' | 'unknown'; why: string } {
-  const status = ownerStatus(owner)
-  if (owner.hostname !== hostname()) return { status, why: `its owner is on host ${owner.hostname}, not this one (${hostname()}): not ours to judge` }
-  if (status === 'unknown') {
-    const here = ownPidNamespace() ?? 'a namespace that cannot be read'
-    return { status, why: `owner in another PID namespace: not judged (its owner, pid ${owner.pid}, is in ${owner.pidNamespace}; doctor runs in ${here})` }
-  }
-  if (status === 'alive') return { status, why: '' }
-  const boot = bootId()
-  if (owner.bootId !== '-' && boot !== '-' && owner.bootId !== boot) return { status, why: `its owner (pid ${owner.pid}) ran in an earlier boot` }
-  if (ownerNamespace(owner) === 'unrecorded' && inChildPidNamespace()) {
-    return { status: 'unknown', why: `its owner, pid ${owner.pid}, is not seen from this PID namespace (a child one) and its label names none: it may run outside it, not ours to judge` }
-  }
-  const now = processStartTime(owner.pid)
-  if (now === null) return { status, why: `its owner, pid ${owner.pid}, is gone` }
-  return { status, why: `its owner, pid ${owner.pid}, is gone (that pid now names another process: start time ${now}, not ${owner.startTime})` }
-}
-
 function describe(engine: ContainerEngine, c: InspectedContainer, why: string): LeakedContainer {
   const owner = c.labels[OWNER_LABEL] !== undefined ? parseOwner(c.labels[OWNER_LABEL]) : null
   return { engine, id: c.id, name: c.name, image: c.image, state: c.state, autoRemove: c.autoRemove, owner, runId: c.labels[RUN_LABEL] ?? null, why }
@@ -191,7 +166,8 @@ function judge(listing: Listing, engine: ContainerEngine, c: InspectedContainer,
   }
   if (!lingering(c)) return 'idle'
   const owner = c.labels[OWNER_LABEL] !== undefined ? parseOwner(c.labels[OWNER_LABEL]) : null
-  const judged = owner ? judgeOwner(owner) : null
+  // From a child PID namespace, a label that names none is not judged by its pid (ownerVerdict).
+  const judged = owner ? ownerVerdict(owner, { unrecordedPid: !inChildPidNamespace() }) : null
   const status = judged?.status ?? null
   if (status === 'alive') return 'alive'
   const reasons = [judged?.why ?? '', extra?.why ?? '']

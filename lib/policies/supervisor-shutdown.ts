@@ -74,7 +74,7 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
   const wasRunning = running(entry)
   // A child waiting out a backoff (its restart cancelled): this stop ends it, as terminate() would.
   const wasWaiting = entry.record.status === 'restarting'
-  const underWay = stopUnderWay(entry)
+  const joinUnderWay = joinStopUnderWay(entry)
   entry.stopping++
   const close = ctx.close
   const closing = closeClient(entry.child, {
@@ -82,7 +82,7 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
     graceMs: ctx.graceMs,
     logger: ctx.logger,
     ...(close ? { close: () => close(entry.child, copyRecord(entry.record)) } : {}),
-  }).then(async (own) => withStopUnderWay(own, await underWay?.catch(() => undefined)))
+  }).then(joinUnderWay)
   try {
     const first = await Promise.race([closing, cap])
     if (first !== 'cap') {
@@ -125,19 +125,23 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
   }
 }
 
-/** A child waiting out a backoff: the stop of its last incarnation's leftovers, when one is under way. */
-export function stopUnderWay(entry: Entry): Promise<KillResult> | undefined {
-  return entry.record.status === 'restarting' ? entry.restart?.leftovers : undefined
-}
-
 type StopFigures = Pick<KillResult, 'signalsSent' | 'escalated' | 'survivors' | 'uncertain' | 'error'>
 
 /**
- * A stop of a child waiting out a backoff (terminate, shutdownAll): the stop of its leftovers that
- * was already under way (its signals first, timed from its own start) joins the report, so a
- * SIGKILL it sent is an escalation and what resisted it a survivor.
+ * A stop of a child waiting out a backoff (terminate, shutdownAll), taken as it starts: the stop of
+ * its last incarnation's leftovers already under way, if any, is joined to the stop's own report
+ * once that is made (the function returned). The one place a stop joins that one.
  */
-export function withStopUnderWay<R extends StopFigures>(own: R, earlier: StopFigures | undefined): R {
+export function joinStopUnderWay(entry: Entry): <R extends StopFigures>(own: R) => Promise<R> {
+  const underWay = entry.record.status === 'restarting' ? entry.restart?.leftovers : undefined
+  return async (own) => withStopUnderWay(own, await underWay?.catch(() => undefined))
+}
+
+/**
+ * The stop of the leftovers that was already under way (its signals first, timed from its own
+ * start) joins the report, so a SIGKILL it sent is an escalation and what resisted it a survivor.
+ */
+function withStopUnderWay<R extends StopFigures>(own: R, earlier: StopFigures | undefined): R {
   if (!earlier) return own
   return {
     ...own,

@@ -121,5 +121,6 @@ export async function stopLeftoverContainer(c: StateContainer, options: { graceM
     logEvent(options.logger, 'warn', 'state.container-unproven', { runId: c.runId, ids: strangers })
     return { ...base, ids: all, state: 'survived', survivors: strangers, stopped: false, error: new Error(`containers of run ${c.runId} carry another owner than recorded: not stopped`) }
   }
-  return stopContainerRun({ ...c, env: { ...c.env } }, { graceMs: options.graceMs, confirmMs: KILL_CONFIRM_MS_DEFAULT, logger: options.logger })
+  // By the ids just listed (inspect), not listed a second time by the label: the predecessor is gone, so no create of its run is still to come.
+  return stopContainerRun({ ...c, env: { ...c.env } }, { graceMs: options.graceMs, confirmMs: KILL_CONFIRM_MS_DEFAULT, logger: options.logger, ids: all })
 }

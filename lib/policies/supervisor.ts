@@ -28,7 +28,7 @@ import { MetricsRecorder, type SupervisorMetrics } from './supervisor-metrics'
 import { copyRecord, newRecord, startIncarnation, type ProcessRecord, type ProcessStatus, type ShutdownReport, type StopReport, type SupervisorEvents, type SupervisorOptions } from './supervisor-record'
 import { type Entry, Registry, exited, live, running } from './supervisor-registry'
 import { type RestartOptions, Restarter, type StartReason, restartSpec } from './restart'
-import { closeUnderCap, stopUnderWay, withStopUnderWay } from './supervisor-shutdown'
+import { closeUnderCap, joinStopUnderWay } from './supervisor-shutdown'
 import { type HealthOptions, HealthMonitor, healthSpec } from './supervisor-health'
 import { closeClient } from './close'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
@@ -189,12 +189,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const graceMs = validateMs(options.graceMs, 'graceMs') ?? this.graceMs
     logEvent(this.#logger, 'info', 'terminate', { pid: entry.record.pid, requestId: entry.record.requestId, reason: options.reason ?? null })
     // A stop of the last incarnation's leftovers may be under way: what it did belongs to this report.
-    const underWay = stopUnderWay(entry)
+    const joinUnderWay = joinStopUnderWay(entry)
     this.#quiesce(entry) // a backoff wait ends here, before anything is awaited
     entry.stopping++
     try {
-      const own = await killProcessGracefully(entry.child, { graceMs, logger: this.#logger })
-      const result = withStopUnderWay(own, await underWay?.catch(() => undefined))
+      const result = await joinUnderWay(await killProcessGracefully(entry.child, { graceMs, logger: this.#logger }))
       // Only an exit seen is an end: a stop that could not reach the process leaves it 'running'.
       if (exited(entry)) this.#settle(entry, result.escalated ? 'killed' : 'terminated', result)
       return result
@@ -216,19 +215,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     try {
       // A child waiting out a backoff: its restart is cancelled here, and it settles with the stop
       // below (its leftovers' stop under way included), with a 'terminate' event, as terminate() does.
-      const inBackoff = new Set([...this.#registry.entries.values()].filter((e) => e.record.status === 'restarting'))
+      // It stays 'restarting' until then (#quiesce), so #shutdown still tells it by its status.
       for (const entry of this.#registry.entries.values()) this.#quiesce(entry)
-      return await this.#shutdown(options.close, inBackoff)
+      return await this.#shutdown(options.close)
     } finally {
       this.#shuttingDown--
     }
   }
 
-  async #shutdown(close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined, inBackoff: Set<Entry>): Promise<ShutdownReport[]> {
+  async #shutdown(close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined): Promise<ShutdownReport[]> {
     const entries = [...this.#registry.entries.values()]
-    const leftovers = await Promise.all(
-      entries.map((e) => (running(e) || inBackoff.has(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))),
-    )
+    // Running, or waiting out a backoff (live): a target; an exited one only for what its group left.
+    const leftovers = await Promise.all(entries.map((e) => (live(e) ? true : spawnedGroupMembers(e.child).then((m) => m.length > 0, () => true))))
     const targets = entries.filter((_, i) => leftovers[i])
     const adoptedStopped = this.#state?.stopAll(this.graceMs)
     const capMs = this.#capFixed

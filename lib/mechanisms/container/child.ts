@@ -28,7 +28,7 @@ import { labelledRunArgs, parseContainerRun } from './command'
 import { releaseLiveContainer, trackLiveContainer } from './exit-backstop'
 import { formatOwner, ownerOf } from './owner'
 import { StopJournal } from '../stop/journal'
-import { containerUnitFor, containerUnitUnderway } from './joined-unit'
+import { containerUnitFor, containerUnitUnderway, unlessGone } from './joined-unit'
 import { type ContainerOutcome, type ContainerRecord, type ContainerStopOptions, stopContainerUnit } from './stop'
 import type { ContainerStopUnit, ContainerUnitOptions } from './unit'
 
@@ -205,15 +205,11 @@ const CONTAINER_CAP_SLACK_MS = 250
  */
 export function containersAtCap(child: ChildProcess, capMs: number): ContainerResult & { uncertain: boolean; error: Error | null } {
   const record = records.get(child)
-  if (!record) return { containers: [], containerSurvivors: [], uncertain: false, error: null }
-  const known = containerUnitUnderway(record)?.outcome()
-  if (known?.state === 'gone') return { containers: [known], containerSurvivors: [], uncertain: false, error: null }
-  const error = new TimeoutError(`the ${record.engine} container of run ${record.runId} was not confirmed gone within the ${capMs} ms cap`, capMs)
-  const ids = known?.ids ?? []
-  return {
-    containers: [{ engine: record.engine, runId: record.runId, ids, state: 'uncertain', survivors: ids, stopped: known?.stopped ?? true, error }],
-    containerSurvivors: ids,
-    uncertain: true,
-    error,
-  }
+  return withContainers({ uncertain: false, error: null }, record ? [outcomeAtCap(record, capMs)] : [])
+}
+
+/** The outcome of `record`'s container at the cap: 'gone' when the stop under way has confirmed it, else uncertain, with what it saw. */
+function outcomeAtCap(record: ContainerRecord, capMs: number): ContainerOutcome {
+  const known = containerUnitUnderway(record)?.outcome() ?? { engine: record.engine, runId: record.runId, ids: [], state: 'uncertain', survivors: [], stopped: true }
+  return unlessGone(known, new TimeoutError(`the ${record.engine} container of run ${record.runId} was not confirmed gone within the ${capMs} ms cap`, capMs))
 }

@@ -78,10 +78,9 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
-/** Ids (full) of the containers carrying `label` (`key` or `key=value`); `all`: stopped ones too; `status`: only in that state. */
-export async function listByLabel(client: EngineClient, label: string, options: { all?: boolean; status?: string } & CallOptions = {}): Promise<string[]> {
-  const status = options.status ? ['--filter', `status=${options.status}`] : []
-  const args = ['ps', ...(options.all === false ? [] : ['-a']), '-q', '--no-trunc', '--filter', `label=${label}`, ...status]
+/** Ids (full) of the containers carrying `label` (`key` or `key=value`); `all`: stopped ones too. */
+export async function listByLabel(client: EngineClient, label: string, options: { all?: boolean } & CallOptions = {}): Promise<string[]> {
+  const args = ['ps', ...(options.all === false ? [] : ['-a']), '-q', '--no-trunc', '--filter', `label=${label}`]
   return lines(await engineCall(client, args, options.timeoutMs, options.signal))
 }
 

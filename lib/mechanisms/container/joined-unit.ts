@@ -27,6 +27,15 @@ export function containerUnitUnderway(record: ContainerRecord): ContainerUnit | 
   return underway.get(record)
 }
 
+/**
+ * What a stop that does not wait for the stop under way says of the container (one that joined it,
+ * at its confirm's end; shutdownAll's cap, child.ts): that stop's outcome when it has confirmed the
+ * container gone; else uncertain, with `error`, naming every container it has seen.
+ */
+export function unlessGone(outcome: ContainerOutcome, error: Error): ContainerOutcome {
+  return outcome.state === 'gone' ? outcome : { ...outcome, state: 'uncertain', survivors: outcome.ids, error }
+}
+
 function ownUnit(record: ContainerRecord, journal: StopJournal, options: ContainerUnitOptions): ContainerUnit {
   const unit: ContainerUnit = new ContainerUnit(record, journal, {
     ...options,
@@ -72,10 +81,9 @@ class JoinedContainerUnit implements ContainerStopUnit {
   outcome(): ContainerOutcome {
     if (this.#final) return this.#final
     const outcome = this.#unit.outcome()
-    if (this.#unit.finished || outcome.state === 'gone') return outcome
+    if (this.#unit.finished) return outcome
     const ms = Math.round(performance.now() - this.#since)
-    const error = new TimeoutError(`the ${outcome.engine} container of run ${outcome.runId} was not confirmed gone within this stop's ${ms} ms (another stop of it was under way)`, ms)
-    return { ...outcome, state: 'uncertain', survivors: outcome.ids, error }
+    return unlessGone(outcome, new TimeoutError(`the ${outcome.engine} container of run ${outcome.runId} was not confirmed gone within this stop's ${ms} ms (another stop of it was under way)`, ms))
   }
 
   async close(): Promise<void> {

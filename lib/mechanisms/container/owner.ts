@@ -18,7 +18,7 @@
  * A pid alone is recycled; pid + start time + boot names one process for good, but only within its
  * PID namespace: the same number in another one names another process. So an owner is judged only
  * from its own namespace, and a leftover can be told apart from a container whose owner still runs,
- * and from anyone else's container: doctor treats a container as leaked only when ownerStatus()
+ * and from anyone else's container: doctor treats a container as leaked only when ownerVerdict()
  * says 'gone'.
  */
 import { readFileSync, readlinkSync } from 'node:fs'
@@ -163,26 +163,48 @@ export function ownerNamespace(owner: ContainerOwner): 'same' | 'other' | 'unrec
   return owner.pidNamespace === ownPidNamespace() ? 'same' : 'other'
 }
 
+/** What can be known here of an owner (ownerVerdict), and why in words ('' when it is alive). */
+export interface OwnerVerdict {
+  status: 'alive' | 'gone' | 'unknown'
+  why: string
+}
+
 /**
- * What can be known here of `owner`:
+ * What can be known here of `owner`, and why:
  * - 'alive': this host, this boot, and its pid runs with the same start time (or, where start times
  *   cannot be read, its pid runs: then it cannot be told from a recycled pid, so it counts as alive);
  * - 'gone': this host, and an earlier boot, or (in this PID namespace, or a label without one) its
  *   pid no longer runs, or runs with another start time (recycled);
  * - 'unknown': another host (a shared or remote engine), or this boot and another PID namespace
  *   (ownerNamespace() 'other'): nothing here can tell.
- * Only 'gone' makes a container a leftover.
+ * `unrecordedPid: false` (doctor in a child PID namespace): a label that names no namespace is not
+ * judged by its pid either (a pid not seen here may be a process outside that runs on): only an
+ * earlier boot proves it gone. Only 'gone' makes a container a leftover.
  */
-export function ownerStatus(owner: ContainerOwner): 'alive' | 'gone' | 'unknown' {
-  if (owner.hostname !== hostname()) return 'unknown'
+export function ownerVerdict(owner: ContainerOwner, options: { unrecordedPid?: boolean } = {}): OwnerVerdict {
+  const host = hostname()
+  if (owner.hostname !== host) return { status: 'unknown', why: `its owner is on host ${owner.hostname}, not this one (${host}): not ours to judge` }
   const boot = bootId()
-  if (owner.bootId !== '-' && boot !== '-' && owner.bootId !== boot) return 'gone' // its namespace ended with that boot
-  if (ownerNamespace(owner) === 'other') return 'unknown'
-  if (process.platform === 'linux' && owner.startTime !== '-') {
-    const now = processStartTime(owner.pid)
-    return now === owner.startTime ? 'alive' : 'gone'
+  // Its namespace ended with that boot.
+  if (owner.bootId !== '-' && boot !== '-' && owner.bootId !== boot) return { status: 'gone', why: `its owner (pid ${owner.pid}) ran in an earlier boot` }
+  const ns = ownerNamespace(owner)
+  if (ns === 'other') {
+    const here = ownPidNamespace() ?? 'a namespace that cannot be read'
+    return { status: 'unknown', why: `owner in another PID namespace: not judged (its owner, pid ${owner.pid}, is in ${owner.pidNamespace}; doctor runs in ${here})` }
   }
-  return pidRuns(owner.pid) ? 'alive' : 'gone'
+  const now = process.platform === 'linux' ? processStartTime(owner.pid) : null
+  const alive = process.platform === 'linux' && owner.startTime !== '-' ? now === owner.startTime : pidRuns(owner.pid)
+  if (alive) return { status: 'alive', why: '' }
+  if (ns === 'unrecorded' && options.unrecordedPid === false) {
+    return { status: 'unknown', why: `its owner, pid ${owner.pid}, is not seen from this PID namespace (a child one) and its label names none: it may run outside it, not ours to judge` }
+  }
+  if (now === null) return { status: 'gone', why: `its owner, pid ${owner.pid}, is gone` }
+  return { status: 'gone', why: `its owner, pid ${owner.pid}, is gone (that pid now names another process: start time ${now}, not ${owner.startTime})` }
+}
+
+/** ownerVerdict()'s status. */
+export function ownerStatus(owner: ContainerOwner): 'alive' | 'gone' | 'unknown' {
+  return ownerVerdict(owner).status
 }
 
 /** True when the owner is this host and boot, and its pid runs with the same start time. */

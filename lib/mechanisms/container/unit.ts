@@ -13,7 +13,8 @@
  *   sweep            a look through the engine; resolves to the next observation (the engine's stop
  *                    returning, or the next look) while the run is not confirmed gone: with `--rm`,
  *                    nothing listed; without, nothing but containers at rest (the stopped container
- *                    stays, as asked); never while the engine's stop or kill is in flight;
+ *                    stays, as asked; one never started only on two looks in a row: its start
+ *                    may be on its way); never while the engine's stop or kill is in flight;
  *   survivors        the ids not confirmed gone.
  *
  * Every engine call is bounded by what is left of the stop's grace + confirm, and the stop's end
@@ -27,7 +28,7 @@ import { settlesWithin } from '../../ground/wait'
 import type { StopJournal } from '../stop/journal'
 import type { StopUnit } from '../stop/unit'
 import { type CallOptions, ENGINE_CALL_MS_DEFAULT, isNoSuchContainer, killContainers, stopContainers } from './engine'
-import { type Look, look, lookKnown, remaining, removeCreated, removeLeftovers } from './looks'
+import { type Look, look, lookKnown, remaining, removeCreated, removeLeftovers, tallyAtRest } from './looks'
 import type { ContainerOutcome, ContainerRecord, ContainerStopOptions } from './stop'
 
 /** What the unit reads of a container stop's options (stop.ts), and who is told its outcome. */
@@ -95,6 +96,7 @@ export class ContainerUnit implements ContainerStopUnit {
   #lookEnded = -Infinity
   #slowest = 0
   #next: Promise<void> | null = null
+  /** Per container, the looks in a row that found it at rest (looks.ts, tallyAtRest). */
   readonly #tally = new Map<string, number>()
   readonly #calls = new Set<Call>()
   readonly #abort = new AbortController()
@@ -150,7 +152,7 @@ export class ContainerUnit implements ContainerStopUnit {
       const error = this.#lookError ?? this.#stopError ?? new TimeoutError(`${this.record.bin} did not answer within the stop's bound`, Math.max(0, Math.round(this.#deadline - now())))
       return { ...base, state: 'uncertain', survivors: base.ids, error }
     }
-    return { ...base, state: 'survived', survivors: remaining(this.record, this.#seen), ...(this.#stopError ? { error: this.#stopError } : {}) }
+    return { ...base, state: 'survived', survivors: remaining(this.record, this.#seen, this.#tally), ...(this.#stopError ? { error: this.#stopError } : {}) }
   }
 
   /** Cuts short the engine calls still running (an unanswered look makes the outcome uncertain), and reports. */
@@ -187,7 +189,7 @@ export class ContainerUnit implements ContainerStopUnit {
     let seen = await this.#look()
     if (seen && seen.all.length === 0 && this.#late) seen = await this.#lookLate()
     if (!seen || this.#final) return
-    if (remaining(this.record, seen).length === 0) return this.#confirm()
+    if (remaining(this.record, seen, this.#tally).length === 0) return this.#confirm()
     await this.#act(seen)
   }
 
@@ -230,6 +232,7 @@ export class ContainerUnit implements ContainerStopUnit {
       this.#slowest = Math.max(this.#slowest, now() - started)
       this.#seen = seen
       this.#lookError = undefined
+      tallyAtRest(seen, this.#tally)
       for (const id of seen.all) this.#ids.add(id)
       if (seen.all.length > 0) this.#late = false
       return seen
@@ -248,9 +251,9 @@ export class ContainerUnit implements ContainerStopUnit {
     if (this.#final || this.#deadline - now() < MIN_CALL_MS) return this.#seen
     const again = await this.#look()
     if (!again || again.all.length === 0) return again
-    const { seen, created } = await removeCreated(this.record, again, () => this.#call())
+    const created = await removeCreated(this.record, again, () => this.#call())
     if (created.length > 0) logEvent(this.options.logger, 'info', 'container.created', { ...this.fields, ids: created })
-    return (this.#seen = seen)
+    return again
   }
 
   /** What the phase asks of what runs: the engine's stop (once), or its kill (once); with --rm, the leftovers. */
