@@ -7,14 +7,14 @@
 // container is started before that answer is given. Every other call is the real client's.
 // Before: the stop's first look saw `created`, counted it at rest and reported the run 'gone',
 // while the container ran on (its PID 1 running).
-import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { killProcessGracefully } from '../lib/index'
 import { containerState, containersWith, enginesSkipReason, testEngines, type TestEngine, waitForEngine } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
+import { writeFakeEngine } from './fake-engine'
 
 const skip = enginesSkipReason()
 
@@ -25,29 +25,24 @@ const skip = enginesSkipReason()
  */
 function startsAfterTheLook(engine: TestEngine): { env: NodeJS.ProcessEnv; started: () => boolean; dispose: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'reapkit-created-engine-'))
-  const real = spawnSync('sh', ['-c', `command -v ${engine.bin}`], { env: engine.env, encoding: 'utf8' }).stdout.trim()
   const marker = join(dir, 'started')
-  writeFileSync(
-    join(dir, engine.bin),
-    [
-      '#!/bin/sh',
-      `real='${real}'`,
-      'if [ "$1" = run ]; then shift; "$real" create "$@" >/dev/null || exit 1; exec sleep 1000; fi',
-      `if [ "$1" = inspect ] && [ ! -e '${marker}' ]; then`,
-      '  out=$("$real" "$@"); rc=$?',
-      `  if [ "$out" = created ]; then : > '${marker}'; for id; do :; done; "$real" start "$id" >/dev/null; fi`,
-      '  printf "%s\\n" "$out"; exit $rc',
-      'fi',
-      'exec "$real" "$@"',
-      '',
-    ].join('\n'),
-  )
-  chmodSync(join(dir, engine.bin), 0o755)
-  return {
-    env: { ...engine.env, PATH: `${dir}${delimiter}${engine.env.PATH ?? ''}` },
-    started: () => existsSync(marker),
-    dispose: () => rmSync(dir, { recursive: true, force: true }),
-  }
+  const fake = writeFakeEngine(dir, {
+    bin: engine.bin,
+    passTo: engine,
+    calls: {
+      run: { sh: 'shift; "$real" create "$@" >/dev/null || exit 1; exec sleep 1000' },
+      inspect: {
+        sh: [
+          `if [ ! -e '${marker}' ]; then`,
+          '  out=$("$real" "$@"); rc=$?',
+          `  if [ "$out" = created ]; then : > '${marker}'; for id; do :; done; "$real" start "$id" >/dev/null; fi`,
+          '  printf "%s\\n" "$out"; exit $rc',
+          'fi',
+        ].join('\n'),
+      },
+    },
+  })
+  return { env: fake.env, started: () => existsSync(marker), dispose: fake.dispose }
 }
 
 /**
@@ -57,31 +52,25 @@ function startsAfterTheLook(engine: TestEngine): { env: NodeJS.ProcessEnv; start
  */
 function createsAfterTheLook(engine: TestEngine): { env: NodeJS.ProcessEnv; asked: () => boolean; created: () => boolean; dispose: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'reapkit-late-engine-'))
-  const real = spawnSync('sh', ['-c', `command -v ${engine.bin}`], { env: engine.env, encoding: 'utf8' }).stdout.trim()
   const args = join(dir, 'args')
   const marker = join(dir, 'created')
-  writeFileSync(
-    join(dir, engine.bin),
-    [
-      '#!/bin/sh',
-      `real='${real}'`,
-      `if [ "$1" = run ]; then shift; echo "$@" > '${args}'; exec sleep 1000; fi`,
-      `if [ "$1" = ps ] && [ -e '${args}' ] && [ ! -e '${marker}' ]; then`,
-      '  out=$("$real" "$@"); rc=$?',
-      `  : > '${marker}'; "$real" create $(cat '${args}') >/dev/null`,
-      '  printf "%s" "$out"; exit $rc',
-      'fi',
-      'exec "$real" "$@"',
-      '',
-    ].join('\n'),
-  )
-  chmodSync(join(dir, engine.bin), 0o755)
-  return {
-    env: { ...engine.env, PATH: `${dir}${delimiter}${engine.env.PATH ?? ''}` },
-    asked: () => existsSync(args),
-    created: () => existsSync(marker),
-    dispose: () => rmSync(dir, { recursive: true, force: true }),
-  }
+  const fake = writeFakeEngine(dir, {
+    bin: engine.bin,
+    passTo: engine,
+    calls: {
+      run: { sh: `shift; echo "$@" > '${args}'; exec sleep 1000` },
+      ps: {
+        sh: [
+          `if [ -e '${args}' ] && [ ! -e '${marker}' ]; then`,
+          '  out=$("$real" "$@"); rc=$?',
+          `  : > '${marker}'; "$real" create $(cat '${args}') >/dev/null`,
+          '  printf "%s" "$out"; exit $rc',
+          'fi',
+        ].join('\n'),
+      },
+    },
+  })
+  return { env: fake.env, asked: () => existsSync(args), created: () => existsSync(marker), dispose: fake.dispose }
 }
 
 describe.skipIf(skip !== null)(`containers: a container seen 'created' once is not at rest${skip ? ` (skipped: ${skip})` : ''}`, () => {

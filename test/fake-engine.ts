@@ -18,6 +18,8 @@ export type FakeCall =
   | { fail: string }
   /** Answers this line on stdout, exit 0. */
   | { print: string }
+  /** These sh lines (`$real` is the real client, `$@` the call's arguments); the call goes on to the real client unless they exit. */
+  | { sh: string }
 
 export interface FakeEngineSpec {
   bin: EngineName
@@ -52,12 +54,14 @@ function callLine(call: FakeCall): string {
   if ('hangSeconds' in call) return `exec sleep ${call.hangSeconds}`
   if ('delaySeconds' in call) return `sleep ${call.delaySeconds}`
   if ('fail' in call) return `echo ${sq(call.fail)} >&2; exit 125`
+  if ('sh' in call) return call.sh
   return `echo ${sq(call.print)}; exit 0`
 }
 
 /** The script's text; `dir` holds its files (pids, the hang marker). */
 export function fakeEngineScript(spec: FakeEngineSpec, dir: string): string {
   const lines = ['#!/bin/sh']
+  if (spec.passTo) lines.push(`real=${sq(clientPath(spec.passTo))}`)
   if (spec.recordPids) lines.push(`echo $$ >> ${sq(join(dir, 'pids'))}`)
   if (spec.hangFrom) {
     const { command, except, seconds } = spec.hangFrom
@@ -68,7 +72,7 @@ export function fakeEngineScript(spec: FakeEngineSpec, dir: string): string {
   }
   const calls = Object.entries(spec.calls ?? {})
   if (calls.length > 0) lines.push('case "$1" in', ...calls.map(([name, call]) => `  ${sq(name)}) ${callLine(call)} ;;`), 'esac')
-  lines.push(spec.passTo ? `exec ${sq(clientPath(spec.passTo))} "$@"` : `echo "fake ${spec.bin}: unexpected $*" >&2; exit 1`)
+  lines.push(spec.passTo ? 'exec "$real" "$@"' : `echo "fake ${spec.bin}: unexpected $*" >&2; exit 1`)
   return `${lines.join('\n')}\n`
 }
 
