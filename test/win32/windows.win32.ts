@@ -4,7 +4,7 @@
  * Linux's /proc by the test's random tag. Every process started here is killed by pid in
  * afterEach (tagged), and the prefix's wineserver is stopped at the end.
  */
-import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
@@ -320,6 +320,23 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
       }
     })
 
+    it('the gap: reapkit-win started directly by a Node host is in its kill-on-close job, and dies with it: the container is not stopped', async () => {
+      const tag = newTag()
+      const dir = engineDir(tag)
+      try {
+        const r = run('wrapper-containers.cjs', ['direct', winPath(dir), winPath(argvDump)], tag)
+        await resultWith(r, 'ready')
+        await hostKillEndsAll(r, ['reapkit-win.cjs', 'reapkit-job.exe', 'docker.exe'], 'the host, reapkit-win and its job to end')
+        await new Promise((res) => setTimeout(res, 2000)) // an engine call, had any been made, is logged by now
+        const calls = engineCalls(join(dir, 'direct.jsonl'))
+        const runId = expectLabelledRun(calls[0]!.argv, tag)
+        expect(verbs(calls)).toEqual(['run'])
+        expect(readFileSync(join(dir, 'states', runId.replace(/-/g, '')), 'utf8')).toBe('running rm\n') // the stand-in's container runs on
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
     it("the command exits by itself: its container is looked up, and stopped when it still runs; the status is the command's", async () => {
       const tag = newTag()
       const dir = engineDir(tag)
@@ -370,7 +387,6 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
     const r = run('parent-host.cjs')
     const host = await resultWith(r, 'host')
     const childFile = `${r.resultFile}.child`
-    const { readFileSync } = await import('node:fs')
     const read = (): Record<string, any> => {
       try {
         return JSON.parse(readFileSync(childFile, 'utf8'))
