@@ -280,13 +280,13 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
     const image = (tag: string): string[] => ['reapkit-test/busybox', 'sleep', '1000', tag]
     const runIdOf = (argv: string[]): string => (argv.find((a) => a.startsWith('reapkit.run=')) ?? '').slice('reapkit.run='.length)
     /** The run call, labelled as the library's spawn() labels it: the two labels right before the image. */
-    function expectLabelledRun(argv: string[], tag: string): string {
+    function expectLabelledRun(argv: string[], tag: string, globals: string[] = []): string {
       const runId = runIdOf(argv)
       expect(runId).toMatch(/^[0-9a-f-]{36}$/)
-      const owner = argv[argv.indexOf('--label', 4) + 1] ?? ''
+      const owner = argv[argv.indexOf('--label', globals.length + 4) + 1] ?? ''
       // Windows: reapkit-win's own pid, no start time, no PID namespace.
       expect(owner).toMatch(/^reapkit\.owner=[^/]+\/[^/]+\/\d+\/-$/)
-      expect(argv).toEqual(['run', '-i', '--rm', '--label', `reapkit.run=${runId}`, '--label', owner, ...image(tag)])
+      expect(argv).toEqual([...globals, 'run', '-i', '--rm', '--label', `reapkit.run=${runId}`, '--label', owner, ...image(tag)])
       return runId
     }
     const verbs = (calls: Array<{ argv: string[] }>): string[] => calls.map((c) => c.argv[0]!)
@@ -343,11 +343,15 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
       try {
         const r = run('wrapper-containers.cjs', ['exits', winPath(dir), winPath(argvDump)], tag)
         const { exits } = await resultWith(r, 'done')
-        // The client exited 3, its container running on: stopped through the engine.
+        // The client (given global flags) exited 3, its container running on: stopped through the
+        // engine, every call with the same global flags.
         expect(exits.crashed.code).toBe(3)
-        const crashed = expectLabelledRun(exits.crashed.calls[0].argv, tag)
-        expect(looksUp(exits.crashed.calls, crashed)).toBe(true)
-        expect(endsContainer(exits.crashed.calls, crashed), JSON.stringify(verbs(exits.crashed.calls))).toBe(true)
+        const globals = ['-H', 'npipe:////./pipe/docker_engine']
+        const crashed = expectLabelledRun(exits.crashed.calls[0].argv, tag, globals)
+        for (const call of exits.crashed.calls) expect(call.argv.slice(0, 2)).toEqual(globals)
+        const crashedCalls = exits.crashed.calls.map((c: { argv: string[] }) => ({ argv: c.argv.slice(2) }))
+        expect(looksUp(crashedCalls, crashed)).toBe(true)
+        expect(endsContainer(crashedCalls, crashed), JSON.stringify(verbs(crashedCalls))).toBe(true)
         // The container ended (and was removed), the client exited 0: looked up, nothing to stop.
         expect(exits.ended.code).toBe(0)
         const ended = expectLabelledRun(exits.ended.calls[0].argv, tag)
