@@ -13,6 +13,12 @@
  *
  * A COMMAND that resolves to a .cmd/.bat file (npx, uvx shims) runs through `cmd.exe /d /s /c`;
  * cmd.exe re-parses that line, so arguments with cmd.exe's special characters are refused.
+ *
+ * A container run (`docker run -i --rm IMAGE`, podman, nerdctl, `container run`, after global
+ * flags) is recognized and labelled as the library's spawn() does it, and once the job has ended,
+ * whatever ended it, its container is ended through the engine before this process exits
+ * (lib/reapkit-win-containers.ts, built to dist/cjs): ending the job ends the client only, and the
+ * container belongs to the engine's daemon. `--no-container` runs it as a plain command.
  */
 'use strict'
 const { spawn } = require('node:child_process')
@@ -26,13 +32,15 @@ function fail(message, status = 2) {
 
 if (process.platform !== 'win32') fail('this is the Windows entry of the reapkit command; run `reapkit` here')
 
-const USAGE = `Usage: reapkit-win [--close-timeout MS] [--] command [args...]
+const USAGE = `Usage: reapkit-win [--close-timeout MS] [--no-container] [--] command [args...]
 
 Runs command in a kill-on-close Job object: when the host that started it dies, or this wrapper
-is killed, the whole tree goes. Exit status: the command's.
+is killed, the whole tree goes. A docker/podman/nerdctl run's container is stopped through the
+engine once the command has ended (--no-container: not). Exit status: the command's.
 `
 const argv = process.argv.slice(2)
 let closeTimeout = null
+let containers = true
 let i = 0
 for (; i < argv.length; i++) {
   const a = argv[i]
@@ -53,10 +61,14 @@ for (; i < argv.length; i++) {
     if (!Number.isInteger(closeTimeout) || closeTimeout < 0 || closeTimeout > 3600000) fail('--close-timeout takes milliseconds (0 to 3600000)')
     continue
   }
+  if (a === '--no-container') {
+    containers = false
+    continue
+  }
   if (a.startsWith('-')) fail(`unknown option ${a}\n${USAGE}`)
   break
 }
-const [command, ...args] = argv.slice(i)
+const [command, ...commandArgs] = argv.slice(i)
 if (!command) fail(`no command\n${USAGE}`)
 if (closeTimeout === null) {
   // As the library reads its knobs: clamp and default, never a throw on the shutdown path.
@@ -90,6 +102,10 @@ const resolved = resolveCommand(command)
 if (resolved === null) fail(`${command}: not found`, 127)
 // Windows drops trailing dots and spaces from a file name: "x.cmd." is x.cmd.
 const viaCmd = /\.(bat|cmd)$/i.test(resolved.replace(/[. ]+$/, ''))
+// A container run: its args with the library's labels, and its record (null: a plain command).
+const ctr = containers && !viaCmd ? require('../dist/cjs/reapkit-win-containers.js') : null
+const run = ctr && ctr.containerRunOf(resolved, commandArgs)
+const args = run ? run.args : commandArgs
 let file = resolved
 let fileArgs = args
 if (viaCmd) {
@@ -108,8 +124,39 @@ const child = spawn(launcher, [...own, quoted(file), ...fileArgs], {
   windowsVerbatimArguments: viaCmd,
   argv0: quoted(launcher),
 })
+
+const hurry = new AbortController()
+let ending = false
+/**
+ * Exits with `status` once the run's container, if any, is ended through the engine (bounded: the
+ * library's grace, then the engine's kill, confirmed gone); one not confirmed gone is named on
+ * stderr, the status staying the command's.
+ */
+function exitAfterContainer(status, clientKilled) {
+  if (ending) return
+  ending = true
+  if (!run) process.exit(status)
+  ctr.endContainerRun(run.record, { clientKilled, abortSignal: hurry.signal }).then((outcome) => {
+    const report = ctr.outcomeReport(run.record, outcome)
+    const exit = () => process.exit(status)
+    if (report === '') return exit()
+    process.stderr.on('error', exit) // the host, and its end of the pipe, may be gone
+    process.stderr.write(report, exit)
+    setTimeout(exit, 2000) // a pipe nobody reads
+  })
+}
 // Ctrl+C and Ctrl+Break reach the command through the shared console: it decides. This process
-// waits for the launcher, whose exit is the command's.
-for (const sig of ['SIGINT', 'SIGBREAK']) process.on(sig, () => {})
+// waits for the launcher, whose exit is the command's; during the container's stop, they end its
+// grace (the engine's kill now).
+for (const sig of ['SIGINT', 'SIGBREAK']) process.on(sig, () => ending && hurry.abort())
+// The console closing (SIGHUP): Windows ends this process a few seconds later, whatever it does,
+// and the launcher with it: the container is killed through the engine now.
+if (run) {
+  process.on('SIGHUP', () => {
+    hurry.abort()
+    exitAfterContainer(1, true)
+  })
+}
 child.on('error', (err) => fail(`cannot start ${launcher}: ${err.message}`, 125))
-child.on('exit', (code) => process.exit(code === null ? 1 : code))
+// The job's end (TerminateJobObject) leaves the client exit status 1: it may have been cut short.
+child.on('exit', (code) => exitAfterContainer(code === null ? 1 : code, code === null || code === 1))

@@ -43,8 +43,9 @@ const common = {
 // The secondary entries (reapkit/mcp, reapkit/testing) require the main bundle at run time
 // (./index.js), so that every entry shares one instance of the process-global state.
 const secondary = ['mcp', 'testing']
-// The `reapkit doctor` command (bin/reapkit runs it with node): a script, not an export.
-const commands = ['doctor-cli']
+// The `reapkit doctor` command (bin/reapkit runs it with node) and reapkit-win's container part
+// (bin/reapkit-win.cjs loads it): scripts, not exports.
+const commands = ['doctor-cli', 'reapkit-win-containers']
 for (const entry of [...secondary, ...commands]) {
   await esbuild.build({
     ...common,

@@ -4,11 +4,11 @@
  * Linux's /proc by the test's random tag. Every process started here is killed by pid in
  * afterEach (tagged), and the prefix's wineserver is stopped at the end.
  */
-import { mkdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { argvDump, killTagged, newTag, winPath, ready, runFixture, stopWineserver, tagged, type WineRun, waitFor } from './wine'
+import { argvDump, engineCalls, killTagged, newTag, winPath, ready, runFixture, stopWineserver, tagged, type WineRun, waitFor } from './wine'
 
 const started: string[] = []
 function run(name: string, args: string[] = [], tag = newTag()): WineRun {
@@ -273,11 +273,124 @@ describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
     }
   })
 
+  // reapkit-win in front of a container run (issue 18 item 6). The stand-in client logs every call
+  // and answers as an engine would (see test/win32/argv-dump.c): a container is gone only once a
+  // stop (or kill, or rm) of it was asked for, or it ended by itself.
+  describe('reapkit-win and a container run (a stand-in engine client)', () => {
+    const image = (tag: string): string[] => ['reapkit-test/busybox', 'sleep', '1000', tag]
+    const runIdOf = (argv: string[]): string => (argv.find((a) => a.startsWith('reapkit.run=')) ?? '').slice('reapkit.run='.length)
+    /** The run call, labelled as the library's spawn() labels it: the two labels right before the image. */
+    function expectLabelledRun(argv: string[], tag: string, globals: string[] = []): string {
+      const runId = runIdOf(argv)
+      expect(runId).toMatch(/^[0-9a-f-]{36}$/)
+      const owner = argv[argv.indexOf('--label', globals.length + 4) + 1] ?? ''
+      // Windows: reapkit-win's own pid, no start time, no PID namespace.
+      expect(owner).toMatch(/^reapkit\.owner=[^/]+\/[^/]+\/\d+\/-$/)
+      expect(argv).toEqual([...globals, 'run', '-i', '--rm', '--label', `reapkit.run=${runId}`, '--label', owner, ...image(tag)])
+      return runId
+    }
+    const verbs = (calls: Array<{ argv: string[] }>): string[] => calls.map((c) => c.argv[0]!)
+    /** A call of `verb` (stop, kill, rm) naming the run's container (its id: the run id without dashes). */
+    const endsContainer = (calls: Array<{ argv: string[] }>, runId: string): boolean =>
+      calls.some((c) => ['stop', 'kill', 'rm'].includes(c.argv[0]!) && c.argv.includes(runId.replace(/-/g, '')))
+    const looksUp = (calls: Array<{ argv: string[] }>, runId: string): boolean =>
+      calls.some((c) => c.argv[0] === 'ps' && c.argv.includes(`label=reapkit.run=${runId}`))
+
+    function engineDir(tag: string): string {
+      const dir = join(tmpdir(), `${tag}-engines`)
+      mkdirSync(dir)
+      return dir
+    }
+
+    it("behind cmd /c, the host SIGKILLed: the labelled run's container is stopped through the engine, then reapkit-win exits", async () => {
+      const tag = newTag()
+      const dir = engineDir(tag)
+      try {
+        const r = run('wrapper-containers.cjs', ['killed', winPath(dir), winPath(argvDump)], tag)
+        await resultWith(r, 'ready')
+        // Every tagged process ends: reapkit-win last, once the engine has confirmed the container gone.
+        await hostKillEndsAll(r, ['reapkit-win.cjs', 'reapkit-job.exe', 'docker.exe'], 'the job, then reapkit-win after its container stop')
+        const calls = engineCalls(join(dir, 'killed.jsonl'))
+        const runId = expectLabelledRun(calls[0]!.argv, tag)
+        expect(looksUp(calls.slice(1), runId), JSON.stringify(verbs(calls))).toBe(true)
+        expect(endsContainer(calls.slice(1), runId), JSON.stringify(verbs(calls))).toBe(true)
+        expect(existsSync(join(dir, 'states', runId.replace(/-/g, '')))).toBe(false) // the stand-in's container: gone
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it('the gap: reapkit-win started directly by a Node host is in its kill-on-close job, and dies with it: the container is not stopped', async () => {
+      const tag = newTag()
+      const dir = engineDir(tag)
+      try {
+        const r = run('wrapper-containers.cjs', ['direct', winPath(dir), winPath(argvDump)], tag)
+        await resultWith(r, 'ready')
+        await hostKillEndsAll(r, ['reapkit-win.cjs', 'reapkit-job.exe', 'docker.exe'], 'the host, reapkit-win and its job to end')
+        await new Promise((res) => setTimeout(res, 2000)) // an engine call, had any been made, is logged by now
+        const calls = engineCalls(join(dir, 'direct.jsonl'))
+        const runId = expectLabelledRun(calls[0]!.argv, tag)
+        expect(verbs(calls)).toEqual(['run'])
+        expect(readFileSync(join(dir, 'states', runId.replace(/-/g, '')), 'utf8')).toBe('running rm\n') // the stand-in's container runs on
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it("the command exits by itself: its container is looked up, and stopped when it still runs; the status is the command's", async () => {
+      const tag = newTag()
+      const dir = engineDir(tag)
+      try {
+        const r = run('wrapper-containers.cjs', ['exits', winPath(dir), winPath(argvDump)], tag)
+        const { exits } = await resultWith(r, 'done')
+        // The client (given global flags) exited 3, its container running on: stopped through the
+        // engine, every call with the same global flags.
+        expect(exits.crashed.code).toBe(3)
+        const globals = ['-H', 'npipe:////./pipe/docker_engine']
+        const crashed = expectLabelledRun(exits.crashed.calls[0].argv, tag, globals)
+        for (const call of exits.crashed.calls) expect(call.argv.slice(0, 2)).toEqual(globals)
+        const crashedCalls = exits.crashed.calls.map((c: { argv: string[] }) => ({ argv: c.argv.slice(2) }))
+        expect(looksUp(crashedCalls, crashed)).toBe(true)
+        expect(endsContainer(crashedCalls, crashed), JSON.stringify(verbs(crashedCalls))).toBe(true)
+        // The container ended (and was removed), the client exited 0: looked up, nothing to stop.
+        expect(exits.ended.code).toBe(0)
+        const ended = expectLabelledRun(exits.ended.calls[0].argv, tag)
+        expect(looksUp(exits.ended.calls, ended)).toBe(true)
+        expect(verbs(exits.ended.calls).filter((v) => v !== 'ps' && v !== 'inspect')).toEqual(['run'])
+        expect(exits.crashed.stderr + exits.ended.stderr).toBe('')
+        // A container that survives the engine's stop and kill: named on stderr, the status still the command's.
+        expect(exits.survives.code).toBe(5)
+        const survives = expectLabelledRun(exits.survives.calls[0].argv, tag)
+        expect(verbs(exits.survives.calls)).toEqual(expect.arrayContaining(['stop', 'kill']))
+        expect(exits.survives.stderr).toBe(`reapkit-win: container ${survives.replace(/-/g, '')} (docker) is still there after the engine's stop and kill\n`)
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it('no container run of ours (a plain command, run -d, ps, --no-container): no engine call but the command, statuses pass through', async () => {
+      const tag = newTag()
+      const dir = engineDir(tag)
+      try {
+        const r = run('wrapper-containers.cjs', ['plain', winPath(dir), winPath(argvDump)], tag)
+        const { plain } = await resultWith(r, 'done')
+        const argvs = (c: { calls: Array<{ argv: string[] }> }): string[][] => c.calls.map((k) => k.argv)
+        expect(plain.node).toEqual({ code: 4, stderr: '', calls: [] })
+        expect(plain.detached.code).toBe(0)
+        expect(argvs(plain.detached)).toEqual([['run', '-d', ...image(tag)]])
+        expect(argvs(plain.ps)).toEqual([['ps', tag]])
+        expect(plain.noContainer.code).toBe(0)
+        expect(argvs(plain.noContainer)).toEqual([['run', '-i', '--rm', ...image(tag)]])
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  })
+
   it('watchParent waits on a handle to the parent and fires when it exits', async () => {
     const r = run('parent-host.cjs')
     const host = await resultWith(r, 'host')
     const childFile = `${r.resultFile}.child`
-    const { readFileSync } = await import('node:fs')
     const read = (): Record<string, any> => {
       try {
         return JSON.parse(readFileSync(childFile, 'utf8'))

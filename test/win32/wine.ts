@@ -113,6 +113,12 @@ export function killTagged(tag: string): void {
   }
 }
 
+/** The calls a stand-in engine client (argv-dump.exe) logged to `file`, in order: [{ argv }]. */
+export function engineCalls(file: string): Array<{ argv: string[] }> {
+  if (!existsSync(file)) return []
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { argv: string[] })
+}
+
 export async function waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs
   while (!predicate()) {

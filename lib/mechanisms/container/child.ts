@@ -142,7 +142,7 @@ export function attachContainer(child: ChildProcess, record: ContainerRecord): v
  * How long a step waits for a second look when the first finds nothing, for a client that may have
  * died in the middle of its create (killed, or still running: the stop is about to end it).
  */
-const SETTLE_MS = 1500
+export const SETTLE_MS = 1500
 
 /** The client-exit step: the container step with the kill grace, its trouble told as a warning. */
 async function stopOnClientExit(record: ContainerRecord, killed: boolean): Promise<void> {
