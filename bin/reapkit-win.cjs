@@ -36,7 +36,8 @@ const USAGE = `Usage: reapkit-win [--close-timeout MS] [--no-container] [--] com
 
 Runs command in a kill-on-close Job object: when the host that started it dies, or this wrapper
 is killed, the whole tree goes. A docker/podman/nerdctl run's container is stopped through the
-engine once the command has ended (--no-container: not). Exit status: the command's.
+engine once the command has ended (--no-container: not). Exit status: the command's; 123 when
+its container was not confirmed gone.
 `
 const argv = process.argv.slice(2)
 let closeTimeout = null
@@ -125,12 +126,14 @@ const child = spawn(launcher, [...own, quoted(file), ...fileArgs], {
   argv0: quoted(launcher),
 })
 
+const CONTAINER_LEFT = 123 // a container the command started was not confirmed gone (as on Linux)
 const hurry = new AbortController()
 let ending = false
 /**
  * Exits with `status` once the run's container, if any, is ended through the engine (bounded: the
  * library's grace, then the engine's kill, confirmed gone); one not confirmed gone is named on
- * stderr, the status staying the command's.
+ * stderr and the status is 123, as the reapkit command's on Linux (a host's configuration is the
+ * same on both: the same status must mean the same).
  */
 function exitAfterContainer(status, clientKilled) {
   if (ending) return
@@ -138,8 +141,8 @@ function exitAfterContainer(status, clientKilled) {
   if (!run) process.exit(status)
   ctr.endContainerRun(run.record, { clientKilled, abortSignal: hurry.signal }).then((outcome) => {
     const report = ctr.outcomeReport(run.record, outcome)
-    const exit = () => process.exit(status)
-    if (report === '') return exit()
+    if (report === '') return process.exit(status)
+    const exit = () => process.exit(CONTAINER_LEFT)
     process.stderr.on('error', exit) // the host, and its end of the pipe, may be gone
     process.stderr.write(report, exit)
     setTimeout(exit, 2000) // a pipe nobody reads
