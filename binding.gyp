@@ -158,6 +158,7 @@
               "native/supervise/isolate.c",
               "native/supervise/container.c",
               "native/supervise/engine.c",
+              "native/supervise/looks.c",
               "native/supervise/main.c"
             ],
             "defines": [

@@ -2,14 +2,19 @@
  *
  * The container is found by its run label only (container.c), with the same client binary, global
  * flags and environment as the command's. Every engine call is bounded, and an engine that does not
- * answer (non-zero exit, time out) leaves the outcome uncertain, never "gone":
+ * answer (non-zero exit, time out) leaves the outcome uncertain, never "gone". A look (looks.c) lists
+ * the run's containers and reads each one's state:
  *
- *   list      ps -a -q --no-trunc --filter label=reapkit.run=<id>
- *   graceful  stop --time <the grace left, in whole seconds rounded up> <ids>
- *   confirm   list again until gone: removed with --rm, not running without
- *   forced    rm -f <ids> (--rm) or kill <ids>, then confirm once more
+ *   graceful  stop --time <the grace left, in whole seconds rounded up> <ids not at rest>
+ *   confirm   look again until gone: removed with --rm, at rest without (looks.c: podman's
+ *             `stopping`, docker's `removing`, `restarting`, `paused` still run); with --rm, a
+ *             leftover at rest on two looks in a row is removed (rm -f)
+ *   forced    kill <ids not at rest>, its answer awaited, then confirm once more
  *
- * A container not confirmed gone is named on stderr and the wrapper exits with EXIT_CONTAINER_LEFT.
+ * A container not confirmed gone is named on stderr (with the kill's error, when it failed) and the
+ * wrapper exits with EXIT_CONTAINER_LEFT. Nothing not at rest is ever removed: podman 4's `rm -f` of
+ * a `stopping` container (a stop in flight, or one whose client was cut short) drops the record and
+ * leaves its conmon and PID 1 running.
  *
  * The order matters with podman: its conmon (the container's monitor, forked by the client) is
  * re-parented to us, the subreaper, and the container's processes descend from it. Killing conmon
@@ -18,15 +23,7 @@
 
 #include "supervise.h"
 
-#define ENGINE_CALL_MS 10000 /* a list, kill or rm: the engine answers in well under this */
 #define CONFIRM_MIN_MS 5000  /* how long a confirm waits, at least (docker removes --rm asynchronously) */
-#define CONFIRM_POLL_MS 200
-/* The last look, when no list has named a container yet and the client did not end on its own (a
- * stop of ours reached it, or it died by a signal): the client may have asked for the container
- * just before it died, and the daemon creates it afterwards (never started: `--rm` will not remove
- * it). The look goes on this long for one to appear. */
-#define SETTLE_MS 3000
-#define ENGINE_ERR_MAX 2048
 
 /* The child of ours running an engine call, reaped by reap() like any other child (stop.c). */
 int container_reaped(pid_t pid, int status) {
@@ -134,23 +131,13 @@ static void kill_call(void) {
   }
 }
 
-/* Runs `<engine> <globals> sub...`, its stdout into `out`, bounded by `timeout_ms` (the client's
- * group SIGKILLed at the bound). 1 when it exited 0; 0 otherwise, its stderr then on ours unless
- * `quiet` (a failure the confirm that follows judges). */
-static int engine_call(const char *const *sub, char *out, size_t out_size, long timeout_ms, int quiet) {
-  char err[ENGINE_ERR_MAX] = "";
-  char **args = call_argv(sub);
-  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-  out[0] = '\0';
-  if (args == NULL || cloexec_pipe(out_pipe, 0) != 0 || cloexec_pipe(err_pipe, 0) != 0) {
-    fprintf(stderr, "reapkit: %s %s: %s\n", ctr.engine, sub[0], strerror(errno));
-    free(args);
-    for (int k = 0; k < 2; k++) {
-      if (out_pipe[k] >= 0) close(out_pipe[k]);
-      if (err_pipe[k] >= 0) close(err_pipe[k]);
-    }
-    return 0;
-  }
+/* "reapkit: <engine> <what> failed: <why>" on stderr. */
+void engine_failed(const char *what, const char *err) {
+  fprintf(stderr, "reapkit: %s %s failed: %s%s", ctr.engine, what, err, strchr(err, '\n') ? "" : "\n");
+}
+
+/* Forks the client of an engine call, its stdout and stderr into the pipes' write ends (closed here). */
+static void fork_call(char **args, int out_pipe[2], int err_pipe[2]) {
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &old); /* no handler of ours may run in the child */
@@ -162,6 +149,32 @@ static int engine_call(const char *const *sub, char *out, size_t out_size, long 
   sigprocmask(SIG_SETMASK, &old, NULL);
   close(out_pipe[1]);
   close(err_pipe[1]);
+  errno = fork_errno;
+}
+
+/* Runs `<engine> <globals> sub...`, its stdout into `out`, bounded by `timeout_ms` (the client's
+ * group SIGKILLed at the bound). 1 when it exited 0; 0 otherwise, its stderr (or why it has none)
+ * then on ours unless `quiet` (a failure the caller judges), and into `err` (ENGINE_ERR_MAX bytes,
+ * "" on success) unless NULL. */
+int engine_call(const char *const *sub, char *out, size_t out_size, char *err_out, long timeout_ms, int quiet) {
+  char err[ENGINE_ERR_MAX] = "";
+  char **args = call_argv(sub);
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  out[0] = '\0';
+  if (err_out != NULL) err_out[0] = '\0';
+  if (args == NULL || cloexec_pipe(out_pipe, 0) != 0 || cloexec_pipe(err_pipe, 0) != 0) {
+    snprintf(err, sizeof err, "%s\n", strerror(errno));
+    if (!quiet) engine_failed(sub[0], err);
+    if (err_out != NULL) memcpy(err_out, err, sizeof err);
+    free(args);
+    for (int k = 0; k < 2; k++) {
+      if (out_pipe[k] >= 0) close(out_pipe[k]);
+      if (err_pipe[k] >= 0) close(err_pipe[k]);
+    }
+    return 0;
+  }
+  fork_call(args, out_pipe, err_pipe);
+  int fork_errno = errno;
   free(args);
   int fds[2] = {out_pipe[0], err_pipe[0]};
   int in_time = ctr.call_pid > 0 && await_call(fds, out, out_size, err, now_ms() + timeout_ms);
@@ -175,87 +188,74 @@ static int engine_call(const char *const *sub, char *out, size_t out_size, long 
   if (ctr.call_pid < 0) snprintf(err, sizeof err, "fork: %s\n", strerror(fork_errno));
   else if (!ok && err[0] == '\0') snprintf(err, sizeof err, "exit status %d\n", WIFEXITED(ctr.call_status) ? WEXITSTATUS(ctr.call_status) : 128 + WTERMSIG(ctr.call_status));
   ctr.call_pid = 0;
-  if (!ok && !quiet) fprintf(stderr, "reapkit: %s %s failed: %s%s", ctr.engine, sub[0], err, strchr(err, '\n') ? "" : "\n");
+  if (!ok && !quiet) engine_failed(sub[0], err);
+  if (err_out != NULL) memcpy(err_out, ok ? "" : err, ok ? 1 : sizeof err);
   return ok;
 }
 
-#define MAX_IDS 32
-typedef struct {
-  char buf[MAX_IDS * 72]; /* an id is 64 hex digits and a newline */
-  char *id[MAX_IDS + 1];
-  int n;
-} idlist_t;
-
-/* The containers of this run (`all`: stopped ones too). Their number, or -1: the engine did not answer. */
-static int list(int all, idlist_t *l) {
-  char filter[128];
-  snprintf(filter, sizeof filter, "label=%s", ctr.run_label);
-  const char *with_all[] = {"ps", "-a", "-q", "--no-trunc", "--filter", filter, NULL};
-  const char *running[] = {"ps", "-q", "--no-trunc", "--filter", filter, NULL};
-  l->n = 0;
-  l->id[0] = NULL;
-  if (!engine_call(all ? with_all : running, l->buf, sizeof l->buf, ENGINE_CALL_MS, 0)) return -1;
-  for (char *save = NULL, *tok = strtok_r(l->buf, " \t\r\n", &save); tok != NULL && l->n < MAX_IDS;
-       tok = strtok_r(NULL, " \t\r\n", &save))
-    l->id[l->n++] = tok;
-  l->id[l->n] = NULL;
-  if (all && l->n > 0) ctr.seen = 1;
-  return l->n;
-}
-
-/* Sleeps `ms`, reaping what exits meanwhile. */
-static void pause_reaping(int ms) {
-  poll(NULL, 0, ms);
-  reap();
-}
-
-/* Gone as the user asked: removed with --rm, not running without. 1 gone, 0 still there when the
- * window ends, -1 the engine did not answer. `l` gets the last list. */
-static int confirm(long window_ms, idlist_t *l) {
-  long long end = now_ms() + window_ms;
-  for (;;) {
-    int n = list(ctr.auto_remove, l);
-    if (n <= 0) return n == 0 ? 1 : -1;
-    if (now_ms() >= end) return 0;
-    pause_reaping(CONFIRM_POLL_MS);
-  }
-}
-
-/* `<engine> <verb...> <ids>`, bounded by timeout_ms. */
-static void on_ids(const char *const *verb, int nverb, const idlist_t *l, long timeout_ms, int quiet) {
+/* `<engine> <verb...> <ids>`, bounded by timeout_ms: engine_call's answer (`err` as there). */
+int on_ids(const char *const *verb, int nverb, char *const *ids, int n, char *err, long timeout_ms, int quiet) {
   const char *sub[8 + MAX_IDS + 1];
   int k = 0;
   char out[256];
   for (int i = 0; i < nverb && k < 8; i++) sub[k++] = verb[i];
-  for (int i = 0; i < l->n; i++) sub[k++] = l->id[i];
+  for (int i = 0; i < n && i < MAX_IDS; i++) sub[k++] = ids[i];
   sub[k] = NULL;
-  engine_call(sub, out, sizeof out, timeout_ms, quiet);
+  return engine_call(sub, out, sizeof out, err, timeout_ms, quiet);
 }
 
-/* Forced: the engine's kill of what runs, then with --rm the removal (a leftover that never started,
- * or that podman's cleanup, which died with its client, left). Never `rm -f` first: podman 4 drops
- * the record of a container a stop is ending without killing it. Quiet: "not running", "removal
- * in progress" are as expected, and the confirm that follows judges. */
-static void force(const idlist_t *l) {
-  const char *kill_verb[] = {"kill"};
-  const char *rm_docker[] = {"rm", "-f"};
-  const char *rm_podman[] = {"rm", "-f", "-t", "0"}; /* (podman's rm -f would stop with a timeout first) */
-  int podman = strcmp(ctr.engine, "podman") == 0;
-  on_ids(kill_verb, 1, l, ENGINE_CALL_MS, 1);
-  if (ctr.auto_remove) on_ids(podman ? rm_podman : rm_docker, podman ? 4 : 2, l, ENGINE_CALL_MS, 1);
+/* The ids of the look that are not at rest (looks.c): what a stop or a kill is for. Their number. */
+static int not_at_rest(const look_t *l, char **ids) {
+  int n = 0;
+  for (int i = 0; i < l->n; i++)
+    if (!at_rest(l, i)) ids[n++] = l->id[i];
+  return n;
 }
 
-/* Names what is not confirmed gone on stderr (the engine's own list, or the run label when the
- * engine does not answer). */
-static void report_left(int answer, const idlist_t *l) {
-  ctr.left = answer < 0 ? 1 : l->n;
+/* Graceful: the engine's own stop, with `secs`, of what is not at rest. */
+static void stop_running(const look_t *l, long secs) {
+  char *ids[MAX_IDS], time_arg[24];
+  int n = not_at_rest(l, ids);
+  snprintf(time_arg, sizeof time_arg, "%ld", secs);
+  const char *stop[] = {"stop", "--time", time_arg};
+  if (n > 0) on_ids(stop, 3, ids, n, NULL, secs * 1000 + ENGINE_CALL_MS, 0);
+}
+
+/* Keeps the last line of `text` that is not blank (a client's error comes after its warnings). */
+static void last_line(char *text) {
+  size_t end = strlen(text);
+  while (end > 0 && isspace((unsigned char)text[end - 1])) end--;
+  text[end] = '\0';
+  char *nl = strrchr(text, '\n');
+  if (nl != NULL) memmove(text, nl + 1, strlen(nl + 1) + 1);
+}
+
+/* Forced: the engine's kill of what is not at rest, its answer awaited (bounded). Nothing is removed
+ * here, whatever the kill answered: a container whose kill failed runs on, and podman 4's `rm -f` of
+ * one `stopping` drops the record and leaves its processes. With --rm, the confirm that follows
+ * removes a leftover once it is at rest (looks.c). Quiet ("not running" is as expected: the confirm
+ * judges); a failure's last line is kept in `err` for the report. */
+static void force(const look_t *l, char *err) {
+  static const char *const kill_verb[] = {"kill"};
+  char *ids[MAX_IDS];
+  int n = not_at_rest(l, ids);
+  if (n > 0 && !on_ids(kill_verb, 1, ids, n, err, ENGINE_CALL_MS, 1)) last_line(err);
+}
+
+/* Names what is not confirmed gone on stderr (the engine's own list, each with its state and, not at
+ * rest, the kill's error; the run label when the engine does not answer). */
+static void report_left(int answer, const look_t *l, const char *kill_err) {
+  ctr.left = answer < 0 ? 1 : remaining(l);
   if (answer < 0) {
     fprintf(stderr, "reapkit: %s did not answer: the container of this run (label %s) may still be running\n",
             ctr.engine, ctr.run_label);
   } else {
-    for (int i = 0; i < l->n; i++)
-      fprintf(stderr, "reapkit: container %s (%s) is still %s after stop and %s\n", l->id[i], ctr.engine,
-              ctr.auto_remove ? "there" : "running", ctr.auto_remove ? "rm -f" : "kill");
+    for (int i = 0; i < l->n; i++) {
+      if (!keeps(l, i)) continue;
+      int rest = at_rest(l, i), failed = !rest && kill_err[0] != '\0';
+      fprintf(stderr, "reapkit: container %s (%s) is still %s (%s) after stop and %s%s%s\n", l->id[i], ctr.engine,
+              rest ? "there" : "running", l->state[i], rest ? "rm -f" : "kill", failed ? ": " : "", failed ? kill_err : "");
+    }
   }
   event("container-left", "\"run\":\"%s\",\"containers\":%d", ctr.run_label + 12, ctr.left);
 }
@@ -266,23 +266,23 @@ static int ours_to_end(void) {
   return ctr.active && ctr.left == 0 && st.mode != NS_INIT;
 }
 
-/* Stop with `secs`, confirm, force, confirm (no grace: force, confirm); `l` holds the containers
- * listed. 1 when confirmed gone. */
-static int end_listed(idlist_t *l, long secs) {
+/* Stop with `secs`, confirm, force, confirm (no grace: force, confirm); `l` holds the last look.
+ * 1 when confirmed gone. */
+static int end_listed(look_t *l, long secs) {
   long window = opt.close_ms > CONFIRM_MIN_MS ? opt.close_ms : CONFIRM_MIN_MS;
+  tally_t tally; /* the looks in a row at rest, across both confirms */
+  char kill_err[ENGINE_ERR_MAX] = "";
   int gone = 0;
+  tally.n = 0;
   if (secs > 0) {
-    char time_arg[24];
-    snprintf(time_arg, sizeof time_arg, "%ld", secs);
-    const char *stop[] = {"stop", "--time", time_arg};
-    on_ids(stop, 3, l, secs * 1000 + ENGINE_CALL_MS, 0);
-    gone = confirm(window, l);
+    stop_running(l, secs);
+    gone = confirm(window, l, &tally);
   }
   if (gone == 0) {
-    force(l);
-    gone = confirm(window, l);
+    force(l, kill_err);
+    gone = confirm(window, l, &tally);
   }
-  if (gone != 1) report_left(gone, l);
+  if (gone != 1) report_left(gone, l, kill_err);
   return gone == 1;
 }
 
@@ -293,30 +293,21 @@ static int client_cut_short(void) {
   return ctr.stopped_live || st.exit_code > 128;
 }
 
-/* The last look, for a run that no list has named a container of and whose client was cut short:
- * looks again for SETTLE_MS. The number of containers found (`l`), or -1: no answer. */
-static int settle(idlist_t *l) {
-  long long end = now_ms() + SETTLE_MS;
-  for (;;) {
-    int n = list(1, l);
-    if (n != 0 || now_ms() >= end) return n;
-    pause_reaping(CONFIRM_POLL_MS);
-  }
-}
-
 /* Ends this run's container through the engine: stop with `grace_ms` (rounded up to whole seconds,
  * the engine's unit), confirm, force, confirm. Blocks for at most the grace and a few bounded engine
  * calls, reaping meanwhile; sets ctr.left when something is not confirmed gone. The first call
- * lists every container of the run (a created one too); later ones only what is not gone yet. The
- * `last` look before we exit settles (above) when no list ever named a container. */
+ * counts every container of the run (a created one, an exited one too); later ones only what keeps
+ * the run from being gone (looks.c). The `last` look before we exit settles (looks.c) when no look
+ * ever named a container and the client was cut short. */
 static void end_run(const char *why, long grace_ms, int last) {
   if (!ours_to_end()) return;
   int first = !ctr.done;
   ctr.done = 1;
   if (first && !st.main_done) ctr.stopped_live = 1;
   long long t0 = now_ms();
-  idlist_t l;
-  int n = list(first || ctr.auto_remove, &l);
+  look_t l;
+  int n = look(&l);
+  if (n > 0 && !first) n = remaining(&l);
   if (n == 0 && last && !ctr.seen && client_cut_short()) {
     why = "settle";
     grace_ms = 0; /* created for a client that is gone: nothing waits for a graceful end */
@@ -326,7 +317,7 @@ static void end_run(const char *why, long grace_ms, int last) {
   long secs = grace_ms > 0 ? (grace_ms + 999) / 1000 : 0;
   event("container-stop", "\"why\":\"%s\",\"run\":\"%s\",\"containers\":%d,\"time\":%ld", why,
         ctr.run_label + 12, n, secs);
-  if (n < 0) report_left(-1, &l);
+  if (n < 0) report_left(-1, &l, "");
   if (n <= 0 || !end_listed(&l, secs)) return;
   event("container-gone", "\"run\":\"%s\",\"elapsedMs\":%lld", ctr.run_label + 12, now_ms() - t0);
 }

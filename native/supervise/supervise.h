@@ -11,6 +11,7 @@
  *   isolate.c    --isolate: a PID namespace under an init of ours        (Linux)
  *   container.c  a `docker run` (podman, nerdctl) recognized and labelled (portable)
  *   engine.c     its container ended through the engine on every stop    (portable)
+ *   looks.c      what the engine says of it: listed, at rest, gone      (portable)
  *   main.c       the event loop and start-up
  */
 #ifndef REAPKIT_SUPERVISE_H
@@ -205,7 +206,7 @@ void begin_kill(const char *why);
 void finish(int survivors);
 void on_signal_received(int sig);
 
-/* container.c, engine.c */
+/* container.c, engine.c, looks.c */
 typedef struct {
   int active;              /* the command is a container run of ours to end */
   const char *engine;      /* "docker", "podman", "nerdctl" */
@@ -228,6 +229,32 @@ char **container_prepare(char **argv);
 int container_reaped(pid_t pid, int status);
 void containers_stop(const char *why, long grace_ms);
 void containers_last_look(void);
+
+#define ENGINE_CALL_MS 10000 /* a list, inspect, kill or rm: the engine answers in well under this */
+#define ENGINE_ERR_MAX 2048
+#define MAX_IDS 32
+/* One look at a run's containers (looks.c): those the engine has, each with its state. */
+typedef struct {
+  char buf[MAX_IDS * 72];  /* the list's answer: an id is 64 hex digits and a newline */
+  char *id[MAX_IDS + 1];   /* NULL-ended */
+  char state[MAX_IDS][24]; /* the engine's own word for each one's state ("running", "stopping"...) */
+  int n;
+} look_t;
+/* With --rm, how many looks in a row have seen each container at rest (looks.c). */
+typedef struct {
+  char id[MAX_IDS][72];
+  int looks[MAX_IDS];
+  int n;
+} tally_t;
+int engine_call(const char *const *sub, char *out, size_t out_size, char *err, long timeout_ms, int quiet);
+void engine_failed(const char *what, const char *err);
+int on_ids(const char *const *verb, int nverb, char *const *ids, int n, char *err, long timeout_ms, int quiet);
+int look(look_t *l);
+int at_rest(const look_t *l, int i);
+int keeps(const look_t *l, int i);
+int remaining(const look_t *l);
+int confirm(long window_ms, look_t *l, tally_t *t);
+int settle(look_t *l);
 
 /* host.c */
 void watch_parent(pid_t parent);

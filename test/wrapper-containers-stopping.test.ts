@@ -1,0 +1,142 @@
+// The wrapper (`reapkit -- podman run -i ...`, native/supervise/engine.c and looks.c) when podman's
+// record of the container says 'stopping': PID 1 runs on, though `ps` without -a no longer lists it.
+// It gets there when the engine's stop is cut short (its client killed mid-stop, as the wrapper's own
+// bound does to a stop that does not answer in time). Here PID 1 ignores SIGTERM, and a `podman`
+// client on PATH (a shell script, the input under test) records every call, cuts its `stop` short once
+// the container is 'stopping', makes its `kill` slow (1 s) or fail, and passes every other call to the
+// real podman (test/containers-stopping.test.ts does the same for the library's stop).
+// Before:
+// - no --rm: the confirm after the stop listed running containers only (`ps -q`), did not see the
+//   'stopping' one and reported it gone at once, its PID 1 running (the wrapper's own SIGKILL of what
+//   it adopted ended it seconds later, podman's record left 'stopping');
+// - --rm, a kill that failed: `rm -f -t 0` came right after it, dropped the record of the 'stopping'
+//   container and left PID 1 running; the wrapper said gone and exited with the client's status.
+import { spawnSync } from 'node:child_process'
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { delimiter, join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelled, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
+import { IGNORES_TERM } from './containers-lib'
+import { exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup } from './helpers'
+
+const BIN = join(ROOT, 'bin', 'reapkit')
+const podman = testEngines().find((e) => e.name === 'podman')
+const skip = enginesSkipReason() ?? (podman ? null : 'no podman engine')
+// The grace is long: the wrapper's own stop of what it adopted (SIGKILL at the grace's end, PID 1
+// among them: it descends from the adopted conmon) must come well after any verdict on the container.
+const STOP = ['--verbose', '--close-timeout', '300', '--grace', '10000']
+const ENGINE_BOUND = 45_000 // a container to start, or the wrapper's stop and confirms, on a busy two-core machine
+
+const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
+
+/**
+ * A `podman` that appends each call's argv to `calls`; its `stop` runs the real stop with 60 s and
+ * SIGKILLs it once the container is 'stopping' (then fails); its `kill` answers 1 s late ('slow') or
+ * fails ('fail'); every other call is the real one.
+ */
+function podmanCutShort(engine: TestEngine, kill: 'slow' | 'fail'): { env: NodeJS.ProcessEnv; calls: () => string[]; dispose: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'reapkit-stopping-engine-'))
+  const log = join(dir, 'calls.log')
+  const real = sq(spawnSync('sh', ['-c', 'command -v podman'], { env: engine.env, encoding: 'utf8' }).stdout.trim())
+  const onKill = kill === 'slow' ? 'sleep 1' : 'echo "Error: kill failed" >&2; exit 125'
+  const script = `#!/bin/sh
+echo "$*" >> ${sq(log)}
+if [ "$1" = stop ]; then
+  shift 3
+  ${real} stop --time 60 "$@" &
+  stopper=$!
+  i=0
+  while [ "$(${real} inspect --format '{{.State.Status}}' "$1")" != stopping ] && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
+  kill -9 $stopper
+  wait $stopper
+  echo "Error: the stop was cut short" >&2
+  exit 125
+fi
+if [ "$1" = kill ]; then ${onKill}; fi
+exec ${real} "$@"
+`
+  writeFileSync(join(dir, 'podman'), script)
+  chmodSync(join(dir, 'podman'), 0o755)
+  return {
+    env: { ...engine.env, PATH: `${dir}${delimiter}${engine.env.PATH ?? ''}` },
+    calls: () => readFileSync(log, 'utf8').split('\n').filter(Boolean),
+    dispose: () => rmSync(dir, { recursive: true, force: true }),
+  }
+}
+
+describe.skipIf(skip !== null)(`reapkit -- podman run: a container 'stopping' is not gone${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  const engine = podman!
+  let label = ''
+  beforeEach(() => {
+    label = testLabel()
+  })
+  afterEach(() => {
+    removeLabelled(engine, label)
+  })
+
+  interface Run {
+    w: ReturnType<typeof spawnGroup>
+    events: ReturnType<typeof jsonLines>
+    id: string
+    /** Whether the container's PID 1 still runs (its pid, while its start time matches). */
+    pid1Runs: () => boolean
+    calls: () => string[]
+  }
+
+  /** The wrapper on `podman run -i [flags] IMAGE sleep 1000` through the fake; whatever happens, PID 1 (this test's own) is killed after. */
+  async function withWrapper(flags: string[], kill: 'slow' | 'fail', test: (run: Run) => Promise<void>): Promise<void> {
+    const fake = podmanCutShort(engine, kill)
+    let pid1 = 0
+    let start: string | undefined
+    const pid1Runs = () => pid1 > 0 && !isGone(pid1) && start !== undefined && procStat(pid1)?.[19] === start
+    try {
+      const argv = [...STOP, '--', 'podman', 'run', '-i', ...flags, '--label', label, engine.image, ...IGNORES_TERM]
+      const w = spawnGroup(BIN, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: fake.env })
+      const events = jsonLines(w.stderr!)
+      trackGroup((await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start')).pgid)
+      await waitForEngine(() => containersWith(engine, label, false).length === 1, ENGINE_BOUND, 'the container to run')
+      const [id] = containersWith(engine, label)
+      pid1 = Number(engineRun(engine, ['inspect', '--format', '{{.State.Pid}}', id!]).stdout.trim())
+      start = procStat(pid1)?.[19] // its start time: the pid names this container's PID 1 only while it matches
+      expect(start).toBeDefined()
+      await test({ w, events, id: id!, pid1Runs, calls: fake.calls })
+    } finally {
+      if (pid1Runs()) process.kill(pid1, 'SIGKILL')
+      fake.dispose()
+    }
+  }
+
+  /** The wrapper's verdict on the container: the first container-gone or container-left event. */
+  const verdict = (events: Run['events']) =>
+    events.next((m) => m.event === 'container-gone' || m.event === 'container-left', ENGINE_BOUND, "the wrapper's verdict on the container")
+
+  it("no --rm, the engine's stop cut short and its kill slow: gone is reported only once PID 1 has exited, by the engine's kill", { timeout: 150_000 }, async () => {
+    await withWrapper([], 'slow', async ({ w, events, id, pid1Runs, calls }) => {
+      w.kill('SIGTERM')
+      const said = await verdict(events)
+      const ranOn = pid1Runs() // right when the wrapper said so
+      expect(said.event).toBe('container-gone')
+      expect(ranOn, 'PID 1 still ran when the wrapper reported its container gone').toBe(false) // before: it ran on
+      expect(calls().filter((c) => c.startsWith('kill ')), 'the engine ended it').toEqual([`kill ${id}`])
+      expect(['exited', 'stopped']).toContain(containerState(engine, id)) // at rest, its record kept (no --rm)
+      const { code } = await exitOf(w, ENGINE_BOUND)
+      expect(code).not.toBe(123)
+    })
+  })
+
+  it("--rm, the engine's stop cut short and its kill failing: left (exit 123, the engine's error on stderr), never removed while 'stopping'", { timeout: 150_000 }, async () => {
+    await withWrapper(['--rm'], 'fail', async ({ w, events, id, calls }) => {
+      w.kill('SIGTERM')
+      const said = await verdict(events)
+      expect(said).toMatchObject({ event: 'container-left', containers: 1 }) // before: container-gone
+      expect(containerState(engine, id), 'its record kept').toBe('stopping')
+      const { code } = await exitOf(w, ENGINE_BOUND)
+      expect(code).toBe(123) // before: the client's status
+      const left = events.seen.find((m) => typeof m.raw === 'string' && m.raw.startsWith(`reapkit: container ${id} (podman) is still running (stopping)`))
+      expect(left?.raw, 'named on stderr with the kill\'s error').toMatch(/kill: Error: kill failed$/)
+      expect(calls().filter((c) => c.startsWith('kill ')), 'killed once').toEqual([`kill ${id}`])
+      expect(calls().filter((c) => c.startsWith('rm ')), 'never rm -f while stopping').toEqual([]) // before: rm -f -t 0 <id>
+    })
+  })
+})
