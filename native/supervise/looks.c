@@ -113,24 +113,25 @@ static int looks_at_rest(const tally_t *t, const char *id) {
  * after the exit; podman's cleanup may have died with its client; one never started stays created).
  * Two looks, not one: a created container may be started just after a look. Never one not at rest:
  * podman 4's `rm -f` of a `stopping` container drops its record and leaves conmon and PID 1
- * running, unlisted. Quiet: the engine may be removing it already, and the looks judge. 1 when an
- * `rm -f` was made. */
+ * running, unlisted. Quiet: the engine may be removing it already, and the looks judge. 1 when the
+ * next look matters: an `rm -f` was made, or a leftover awaits its second look. */
 static int remove_leftovers(const look_t *l, tally_t *t) {
   static const char *const rm_docker[] = {"rm", "-f"};
   static const char *const rm_podman[] = {"rm", "-f", "-t", "0"}; /* (podman's would stop with a timeout first) */
   tally_t next;
   char *ids[MAX_IDS];
-  int n = 0;
+  int n = 0, awaited = 0;
   next.n = 0;
   for (int i = 0; i < l->n; i++) {
     if (!at_rest(l, i)) continue; /* two looks in a row at rest, not two looks in all */
     int looks = looks_at_rest(t, l->id[i]) + 1;
     snprintf(next.id[next.n], sizeof next.id[0], "%s", l->id[i]);
     next.looks[next.n++] = looks;
+    if (looks == 1) awaited = 1;
     if (looks == 2) ids[n++] = l->id[i];
   }
   *t = next;
-  if (n == 0) return 0;
+  if (n == 0) return awaited;
   int podman = strcmp(ctr.engine, "podman") == 0;
   on_ids(podman ? rm_podman : rm_docker, podman ? 4 : 2, ids, n, NULL, ENGINE_CALL_MS, 1);
   return 1;
@@ -142,16 +143,17 @@ static void pause_reaping(int ms) {
   reap();
 }
 
-/* Looks until the run is gone as the user asked (see keeps), within `window_ms` (and one look more
- * after a removal); with --rm, removes the leftovers at rest (`t` counts the looks). 1 gone, 0 still
- * there when the window ends, -1 the engine did not answer. `l` gets the last look. */
+/* Looks until the run is gone as the user asked (see keeps), within `window_ms`; with --rm, removes
+ * the leftovers at rest (`t` counts the looks), and the window does not end on one just removed or
+ * seen at rest once (each adds a look or two at most). 1 gone, 0 still there when the window ends,
+ * -1 the engine did not answer. `l` gets the last look. */
 int confirm(long window_ms, look_t *l, tally_t *t) {
   long long end = now_ms() + window_ms;
   for (;;) {
     if (look(l) < 0) return -1;
     if (remaining(l) == 0) return 1;
-    int removed = ctr.auto_remove && remove_leftovers(l, t);
-    if (now_ms() >= end && !removed) return 0;
+    int pending = ctr.auto_remove && remove_leftovers(l, t);
+    if (now_ms() >= end && !pending) return 0;
     pause_reaping(CONFIRM_POLL_MS);
   }
 }
