@@ -7,9 +7,9 @@
  *
  *   graceful  stop --time <the grace left, in whole seconds rounded up> <ids not at rest>
  *   confirm   look again until gone: removed with --rm, at rest without (looks.c: podman's
- *             `stopping`, docker's `removing`, `restarting`, `paused` still run); with --rm, a
- *             leftover at rest on two looks in a row is removed (rm -f)
- *   forced    kill <ids not at rest>, its answer awaited, then confirm once more
+ *             `stopping`, docker's `removing`, `restarting`, `paused` still run)
+ *   forced    kill <ids not at rest>, its answer awaited, then confirm once more; with --rm, a
+ *             leftover at rest on two looks in a row is removed there (rm -f)
  *
  * A container not confirmed gone is named on stderr (with the kill's error, when it failed) and the
  * wrapper exits with EXIT_CONTAINER_LEFT. Nothing not at rest is ever removed: podman 4's `rm -f` of
@@ -270,13 +270,13 @@ static int ours_to_end(void) {
  * 1 when confirmed gone. */
 static int end_listed(look_t *l, long secs) {
   long window = opt.close_ms > CONFIRM_MIN_MS ? opt.close_ms : CONFIRM_MIN_MS;
-  tally_t tally; /* the looks in a row at rest, across both confirms */
+  tally_t tally; /* the forced confirm's looks in a row at rest */
   char kill_err[ENGINE_ERR_MAX] = "";
   int gone = 0;
   tally.n = 0;
   if (secs > 0) {
     stop_running(l, secs);
-    gone = confirm(window, l, &tally);
+    gone = confirm(window, l, NULL);
   }
   if (gone == 0) {
     force(l, kill_err);

@@ -143,16 +143,17 @@ static void pause_reaping(int ms) {
   reap();
 }
 
-/* Looks until the run is gone as the user asked (see keeps), within `window_ms`; with --rm, removes
- * the leftovers at rest (`t` counts the looks), and the window does not end on one just removed or
- * seen at rest once (each adds a look or two at most). 1 gone, 0 still there when the window ends,
- * -1 the engine did not answer. `l` gets the last look. */
+/* Looks until the run is gone as the user asked (see keeps), within `window_ms`. With --rm and a
+ * tally `t` (the forced phase: before it, the engine's own removal is left to finish), removes the
+ * leftovers at rest, and the window does not end on one just removed or seen at rest once (each adds
+ * a look or two at most). 1 gone, 0 still there when the window ends, -1 the engine did not answer.
+ * `l` gets the last look. */
 int confirm(long window_ms, look_t *l, tally_t *t) {
   long long end = now_ms() + window_ms;
   for (;;) {
     if (look(l) < 0) return -1;
     if (remaining(l) == 0) return 1;
-    int pending = ctr.auto_remove && remove_leftovers(l, t);
+    int pending = ctr.auto_remove && t != NULL && remove_leftovers(l, t);
     if (now_ms() >= end && !pending) return 0;
     pause_reaping(CONFIRM_POLL_MS);
   }
