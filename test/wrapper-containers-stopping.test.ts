@@ -2,22 +2,22 @@
 // record of the container says 'stopping': PID 1 runs on, though `ps` without -a no longer lists it.
 // It gets there when the engine's stop is cut short (its client killed mid-stop, as the wrapper's own
 // bound does to a stop that does not answer in time). Here PID 1 ignores SIGTERM, and a `podman`
-// client on PATH (a shell script, the input under test) records every call, cuts its `stop` short once
-// the container is 'stopping', makes its `kill` slow (1 s) or fail, and passes every other call to the
-// real podman (test/containers-stopping.test.ts does the same for the library's stop).
+// client on PATH (test/fake-engine.ts, the input under test) cuts its `stop` short once the container
+// is 'stopping', makes its `kill` slow (1 s) or fail, records its kill and rm calls, and passes every
+// other call to the real podman (test/containers-stopping.test.ts does the same for the library's stop).
 // Before:
 // - no --rm: the confirm after the stop listed running containers only (`ps -q`), did not see the
 //   'stopping' one and reported it gone at once, its PID 1 running (the wrapper's own SIGKILL of what
 //   it adopted ended it seconds later, podman's record left 'stopping');
 // - --rm, a kill that failed: `rm -f -t 0` came right after it, dropped the record of the 'stopping'
 //   container and left PID 1 running; the wrapper said gone and exited with the client's status.
-import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
+import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelled, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
+import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelledAndWait, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
 import { IGNORES_TERM } from './containers-lib'
+import { type FakeCall, writeFakeEngine } from './fake-engine'
 import { exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
@@ -28,41 +28,33 @@ const skip = enginesSkipReason() ?? (podman ? null : 'no podman engine')
 const STOP = ['--verbose', '--close-timeout', '300', '--grace', '10000']
 const ENGINE_BOUND = 45_000 // a container to start, or the wrapper's stop and confirms, on a busy two-core machine
 
-const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
+/** The engine's stop, given 60 s rather than the wrapper's time, SIGKILLed once the container is 'stopping' (then it fails). */
+const STOP_CUT_SHORT = `shift 3
+    "$real" stop --time 60 "$@" &
+    stopper=$!
+    i=0
+    while [ "$("$real" inspect --format '{{.State.Status}}' "$1")" != stopping ] && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
+    kill -9 $stopper
+    wait $stopper
+    echo "Error: the stop was cut short" >&2
+    exit 125`
 
 /**
- * A `podman` that appends each call's argv to `calls`; its `stop` runs the real stop with 60 s and
- * SIGKILLs it once the container is 'stopping' (then fails); its `kill` answers 1 s late ('slow') or
- * fails ('fail'); every other call is the real one.
+ * A `podman` whose `stop` is cut short (STOP_CUT_SHORT), whose `kill` answers 1 s late ('slow') or
+ * fails ('fail'), and which appends the argv of each kill and rm to `calls`; every other call (and a
+ * slow kill, an rm) goes on to the real one.
  */
-function podmanCutShort(engine: TestEngine, kill: 'slow' | 'fail'): { env: NodeJS.ProcessEnv; calls: () => string[]; dispose: () => void } {
+function podmanCutShort(engine: TestEngine, kill: 'slow' | 'fail') {
   const dir = mkdtempSync(join(tmpdir(), 'reapkit-stopping-engine-'))
   const log = join(dir, 'calls.log')
-  const real = sq(spawnSync('sh', ['-c', 'command -v podman'], { env: engine.env, encoding: 'utf8' }).stdout.trim())
-  const onKill = kill === 'slow' ? 'sleep 1' : 'echo "Error: kill failed" >&2; exit 125'
-  const script = `#!/bin/sh
-echo "$*" >> ${sq(log)}
-if [ "$1" = stop ]; then
-  shift 3
-  ${real} stop --time 60 "$@" &
-  stopper=$!
-  i=0
-  while [ "$(${real} inspect --format '{{.State.Status}}' "$1")" != stopping ] && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
-  kill -9 $stopper
-  wait $stopper
-  echo "Error: the stop was cut short" >&2
-  exit 125
-fi
-if [ "$1" = kill ]; then ${onKill}; fi
-exec ${real} "$@"
-`
-  writeFileSync(join(dir, 'podman'), script)
-  chmodSync(join(dir, 'podman'), 0o755)
-  return {
-    env: { ...engine.env, PATH: `${dir}${delimiter}${engine.env.PATH ?? ''}` },
-    calls: () => readFileSync(log, 'utf8').split('\n').filter(Boolean),
-    dispose: () => rmSync(dir, { recursive: true, force: true }),
+  const record = `echo "$*" >> '${log}'`
+  const calls: Record<string, FakeCall> = {
+    stop: { sh: STOP_CUT_SHORT },
+    kill: { sh: kill === 'slow' ? `${record}; sleep 1` : `${record}; echo "Error: kill failed" >&2; exit 125` },
+    rm: { sh: record },
   }
+  const fake = writeFakeEngine(dir, { bin: 'podman', calls, passTo: engine })
+  return { ...fake, calls: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []) }
 }
 
 describe.skipIf(skip !== null)(`reapkit -- podman run: a container 'stopping' is not gone${skip ? ` (skipped: ${skip})` : ''}`, () => {
@@ -71,8 +63,8 @@ describe.skipIf(skip !== null)(`reapkit -- podman run: a container 'stopping' is
   beforeEach(() => {
     label = testLabel()
   })
-  afterEach(() => {
-    removeLabelled(engine, label)
+  afterEach(async () => {
+    await removeLabelledAndWait(engine, label)
   })
 
   interface Run {
