@@ -132,3 +132,60 @@ describe.skipIf(skip !== null)(`reapkit -- podman run: a container 'stopping' is
     })
   })
 })
+
+// A `run` is a create, then a start: a look between the two sees 'created'. The client here (the
+// input under test) creates only, then waits as a client between its two halves; the wrapper's
+// second state look (`inspect`: the first is the stop's own look, the second its confirm's) starts
+// the container before answering what the real engine said, 'created'.
+// Before: the confirm counted 'created' at rest on that one look and said gone, the container running.
+describe.skipIf(enginesSkipReason() !== null)('reapkit -- docker|podman run: a container seen never started once is not gone', () => {
+  let label = ''
+  beforeEach(() => {
+    label = testLabel()
+  })
+  for (const engine of testEngines()) {
+    afterEach(async () => {
+      await removeLabelledAndWait(engine, label)
+    })
+
+    it(`${engine.name}: a container started right after a look saw it 'created' is stopped before the wrapper says gone`, { timeout: 150_000 }, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'reapkit-created-wrapper-'))
+      const count = join(dir, 'inspects')
+      const started = join(dir, 'started')
+      const fake = writeFakeEngine(dir, {
+        bin: engine.bin,
+        passTo: engine,
+        calls: {
+          run: { sh: 'shift; "$real" create "$@" >/dev/null || exit 1; exec sleep 1000' },
+          inspect: {
+            sh: [
+              `n=$(($(cat '${count}' 2>/dev/null || echo 0) + 1)); echo $n > '${count}'`,
+              'if [ $n = 2 ]; then',
+              '  out=$("$real" "$@"); rc=$?',
+              `  if [ "$out" = created ]; then for id; do :; done; "$real" start "$id" >/dev/null; : > '${started}'; fi`,
+              '  printf "%s\\n" "$out"; exit $rc',
+              'fi',
+            ].join('\n'),
+          },
+        },
+      })
+      try {
+        const argv = ['--verbose', '--close-timeout', '300', '--grace', '2000', '--', engine.bin, 'run', '-i', '--label', label, engine.image, ...IGNORES_TERM]
+        const w = spawnGroup(BIN, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: fake.env })
+        const events = jsonLines(w.stderr!)
+        trackGroup((await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start')).pgid)
+        await waitForEngine(() => containersWith(engine, label).length === 1, ENGINE_BOUND, 'the container to be created')
+        const [id] = containersWith(engine, label)
+        w.kill('SIGTERM')
+        const said = await events.next((m) => m.event === 'container-gone' || m.event === 'container-left', ENGINE_BOUND, "the wrapper's verdict")
+        const state = containerState(engine, id!) // right when the wrapper said so
+        expect(existsSync(started), "the wrapper's second look saw it 'created' and it was started right after").toBe(true)
+        expect(said.event).toBe('container-gone')
+        expect(state, 'running when the wrapper said gone').not.toBe('running') // before: 'running'
+        await exitOf(w, ENGINE_BOUND)
+      } finally {
+        fake.dispose()
+      }
+    })
+  }
+})

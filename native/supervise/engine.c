@@ -307,7 +307,7 @@ static void end_run(const char *why, long grace_ms, int last) {
   long long t0 = now_ms();
   look_t l;
   int n = look(&l);
-  if (n > 0 && !first) n = remaining(&l);
+  if (n > 0 && !first) n = undecided(&l);
   if (n == 0 && last && !ctr.seen && client_cut_short()) {
     why = "settle";
     grace_ms = 0; /* created for a client that is gone: nothing waits for a graceful end */

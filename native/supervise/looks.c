@@ -36,6 +36,27 @@ int keeps(const look_t *l, int i) {
   return ctr.auto_remove || !at_rest(l, i);
 }
 
+/* Never started (created; podman's configured, initialized): at rest now, but a `run` is a create
+ * and then a start, and a start may be on its way just after this look. */
+static int never_started(const look_t *l, int i) {
+  return strcasecmp(l->state[i], "created") == 0 || strcasecmp(l->state[i], "configured") == 0 ||
+         strcasecmp(l->state[i], "initialized") == 0;
+}
+
+/* What a later stop still has to see to: what keeps the run, and what was never started (the first
+ * look of a stop counts everything). */
+int undecided(const look_t *l) {
+  int n = 0;
+  for (int i = 0; i < l->n; i++) n += keeps(l, i) || never_started(l, i);
+  return n;
+}
+
+static int any_never_started(const look_t *l) {
+  for (int i = 0; i < l->n; i++)
+    if (never_started(l, i)) return 1;
+  return 0;
+}
+
 int remaining(const look_t *l) {
   int n = 0;
   for (int i = 0; i < l->n; i++) n += keeps(l, i);
@@ -143,17 +164,24 @@ static void pause_reaping(int ms) {
   reap();
 }
 
-/* Looks until the run is gone as the user asked (see keeps), within `window_ms`. With --rm and a
+/* Looks until the run is gone as the user asked (see keeps; a never-started container on two looks
+ * in a row), within `window_ms`. With --rm and a
  * tally `t` (the forced phase: before it, the engine's own removal is left to finish), removes the
  * leftovers at rest, and the window does not end on one just removed or seen at rest once (each adds
  * a look or two at most). 1 gone, 0 still there when the window ends, -1 the engine did not answer.
  * `l` gets the last look. */
 int confirm(long window_ms, look_t *l, tally_t *t) {
   long long end = now_ms() + window_ms;
+  int calm = 0; /* the previous look found nothing keeping the run */
   for (;;) {
     if (look(l) < 0) return -1;
-    if (remaining(l) == 0) return 1;
-    int pending = ctr.auto_remove && t != NULL && remove_leftovers(l, t);
+    if (remaining(l) == 0) {
+      if (calm || !any_never_started(l)) return 1;
+      calm = 1; /* a never-started container is at rest only when the next look agrees */
+    } else {
+      calm = 0;
+    }
+    int pending = calm || (ctr.auto_remove && t != NULL && remove_leftovers(l, t));
     if (now_ms() >= end && !pending) return 0;
     pause_reaping(CONFIRM_POLL_MS);
   }

@@ -253,6 +253,7 @@ int look(look_t *l);
 int at_rest(const look_t *l, int i);
 int keeps(const look_t *l, int i);
 int remaining(const look_t *l);
+int undecided(const look_t *l);
 int confirm(long window_ms, look_t *l, tally_t *t);
 int settle(look_t *l);
 
