@@ -8,7 +8,7 @@
 // relative to none", 1 = free), with the spread of the ratio from round to round.
 //
 // Fairness, as measured on a busy 2-core machine:
-// - Several server processes per side (3; 2 in quick mode), all up for the whole measurement,
+// - Several server processes per side (6; 2 in quick mode), all up for the whole measurement,
 //   started in alternating order: two identical processes differ by up to 3-5% in CPU per request
 //   for their whole life (what their JIT and heap happened to become), which one process per side
 //   turned into a ratio that wandered by as much from run to run.
@@ -16,7 +16,8 @@
 //   alternating from round to round and the processes rotated (roundOrder), so a drift of the
 //   machine's load falls on both sides alike; the spread reported is the interquartile range of the
 //   per-round ratios.
-// Called by run.mjs; also runs alone: `node bench/http-cost.mjs` (BENCH_QUICK=1 honoured).
+// Called by run.mjs; also runs alone: `node bench/http-cost.mjs` (BENCH_QUICK=1 honoured;
+// HTTP_COST_ROUNDS=N for another number of rounds, even).
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
@@ -163,16 +164,20 @@ export function roundOrder(servers, r) {
 }
 
 export async function httpCostFigures(quick = process.env.BENCH_QUICK === '1') {
-  const perSide = quick ? 2 : 3
-  const rounds = quick ? 4 : 12 // even: each side goes first in as many rounds
-  const ms = quick ? 1000 : 1500
+  // Run to run, the verdict moved by more than the 3% it is read against with 3 processes per side
+  // and 12 rounds of 1.5 s (0.95 to 0.99 on the same build): what a process's JIT and heap happen to
+  // become sets its CPU per request for its whole life, so more processes per side, each loaded for
+  // shorter slices in more rounds (the median of the per-round ratios is the verdict), in ~3 min.
+  const perSide = quick ? 2 : 6
+  const rounds = Number(process.env.HTTP_COST_ROUNDS) || (quick ? 4 : 24) // even: each side goes first in as many rounds
+  const ms = quick ? 1000 : 500
   const servers = { plain: [], drain: [] }
   guardLive(true)
   try {
     for (let i = 0; i < perSide; i++) {
       for (const side of i % 2 ? ['drain', 'plain'] : ['plain', 'drain']) servers[side].push({ side, index: i, ...(await startServer(side === 'drain')) })
     }
-    for (const server of roundOrder(servers, 0)) await load(server.port, quick ? 500 : 1500) // warm-up: JIT, sockets
+    for (const server of roundOrder(servers, 0)) await load(server.port, 1000) // warm-up: JIT, sockets
     const rows = { drain: [], plain: [] }
     const perRound = []
     for (let r = 0; r < rounds; r++) {
@@ -202,8 +207,12 @@ function summary(rows, perRound, { rounds, ms, perSide }) {
     rps: { plain: med(rows.plain, 'rps'), drain: med(rows.drain, 'rps') },
     cpuUs: { plain: med(rows.plain, 'cpuUsPerRequest'), drain: med(rows.drain, 'cpuUsPerRequest') },
     cpuUsByProcess: { plain: byProcess('plain', 'cpuUsPerRequest'), drain: byProcess('drain', 'cpuUsPerRequest') },
-    rpsRatio: med(rows.drain, 'rps') / med(rows.plain, 'rps'),
-    cpuRatio: med(rows.plain, 'cpuUsPerRequest') / med(rows.drain, 'cpuUsPerRequest'),
+    // The verdict: the median of the per-round ratios (each round pairs the two sides under the same
+    // load), not the ratio of the two sides' medians, which a drift of the load between slices moves.
+    rpsRatio: median(ratios('rps', false)),
+    cpuRatio: median(ratios('cpuUsPerRequest', true)),
+    rpsRatioOfMedians: med(rows.drain, 'rps') / med(rows.plain, 'rps'),
+    cpuRatioOfMedians: med(rows.plain, 'cpuUsPerRequest') / med(rows.drain, 'cpuUsPerRequest'),
     rpsRatioIqr: quartiles(ratios('rps', false)),
     cpuRatioIqr: quartiles(ratios('cpuUsPerRequest', true)),
     failed: rows.drain.concat(rows.plain).reduce((s, r) => s + r.failed, 0),
@@ -219,14 +228,15 @@ export function httpCostMarkdown(d) {
 A trivial tool call (\`count {n: 0}\`) on the 2.x stateless server, ${d.connections} keep-alive connections on
 127.0.0.1 posting back to back; ${d.processesPerSide} server processes per side, all up for the whole run, each
 loaded for ${d.roundMs / 1000} s per round over ${d.rounds} rounds (sides interleaved, each first in every other round);
-medians over all slices of a side, and in brackets the interquartile range of the ratio from round to round.
+medians over all slices of a side; the ratio is the median of the per-round ratios (each round pairs
+the two sides under the same load), in brackets their interquartile range.
 The server's CPU per request comes from its own /proc/PID/stat, so a busy machine slows both sides alike.
 
 | server | requests/s | server CPU µs per request | CPU µs per request, each process |
 |---|---:|---:|---|
 | SDK alone | ${f(d.rps.plain)} | ${f(d.cpuUs.plain)} | ${each(d.cpuUsByProcess.plain)} |
 | under \`withHttpKeepalive\` | ${f(d.rps.drain)} | ${f(d.cpuUs.drain)} | ${each(d.cpuUsByProcess.drain)} |
-| ratio (the drain relative to none; 1 = free) | ${f(d.rpsRatio, 3)}${iqr(d.rpsRatioIqr)} | ${f(d.cpuRatio, 3)}${iqr(d.cpuRatioIqr)} | |
+| ratio (the drain relative to none, per round; 1 = free) | ${f(d.rpsRatio, 3)}${iqr(d.rpsRatioIqr)} | ${f(d.cpuRatio, 3)}${iqr(d.cpuRatioIqr)} | |
 ${d.failed ? `\n${d.failed} requests failed (not counted).\n` : ''}`
 }
 
