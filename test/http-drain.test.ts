@@ -8,6 +8,9 @@ import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '
 import type { ChildProcess } from 'node:child_process'
 import { IncomingMessage, request as httpRequest, type RequestListener, type Server, type ServerResponse } from 'node:http'
 import { createRequire } from 'node:module'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import net from 'node:net'
 import { createServer } from 'node:http'
 import { describe, expect, it } from 'vitest'
@@ -223,10 +226,11 @@ describe('withHttpKeepalive', () => {
     for (const mode of ['after-calls', 'at-drain']) {
       const server = await startServer('2', ['--grace-ms', '15000', '--stop-accepting', mode])
       const busy = await rawSocket(server.port)
-      // 8 lines 500 ms apart: the call must outlast the readiness probes and both late requests,
-      // or the drain ends and the listener closes before they are made (a loaded machine did that
-      // to 100 ms lines: ECONNREFUSED).
-      busy.socket.write(raw(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'count', arguments: { n: 8, everyMs: 500 } } }))
+      // The call in flight ends when this test says (hold): it must outlast the readiness probes and
+      // both late requests, or the drain ends and the listener closes before they are made (a loaded
+      // machine did that to 100 ms lines, then to 8 lines 500 ms apart: ECONNREFUSED).
+      const release = join(mkdtempSync(join(tmpdir(), 'reapkit-hold-')), 'release')
+      busy.socket.write(raw(server.port, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'hold', arguments: { path: release } } }))
       await waitFor(() => busy.received().includes('line 1'), 10_000, 'the call to be under way')
       server.child.kill('SIGTERM')
       // Readiness flips at the drain's first moment: once it has, the drain has begun.
@@ -254,8 +258,10 @@ describe('withHttpKeepalive', () => {
         expect(late.received()).toMatch(/^HTTP\/1\.1 503/)
         expect(late.received()).toContain('"id":"new"')
       }
+      writeFileSync(release, '')
       await waitFor(() => busy.ended(), 15_000, 'the call in flight to end')
-      expect(busy.received()).toContain('counted 8')
+      expect(busy.received()).toContain('released')
+      rmSync(dirname(release), { recursive: true, force: true })
       expect(await exitOf(server.child, 20_000)).toEqual({ code: 0, signal: null })
     }
   })
