@@ -11,7 +11,8 @@ import { existsSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { killProcessGracefully } from '../lib/index'
+import { killProcessGracefully, spawnedInfo } from '../lib/index'
+import { stopContainerRun } from '../lib/mechanisms/container/stop'
 import { containerState, containersWith, enginesSkipReason, testEngines, type TestEngine, waitForEngine } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
 import { writeFakeEngine } from './fake-engine'
@@ -73,6 +74,15 @@ function createsAfterTheLook(engine: TestEngine): { env: NodeJS.ProcessEnv; aske
   return { env: fake.env, asked: () => existsSync(args), created: () => existsSync(marker), dispose: fake.dispose }
 }
 
+/** A client whose `run` is the real `create` alone, then waits as a client between its two halves: the container is never started. */
+function createsOnly(engine: TestEngine): { env: NodeJS.ProcessEnv; dispose: () => void } {
+  return writeFakeEngine(mkdtempSync(join(tmpdir(), 'reapkit-create-only-')), {
+    bin: engine.bin,
+    passTo: engine,
+    calls: { run: { sh: 'shift; "$real" create "$@" >/dev/null || exit 1; exec sleep 1000' } },
+  })
+}
+
 describe.skipIf(skip !== null)(`containers: a container seen 'created' once is not at rest${skip ? ` (skipped: ${skip})` : ''}`, () => {
   const t = containerTestContext()
 
@@ -90,6 +100,24 @@ describe.skipIf(skip !== null)(`containers: a container seen 'created' once is n
         expect(result.containers).toEqual([expect.objectContaining({ ids, state: 'gone', survivors: [] })])
         expect(state).not.toBe('running') // before: 'running' (its PID 1 too) while the stop said 'gone'; the cleanup removes it by the test's label
         expect(result.uncertain).toBe(false)
+      } finally {
+        fake.dispose()
+      }
+    }, 120_000)
+
+    it(`${engine.name}: a never-started container that a confirm window lets be seen once only is uncertain, not a survivor`, async () => {
+      const fake = createsOnly(engine)
+      try {
+        const child = t.run(engine, [], IGNORES_TERM, { env: fake.env })
+        let ids: string[] = []
+        await waitForEngine(() => (ids = containersWith(engine, t.label)).length === 1, 60_000, `the ${engine.name} container created`)
+        const record = spawnedInfo(child)!.container!
+        const outcome = await stopContainerRun(record, { graceMs: 0, confirmMs: 300, ids })
+        // before: 'survived', naming a container that never ran
+        expect(outcome).toMatchObject({ state: 'uncertain', survivors: ids, error: expect.objectContaining({ code: 'ERR_REAPKIT_CONTAINER_UNSETTLED' }) })
+        expect(containerState(engine, ids[0]!)).toBe('created')
+        const longer = await stopContainerRun(record, { graceMs: 0, confirmMs: 8000, ids })
+        expect(longer).toMatchObject({ state: 'gone', survivors: [] }) // two looks fit: at rest
       } finally {
         fake.dispose()
       }

@@ -22,7 +22,7 @@
  * when the last look failed, or was overdue at the end, the outcome is 'uncertain' with the error,
  * and the stop's result is marked uncertain (StopJournal).
  */
-import { TimeoutError } from '../../ground/errors'
+import { ReapkitError, TimeoutError } from '../../ground/errors'
 import { logEvent } from '../../ground/logger'
 import { settlesWithin } from '../../ground/wait'
 import type { StopJournal } from '../stop/journal'
@@ -61,6 +61,13 @@ const OVERDUE_MIN_MS = 1000
 const CLOSE_WAIT_MS = 2000
 
 const now = (): number => performance.now()
+
+/**
+ * What is left was never started and only one look found it so (the window ended before a second):
+ * it never ran, but its start may be on its way. Not known to survive, nor to be gone.
+ */
+const unstartedOnce = (ids: string[]): ReapkitError =>
+  new ReapkitError('ERR_REAPKIT_CONTAINER_UNSETTLED', `container ${ids.join(', ')} was seen never started on one look only: the confirm window ended before a second (its start may have been on its way)`)
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)))
 
 /** An engine call in flight: what it is (for the error when it goes unanswered) and since when. */
@@ -152,7 +159,9 @@ export class ContainerUnit implements ContainerStopUnit {
       const error = this.#lookError ?? this.#stopError ?? new TimeoutError(`${this.record.bin} did not answer within the stop's bound`, Math.max(0, Math.round(this.#deadline - now())))
       return { ...base, state: 'uncertain', survivors: base.ids, error }
     }
-    return { ...base, state: 'survived', survivors: remaining(this.record, this.#seen, this.#tally), ...(this.#stopError ? { error: this.#stopError } : {}) }
+    const survivors = remaining(this.record, this.#seen, this.#tally)
+    if (!this.#stopError && survivors.every((id) => this.#seen!.unstarted.includes(id))) return { ...base, state: 'uncertain', survivors, error: unstartedOnce(survivors) }
+    return { ...base, state: 'survived', survivors, ...(this.#stopError ? { error: this.#stopError } : {}) }
   }
 
   /** Cuts short the engine calls still running (an unanswered look makes the outcome uncertain), and reports. */
