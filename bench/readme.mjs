@@ -149,7 +149,8 @@ export function rows(d) {
       'a trivial tool call on an HTTP MCP server (2.x, stateless, 10 connections): server CPU per request; requests/s',
       `under \`withHttpKeepalive\`: ${dc.text}; ${dr.text}`,
       `the SDK alone: ${pc.text}; ${pr.text}`,
-      `${fmt(pc.center / dc.center)}x (CPU), ${fmt(dr.center / pr.center)}x (req/s): 1 = free`,
+      // The verdict is the median of the per-round ratios (each round pairs both sides under one load).
+      `${fmt(d.httpCost.cpuRatio)}x (CPU), ${fmt(d.httpCost.rpsRatio)}x (req/s), medians of ${d.httpCost.rounds ?? 'the'} paired rounds: 1 = free`,
     )
   }
   if (d.cliStartup) {
