@@ -19,6 +19,29 @@ export interface DelayProxy {
 
 const CREATE = /^POST \S*\/containers\/create/m
 
+interface BodyCount {
+  /** Counts a chunk of the request (latin1 text, the first with the headers); true once the body is whole. */
+  add(text: string): boolean
+}
+
+/** The body of a request whose first chunk is `first`: by its Content-Length, or to a chunked body's last chunk. */
+function bodyCount(first: string): BodyCount {
+  const headerEnd = first.indexOf('\r\n\r\n')
+  if (headerEnd < 0) return { add: () => true } // (headers split across chunks: counted as sent, as before)
+  const length = /^content-length:\s*(\d+)/im.exec(first.slice(0, headerEnd))
+  let left = length ? Number(length[1]) : Infinity
+  let isFirst = true
+  return {
+    add(text) {
+      const body = isFirst ? text.slice(headerEnd + 4) : text
+      isFirst = false
+      if (!length) return body.endsWith('0\r\n\r\n')
+      left -= body.length
+      return left <= 0
+    },
+  }
+}
+
 /** Listens on a fresh socket and forwards to `dockerHost` (unix://...), holding a create `holdMs`. */
 export async function delayingProxy(dockerHost: string, holdMs: number): Promise<DelayProxy> {
   const upstreamPath = dockerHost.replace(/^unix:\/\//, '')
@@ -34,9 +57,17 @@ export async function delayingProxy(dockerHost: string, holdMs: number): Promise
     sockets.add(client).add(upstream)
     let queue = Promise.resolve()
     let awaitingAnswer = false
+    let createBody: BodyCount | null = null
     client.on('data', (chunk) => {
-      const held = CREATE.test(chunk.toString('latin1'))
-      if (held) sent()
+      const text = chunk.toString('latin1')
+      const held = CREATE.test(text)
+      if (held) createBody = bodyCount(text)
+      // Sent once the whole request is here: a client killed between its headers and its body leaves
+      // a create the daemon never answers, and nothing for the race this proxy is for.
+      if (createBody && createBody.add(text)) {
+        createBody = null
+        sent()
+      }
       // the client may be gone by then: the upstream connection stays open, as the daemon's request does
       queue = queue
         .then(() => (held ? new Promise<void>((resolve) => setTimeout(resolve, holdMs)) : undefined))
