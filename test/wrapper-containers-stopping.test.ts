@@ -133,12 +133,53 @@ describe.skipIf(skip !== null)(`reapkit -- podman run: a container 'stopping' is
   })
 })
 
-// A `run` is a create, then a start: a look between the two sees 'created'. The client here (the
-// input under test) creates only, then waits as a client between its two halves; the wrapper's
-// second state look (`inspect`: the first is the stop's own look, the second its confirm's) starts
-// the container before answering what the real engine said, 'created'.
-// Before: the confirm counted 'created' at rest on that one look and said gone, the container running.
-describe.skipIf(enginesSkipReason() !== null)('reapkit -- docker|podman run: a container seen never started once is not gone', () => {
+/** A wrapper on `<engine> run -i [flags] IMAGE <IGNORES_TERM>` through a fake client, SIGTERMed once its container is listed. */
+interface Stopped {
+  id: string
+  /** The container's state right when the wrapper gave its verdict. */
+  stateAtVerdict: string
+  verdict: string
+  code: number | null
+  stderr: string[]
+  calls: string[]
+}
+
+/** The fake's calls are logged (argv, one line each) to `calls.log` in its folder, which `sh` lines may also use (`$dir`). */
+async function stopThroughFake(engine: TestEngine, label: string, calls: Record<string, string>, flags: string[] = []): Promise<Stopped> {
+  const dir = mkdtempSync(join(tmpdir(), 'reapkit-wrapper-fake-'))
+  const log = join(dir, 'calls.log')
+  const logged = (sh: string): FakeCall => ({ sh: `dir='${dir}'; echo "$*" >> '${log}'\n${sh}` })
+  const all = { stop: '', kill: '', rm: '', ...calls } // (each logged, then as given: an empty one goes on to the real client)
+  const fake = writeFakeEngine(dir, { bin: engine.bin, passTo: engine, calls: Object.fromEntries(Object.entries(all).map(([k, v]) => [k, logged(v)])) })
+  try {
+    const argv = ['--verbose', '--close-timeout', '300', '--grace', '2000', '--', engine.bin, 'run', '-i', ...flags, '--label', label, engine.image, ...IGNORES_TERM]
+    const w = spawnGroup(BIN, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: fake.env })
+    const events = jsonLines(w.stderr!)
+    trackGroup((await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start')).pgid)
+    await waitForEngine(() => containersWith(engine, label).length === 1, ENGINE_BOUND, 'the container to be created')
+    const [id] = containersWith(engine, label)
+    w.kill('SIGTERM')
+    const said = await events.next((m) => m.event === 'container-gone' || m.event === 'container-left', ENGINE_BOUND, "the wrapper's verdict")
+    const stateAtVerdict = containerState(engine, id!)
+    const { code } = await exitOf(w, ENGINE_BOUND)
+    const stderr = events.seen.filter((m) => typeof m.raw === 'string').map((m) => m.raw as string)
+    return { id: id!, stateAtVerdict, verdict: said.event, code, stderr, calls: existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : [] }
+  } finally {
+    fake.dispose()
+  }
+}
+
+/** A `run` that is the real `create` alone: the client then waits, as one between its two halves. */
+const CREATE_ONLY = 'shift; "$real" create "$@" >/dev/null || exit 1; exec sleep 1000'
+/** The Nth state look (`inspect`) starts the container right after the real engine said 'created', and answers that. */
+const startAtInspect = (n: number): string => `n=$(($(cat "$dir/inspects" 2>/dev/null || echo 0) + 1)); echo $n > "$dir/inspects"
+if [ $n = ${n} ]; then
+  out=$("$real" "$@"); rc=$?
+  if [ "$out" = created ]; then for id; do :; done; "$real" start "$id" >/dev/null; : > "$dir/started"; fi
+  printf "%s\n" "$out"; exit $rc
+fi`
+
+describe.skipIf(enginesSkipReason() !== null)('reapkit -- docker|podman run: never-started containers, failed looks, failed removals', () => {
   let label = ''
   beforeEach(() => {
     label = testLabel()
@@ -148,44 +189,54 @@ describe.skipIf(enginesSkipReason() !== null)('reapkit -- docker|podman run: a c
       await removeLabelledAndWait(engine, label)
     })
 
+    // A `run` is a create, then a start: a look between the two sees 'created'. The wrapper's second
+    // state look (the first is the stop's own look, the second its confirm's) starts the container.
+    // Before: the confirm counted 'created' at rest on that one look and said gone, the container running.
     it(`${engine.name}: a container started right after a look saw it 'created' is stopped before the wrapper says gone`, { timeout: 150_000 }, async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'reapkit-created-wrapper-'))
-      const count = join(dir, 'inspects')
-      const started = join(dir, 'started')
-      const fake = writeFakeEngine(dir, {
-        bin: engine.bin,
-        passTo: engine,
-        calls: {
-          run: { sh: 'shift; "$real" create "$@" >/dev/null || exit 1; exec sleep 1000' },
-          inspect: {
-            sh: [
-              `n=$(($(cat '${count}' 2>/dev/null || echo 0) + 1)); echo $n > '${count}'`,
-              'if [ $n = 2 ]; then',
-              '  out=$("$real" "$@"); rc=$?',
-              `  if [ "$out" = created ]; then for id; do :; done; "$real" start "$id" >/dev/null; : > '${started}'; fi`,
-              '  printf "%s\\n" "$out"; exit $rc',
-              'fi',
-            ].join('\n'),
-          },
-        },
+      const r = await stopThroughFake(engine, label, { run: CREATE_ONLY, inspect: startAtInspect(2) })
+      expect(r.calls.filter((c) => c.startsWith('inspect')).length).toBeGreaterThanOrEqual(2)
+      expect(r.verdict).toBe('container-gone')
+      expect(r.stateAtVerdict, 'running when the wrapper said gone').not.toBe('running') // before: 'running'
+    })
+
+    // The same start, landing in the last look's forced confirm (the stop's grace saw the container
+    // 'created' twice, at rest; the last look before the wrapper exits finds it 'created' still, and
+    // has nothing to kill then). Before: that confirm only watched it run, no kill, exit 123.
+    it(`${engine.name}: a container that starts after the forced kill was sent gets a kill of its own`, { timeout: 150_000 }, async () => {
+      const r = await stopThroughFake(engine, label, { run: CREATE_ONLY, inspect: startAtInspect(5) })
+      expect(r.calls.filter((c) => c.startsWith('kill ')), 'the engine killed it').toEqual([`kill ${r.id}`])
+      expect(r.code).not.toBe(123) // before: 123, 'still running (running) after stop and kill'
+      expect(containerState(engine, r.id), 'after the wrapper exited').not.toBe('running')
+    })
+
+    // One failed look in the grace (a busy engine) is not the verdict. Here the engine's stop fails
+    // (does nothing) and the third state look after it fails once. Before: 'did not answer', no
+    // kill, exit 123 half a second after the stop, the container left running.
+    it(`${engine.name}: a look that fails once in the grace does not spare the container its kill`, { timeout: 150_000 }, async () => {
+      const r = await stopThroughFake(engine, label, {
+        stop: ': > "$dir/stopped"; echo "Error: stop failed" >&2; exit 1',
+        inspect: `if [ -e "$dir/stopped" ]; then n=$(($(cat "$dir/n" 2>/dev/null || echo 0) + 1)); echo $n > "$dir/n"; [ $n = 3 ] && { echo "Error response from daemon: i/o timeout" >&2; exit 1; }; fi`,
       })
-      try {
-        const argv = ['--verbose', '--close-timeout', '300', '--grace', '2000', '--', engine.bin, 'run', '-i', '--label', label, engine.image, ...IGNORES_TERM]
-        const w = spawnGroup(BIN, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: fake.env })
-        const events = jsonLines(w.stderr!)
-        trackGroup((await events.next((m) => m.event === 'start', 10_000, 'the wrapper to start')).pgid)
-        await waitForEngine(() => containersWith(engine, label).length === 1, ENGINE_BOUND, 'the container to be created')
-        const [id] = containersWith(engine, label)
-        w.kill('SIGTERM')
-        const said = await events.next((m) => m.event === 'container-gone' || m.event === 'container-left', ENGINE_BOUND, "the wrapper's verdict")
-        const state = containerState(engine, id!) // right when the wrapper said so
-        expect(existsSync(started), "the wrapper's second look saw it 'created' and it was started right after").toBe(true)
-        expect(said.event).toBe('container-gone')
-        expect(state, 'running when the wrapper said gone').not.toBe('running') // before: 'running'
-        await exitOf(w, ENGINE_BOUND)
-      } finally {
-        fake.dispose()
-      }
+      expect(r.verdict).toBe('container-gone') // before: container-left (did not answer)
+      expect(r.calls.filter((c) => c.startsWith('kill ')), 'the engine killed it').toEqual([`kill ${r.id}`])
+      expect(r.stateAtVerdict).not.toBe('running')
+    })
+
+    // --rm, the engine's own removal lost (the client's --rm dropped) and every rm -f refused: the
+    // leftover is named with the engine's error. Before: named, but without why.
+    it(`${engine.name}: a --rm leftover whose rm -f fails is named with the engine's error`, { timeout: 150_000 }, async () => {
+      const r = await stopThroughFake(
+        engine,
+        label,
+        {
+          run: 'shift; n=$#; i=0; while [ $i -lt $n ]; do a=$1; shift; [ "$a" = --rm ] || set -- "$@" "$a"; i=$((i+1)); done; exec "$real" run "$@"',
+          rm: 'echo "Error: rm refused" >&2; exit 1',
+        },
+        ['--rm'],
+      )
+      expect(r.verdict).toBe('container-left')
+      expect(r.code).toBe(123)
+      expect(r.stderr.find((l) => l.startsWith(`reapkit: container ${r.id} (${engine.name}) is still there`))).toMatch(/after stop and rm -f: Error: rm refused$/)
     })
   }
 })

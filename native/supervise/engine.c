@@ -133,7 +133,8 @@ static void kill_call(void) {
 
 /* "reapkit: <engine> <what> failed: <why>" on stderr. */
 void engine_failed(const char *what, const char *err) {
-  fprintf(stderr, "reapkit: %s %s failed: %s%s", ctr.engine, what, err, strchr(err, '\n') ? "" : "\n");
+  size_t len = strlen(err);
+  fprintf(stderr, "reapkit: %s %s failed: %s%s", ctr.engine, what, err, len > 0 && err[len - 1] == '\n' ? "" : "\n");
 }
 
 /* Forks the client of an engine call, its stdout and stderr into the pipes' write ends (closed here). */
@@ -222,7 +223,7 @@ static void stop_running(const look_t *l, long secs) {
 }
 
 /* Keeps the last line of `text` that is not blank (a client's error comes after its warnings). */
-static void last_line(char *text) {
+void last_line(char *text) {
   size_t end = strlen(text);
   while (end > 0 && isspace((unsigned char)text[end - 1])) end--;
   text[end] = '\0';
@@ -230,21 +231,44 @@ static void last_line(char *text) {
   if (nl != NULL) memmove(text, nl + 1, strlen(nl + 1) + 1);
 }
 
-/* Forced: the engine's kill of what is not at rest, its answer awaited (bounded). Nothing is removed
- * here, whatever the kill answered: a container whose kill failed runs on, and podman 4's `rm -f` of
- * one `stopping` drops the record and leaves its processes. With --rm, the confirm that follows
- * removes a leftover once it is at rest (looks.c). Quiet ("not running" is as expected: the confirm
- * judges); a failure's last line is kept in `err` for the report. */
-static void force(const look_t *l, char *err) {
-  static const char *const kill_verb[] = {"kill"};
-  char *ids[MAX_IDS];
-  int n = not_at_rest(l, ids);
-  if (n > 0 && !on_ids(kill_verb, 1, ids, n, err, ENGINE_CALL_MS, 1)) last_line(err);
+/* The ids the forced phase has sent the engine's kill. */
+typedef struct {
+  char id[MAX_IDS][72];
+  int n;
+} killed_t;
+
+static int was_killed(const killed_t *k, const char *id) {
+  for (int i = 0; i < k->n; i++)
+    if (strcmp(k->id[i], id) == 0) return 1;
+  return 0;
 }
 
-/* Names what is not confirmed gone on stderr (the engine's own list, each with its state and, not at
- * rest, the kill's error; the run label when the engine does not answer). */
-static void report_left(int answer, const look_t *l, const char *kill_err) {
+/* Forced: the engine's kill of what is not at rest and was not killed yet, its answer awaited
+ * (bounded). Nothing is removed here, whatever the kill answered: a container whose kill failed runs
+ * on, and podman 4's `rm -f` of one `stopping` drops the record and leaves its processes. With --rm,
+ * the confirm that follows removes a leftover once it is at rest (looks.c). Quiet ("not running" is
+ * as expected: the confirm judges); a failure's last line is kept in `err` for the report. The
+ * number of containers killed. */
+static int force(const look_t *l, killed_t *k, char *err) {
+  static const char *const kill_verb[] = {"kill"};
+  char *ids[MAX_IDS];
+  int n = 0;
+  for (int i = 0; i < l->n; i++) {
+    if (at_rest(l, i) || was_killed(k, l->id[i]) || k->n >= MAX_IDS) continue;
+    snprintf(k->id[k->n++], sizeof k->id[0], "%s", l->id[i]);
+    ids[n++] = l->id[i];
+  }
+  char e[ENGINE_ERR_MAX];
+  if (n > 0 && !on_ids(kill_verb, 1, ids, n, e, ENGINE_CALL_MS, 1)) {
+    last_line(e);
+    memcpy(err, e, sizeof e); /* (a later kill that succeeds keeps an earlier one's error) */
+  }
+  return n;
+}
+
+/* Names what is not confirmed gone on stderr (the engine's own list, each with its state and the
+ * error of its kill, or at rest of its rm -f; the run label when the engine does not answer). */
+static void report_left(int answer, const look_t *l, const char *kill_err, const char *rm_err) {
   ctr.left = answer < 0 ? 1 : remaining(l);
   if (answer < 0) {
     fprintf(stderr, "reapkit: %s did not answer: the container of this run (label %s) may still be running\n",
@@ -252,9 +276,10 @@ static void report_left(int answer, const look_t *l, const char *kill_err) {
   } else {
     for (int i = 0; i < l->n; i++) {
       if (!keeps(l, i)) continue;
-      int rest = at_rest(l, i), failed = !rest && kill_err[0] != '\0';
+      int rest = at_rest(l, i);
+      const char *why = rest ? rm_err : kill_err;
       fprintf(stderr, "reapkit: container %s (%s) is still %s (%s) after stop and %s%s%s\n", l->id[i], ctr.engine,
-              rest ? "there" : "running", l->state[i], rest ? "rm -f" : "kill", failed ? ": " : "", failed ? kill_err : "");
+              rest ? "there" : "running", l->state[i], rest ? "rm -f" : "kill", why[0] != '\0' ? ": " : "", why);
     }
   }
   event("container-left", "\"run\":\"%s\",\"containers\":%d", ctr.run_label + 12, ctr.left);
@@ -267,22 +292,28 @@ static int ours_to_end(void) {
 }
 
 /* Stop with `secs`, confirm, force, confirm (no grace: force, confirm); `l` holds the last look.
- * 1 when confirmed gone. */
+ * A look that failed in the grace does not spare the kill when the engine answers again; a container
+ * that started after the kill (a created one whose start was on its way) gets its own, once. 1 when
+ * confirmed gone. */
 static int end_listed(look_t *l, long secs) {
   long window = opt.close_ms > CONFIRM_MIN_MS ? opt.close_ms : CONFIRM_MIN_MS;
   tally_t tally; /* the forced confirm's looks in a row at rest */
+  killed_t killed;
   char kill_err[ENGINE_ERR_MAX] = "";
   int gone = 0;
   tally.n = 0;
+  tally.rm_err[0] = '\0';
+  killed.n = 0;
   if (secs > 0) {
     stop_running(l, secs);
     gone = confirm(window, l, NULL);
+    if (gone < 0 && look(l) >= 0) gone = 0;
   }
-  if (gone == 0) {
-    force(l, kill_err);
+  for (int round = 0; gone == 0 && round < 2; round++) {
+    if (force(l, &killed, kill_err) == 0 && round > 0) break; /* nothing new to kill: the verdict stands */
     gone = confirm(window, l, &tally);
   }
-  if (gone != 1) report_left(gone, l, kill_err);
+  if (gone != 1) report_left(gone, l, kill_err, tally.rm_err);
   return gone == 1;
 }
 
@@ -317,7 +348,7 @@ static void end_run(const char *why, long grace_ms, int last) {
   long secs = grace_ms > 0 ? (grace_ms + 999) / 1000 : 0;
   event("container-stop", "\"why\":\"%s\",\"run\":\"%s\",\"containers\":%d,\"time\":%ld", why,
         ctr.run_label + 12, n, secs);
-  if (n < 0) report_left(-1, &l, "");
+  if (n < 0) report_left(-1, &l, "", "");
   if (n <= 0 || !end_listed(&l, secs)) return;
   event("container-gone", "\"run\":\"%s\",\"elapsedMs\":%lld", ctr.run_label + 12, now_ms() - t0);
 }

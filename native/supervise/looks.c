@@ -151,10 +151,16 @@ static int remove_leftovers(const look_t *l, tally_t *t) {
     if (looks == 1) awaited = 1;
     if (looks == 2) ids[n++] = l->id[i];
   }
-  *t = next;
+  memcpy(t->id, next.id, sizeof next.id[0] * (size_t)next.n); /* (its rm_err stays: the report's) */
+  memcpy(t->looks, next.looks, sizeof next.looks[0] * (size_t)next.n);
+  t->n = next.n;
   if (n == 0) return awaited;
   int podman = strcmp(ctr.engine, "podman") == 0;
-  on_ids(podman ? rm_podman : rm_docker, podman ? 4 : 2, ids, n, NULL, ENGINE_CALL_MS, 1);
+  char err[ENGINE_ERR_MAX];
+  if (!on_ids(podman ? rm_podman : rm_docker, podman ? 4 : 2, ids, n, err, ENGINE_CALL_MS, 1)) {
+    last_line(err);
+    memcpy(t->rm_err, err, sizeof err);
+  }
   return 1;
 }
 
@@ -168,13 +174,20 @@ static void pause_reaping(int ms) {
  * in a row), within `window_ms`. With --rm and a
  * tally `t` (the forced phase: before it, the engine's own removal is left to finish), removes the
  * leftovers at rest, and the window does not end on one just removed or seen at rest once (each adds
- * a look or two at most). 1 gone, 0 still there when the window ends, -1 the engine did not answer.
+ * a look or two at most). 1 gone, 0 still there when the window ends, -1 the engine did not answer
+ * the window's last look.
  * `l` gets the last look. */
 int confirm(long window_ms, look_t *l, tally_t *t) {
   long long end = now_ms() + window_ms;
   int calm = 0; /* the previous look found nothing keeping the run */
   for (;;) {
-    if (look(l) < 0) return -1;
+    if (look(l) < 0) { /* (one failed look is not the verdict: the window is) */
+      if (now_ms() >= end) return -1;
+      calm = 0;
+      if (t != NULL) t->n = 0; /* looks in a row */
+      pause_reaping(CONFIRM_POLL_MS);
+      continue;
+    }
     if (remaining(l) == 0) {
       if (calm || !any_never_started(l)) return 1;
       calm = 1; /* a never-started container is at rest only when the next look agrees */

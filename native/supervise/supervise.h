@@ -245,7 +245,9 @@ typedef struct {
   char id[MAX_IDS][72];
   int looks[MAX_IDS];
   int n;
+  char rm_err[ENGINE_ERR_MAX]; /* the last line of a failed rm -f of a leftover, for the report */
 } tally_t;
+void last_line(char *text);
 int engine_call(const char *const *sub, char *out, size_t out_size, char *err, long timeout_ms, int quiet);
 void engine_failed(const char *what, const char *err);
 int on_ids(const char *const *verb, int nverb, char *const *ids, int n, char *err, long timeout_ms, int quiet);
