@@ -29,7 +29,12 @@ const root = join(here, '..')
 // The build measured: this checkout's, or another's (HTTP_COST_DIST=/path/to/dist/cjs/index.js) to
 // compare two builds with the same bench.
 const DIST = process.env.HTTP_COST_DIST || join(root, 'dist', 'cjs', 'index.js')
-const FIXTURE = join(root, 'test', 'fixtures', 'http-drain-server.mjs')
+// 'mcp': the 2.x stateless MCP server (the figure users see); 'echo': a bare node:http server that
+// echoes the body, where the drain's own cost is not hidden under the SDK's work.
+const FIXTURES = {
+  mcp: [join(root, 'test', 'fixtures', 'http-drain-server.mjs'), '--line', '2'],
+  echo: [join(here, 'fixtures', 'http-echo-server.mjs')],
+}
 const CONNECTIONS = 10
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b)
@@ -61,8 +66,8 @@ function guardLive(on) {
   for (const signal of ['SIGINT', 'SIGTERM']) process[method](signal, onSignal)
 }
 
-async function startServer(drain) {
-  const child = spawn(process.execPath, [FIXTURE, '--line', '2', ...(drain ? [] : ['--no-drain'])], {
+async function startServer(fixture, drain) {
+  const child = spawn(process.execPath, [...FIXTURES[fixture], ...(drain ? [] : ['--no-drain'])], {
     env: { ...process.env, REAPKIT_DIST: DIST },
     stdio: ['ignore', 'pipe', 'ignore'],
     detached: true,
@@ -163,19 +168,20 @@ export function roundOrder(servers, r) {
   return order
 }
 
-export async function httpCostFigures(quick = process.env.BENCH_QUICK === '1') {
+export async function httpCostFigures(quick = process.env.BENCH_QUICK === '1', fixture = 'mcp') {
   // Run to run, the verdict moved by more than the 3% it is read against with 3 processes per side
   // and 12 rounds of 1.5 s (0.95 to 0.99 on the same build): what a process's JIT and heap happen to
   // become sets its CPU per request for its whole life, so more processes per side, each loaded for
   // shorter slices in more rounds (the median of the per-round ratios is the verdict), in ~3 min.
   const perSide = quick ? 2 : 6
-  const rounds = Number(process.env.HTTP_COST_ROUNDS) || (quick ? 4 : 24) // even: each side goes first in as many rounds
+  // (echo: a few µs measured against ~20, not against ~800: half the rounds resolve it)
+  const rounds = Number(process.env.HTTP_COST_ROUNDS) || (quick ? 4 : fixture === 'echo' ? 12 : 24) // even: each side goes first in as many rounds
   const ms = quick ? 1000 : 500
   const servers = { plain: [], drain: [] }
   guardLive(true)
   try {
     for (let i = 0; i < perSide; i++) {
-      for (const side of i % 2 ? ['drain', 'plain'] : ['plain', 'drain']) servers[side].push({ side, index: i, ...(await startServer(side === 'drain')) })
+      for (const side of i % 2 ? ['drain', 'plain'] : ['plain', 'drain']) servers[side].push({ side, index: i, ...(await startServer(fixture, side === 'drain')) })
     }
     for (const server of roundOrder(servers, 0)) await load(server.port, 1000) // warm-up: JIT, sockets
     const rows = { drain: [], plain: [] }
@@ -186,7 +192,7 @@ export async function httpCostFigures(quick = process.env.BENCH_QUICK === '1') {
       for (const side of ['plain', 'drain']) rows[side].push(...round[side])
       perRound.push(round)
     }
-    return summary(rows, perRound, { rounds, ms, perSide })
+    return { fixture, ...summary(rows, perRound, { rounds, ms, perSide }) }
   } finally {
     stopLive()
     guardLive(false)
@@ -237,10 +243,26 @@ The server's CPU per request comes from its own /proc/PID/stat, so a busy machin
 | SDK alone | ${f(d.rps.plain)} | ${f(d.cpuUs.plain)} | ${each(d.cpuUsByProcess.plain)} |
 | under \`withHttpKeepalive\` | ${f(d.rps.drain)} | ${f(d.cpuUs.drain)} | ${each(d.cpuUsByProcess.drain)} |
 | ratio (the drain relative to none, per round; 1 = free) | ${f(d.rpsRatio, 3)}${iqr(d.rpsRatioIqr)} | ${f(d.cpuRatio, 3)}${iqr(d.cpuRatioIqr)} | |
-${d.failed ? `\n${d.failed} requests failed (not counted).\n` : ''}`
+${d.failed ? `\n${d.failed} requests failed (not counted).\n` : ''}${d.echo ? echoMarkdown(d.echo) : ''}`
+}
+
+/** The drain's own cost: the same load on a bare node:http server that echoes the body. */
+function echoMarkdown(e) {
+  const f = (v, digits = 1) => (v === null || v === undefined ? '—' : v.toFixed(digits))
+  return `
+The drain's own cost, without the SDK's work around it: the same load on a bare \`node:http\` server
+that echoes the body (bench/fixtures/http-echo-server.mjs), ${e.processesPerSide} processes per side, ${e.rounds} rounds.
+
+| server | requests/s | server CPU µs per request |
+|---|---:|---:|
+| bare \`node:http\` | ${f(e.rps.plain, 0)} | ${f(e.cpuUs.plain)} |
+| under \`withHttpKeepalive\` | ${f(e.rps.drain, 0)} | ${f(e.cpuUs.drain)} |
+| the drain's own CPU per request | | +${f(e.cpuUs.drain - e.cpuUs.plain)} µs (ratio ${f(e.cpuRatio, 3)}) |
+`
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const d = await httpCostFigures()
+  d.echo = await httpCostFigures(undefined, 'echo')
   console.log(httpCostMarkdown(d))
 }

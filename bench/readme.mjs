@@ -152,6 +152,15 @@ export function rows(d) {
       // The verdict is the median of the per-round ratios (each round pairs both sides under one load).
       `${fmt(d.httpCost.cpuRatio)}x (CPU), ${fmt(d.httpCost.rpsRatio)}x (req/s), medians of ${d.httpCost.rounds ?? 'the'} paired rounds: 1 = free`,
     )
+    const e = d.httpCost.echo
+    if (e) {
+      add(
+        "the drain's own cost per request: the same load on a bare `node:http` server that echoes the body",
+        `under \`withHttpKeepalive\`: ${fmt(e.cpuUs.drain)} µs CPU per request, ${fmt(e.rps.drain)} req/s (medians, n=${e.rows.drain.length} slices)`,
+        `bare: ${fmt(e.cpuUs.plain)} µs, ${fmt(e.rps.plain)} req/s (n=${e.rows.plain.length})`,
+        `+${fmt(e.cpuUs.drain - e.cpuUs.plain)} µs per request; ${fmt(e.cpuRatio)}x (CPU)`,
+      )
+    }
   }
   if (d.cliStartup) {
     const bare = pct(d.cliStartup.bare, 50)

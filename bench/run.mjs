@@ -232,6 +232,7 @@ const sigterm = await keepaliveBench.sigtermToExit(quick ? 3 : 10)
 const orphaned = await keepaliveBench.parentDeathToExit(quick ? 3 : 10)
 const httpDrain = await httpDrainBench.httpDrainFigures(quick)
 const httpCost = process.platform === 'linux' ? await httpCostBench.httpCostFigures(quick) : null // (CPU from /proc)
+if (httpCost) httpCost.echo = await httpCostBench.httpCostFigures(quick, 'echo') // the drain's own cost, no SDK around it
 const packed = (await import('./installed.mjs')).installPacked()
 const cliStartup = (() => {
   try {
