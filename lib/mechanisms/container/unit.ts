@@ -160,7 +160,7 @@ export class ContainerUnit implements ContainerStopUnit {
       return { ...base, state: 'uncertain', survivors: base.ids, error }
     }
     const survivors = remaining(this.record, this.#seen, this.#tally)
-    if (!this.#stopError && survivors.every((id) => this.#seen!.unstarted.includes(id))) return { ...base, state: 'uncertain', survivors, error: unstartedOnce(survivors) }
+    if (!this.#stopError && survivors.length > 0 && survivors.every((id) => this.#seen!.unstarted.includes(id))) return { ...base, state: 'uncertain', survivors, error: unstartedOnce(survivors) }
     return { ...base, state: 'survived', survivors, ...(this.#stopError ? { error: this.#stopError } : {}) }
   }
 
