@@ -171,6 +171,22 @@ function findRun(args: readonly string[], globals: FlagTable): { runAt: number; 
   return null
 }
 
+/**
+ * The global flags of a run (ContainerRun.globals), read by the client's own grammar: each flag's
+ * long or short name and its value ('true'/'false' for a boolean), in order; null when one cannot
+ * be read (parseContainerRun never returns such globals).
+ */
+export function globalFlags(engine: ContainerEngine, globals: readonly string[]): { name: string; value: string }[] | null {
+  const out: { name: string; value: string }[] = []
+  for (let i = 0; i < globals.length; ) {
+    const flag = readFlag(globals, i, GLOBALS[engine])
+    if (flag === null) return null
+    flag.names.forEach((name, k) => out.push({ name, value: flag.values[k]! }))
+    i = flag.next
+  }
+  return out
+}
+
 interface RunFlags {
   autoRemove: boolean
   flagsEnd: number

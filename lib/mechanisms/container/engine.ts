@@ -12,6 +12,7 @@
 import type { ExecFileException } from 'node:child_process'
 import { ReapkitError, TimeoutError } from '../../ground/errors'
 import { type ContainerEngine, RUN_LABEL } from './command'
+import { commandAs, type EngineUser } from './engine-user'
 
 /** How to reach the engine a run used. */
 export interface EngineClient {
@@ -24,6 +25,8 @@ export interface EngineClient {
   env: NodeJS.ProcessEnv
   /** The run's working directory, absolute (spawn() records it at spawn time: a later process.chdir() changes nothing). */
   cwd?: string
+  /** Run every call as this user (doctor, for another user's client: ./engine-user.ts); absent: as ourselves. */
+  user?: EngineUser
 }
 
 /** The engine's client failed: `stderr` says why, `exitCode` how (null when it could not be run at all). */
@@ -53,10 +56,11 @@ export function engineCall(client: EngineClient, args: readonly string[], timeou
   const argv = [...client.globals, ...args]
   const what = `${client.bin} ${args[0] ?? ''}`.trim()
   const bound = Math.max(1, Math.ceil(timeoutMs))
+  const command = client.user ? commandAs(client.user, client.bin, argv) : { file: client.bin, args: argv }
   return new Promise((resolve, reject) => {
     execFile(
-      client.bin,
-      argv,
+      command.file,
+      command.args,
       { env: client.env, ...(client.cwd ? { cwd: client.cwd } : {}), ...(signal ? { signal } : {}), timeout: bound, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, windowsHide: true },
       (err: ExecFileException | null, stdout: string, stderr: string) => {
         if (!err) return resolve(stdout)
