@@ -89,8 +89,11 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(existsSync(join(dir, 'build'))).toBe(false)
   })
 
-  it('says what it is: the MIT LICENSE, and the example process server with its command (no tests of it)', () => {
+  it('says what it is: the MIT LICENSE, the README and the docs/ pages it links to, and the example process server with its command (no tests of it)', () => {
     expect(tarballFiles).toContain('package/LICENSE')
+    // `reapkit --help` sends its reader to docs/ pages: they ship, every one.
+    expect(tarballFiles).toContain('package/README.md')
+    for (const page of readdirSync(join(ROOT, 'docs'))) expect(tarballFiles).toContain(`package/docs/${page}`)
     const license = readFileSync(join(project, 'node_modules', 'reapkit', 'LICENSE'), 'utf8')
     expect(license).toMatch(/^MIT License\n\nCopyright \(c\) 2026 the reapkit authors\n/)
     for (const f of ['server.mjs', 'tools.mjs', 'http.mjs', 'usage.mjs', 'container.mjs']) expect(tarballFiles).toContain(`package/examples/process-server/${f}`)
