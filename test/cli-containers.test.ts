@@ -176,7 +176,7 @@ for (const engine of testEngines()) {
       w.kill('SIGTERM')
       await exitOf(w, ENGINE_BOUND)
       expect(containersWith(engine, label)).toEqual([])
-      if (engine.name !== 'docker') return // (podman -d: its conmon is adopted by the wrapper's subreaper: see the README)
+      if (engine.name !== 'docker') return // (podman -d: its conmon is adopted by the wrapper's subreaper: see docs/containers.md)
       // The user asked a detached container to outlive its client: no labels, no stop.
       const detached = startWrapper(engine, STOP, [engine.bin, 'run', '-d', '--rm', '--label', label, engine.image, 'sleep', '1000'])
       expect((await exitOf(detached.w, ENGINE_BOUND)).code).toBe(0)
