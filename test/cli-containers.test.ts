@@ -184,6 +184,23 @@ for (const engine of testEngines()) {
       expect(containersWith(engine, label, false).length, 'still running').toBe(1)
     })
 
+    // Issue 28 item 5: the wrapper read `-H=VALUE` (a short flag with `=`, which the client accepts) as
+    // an unknown global, so the run was a plain command and SIGTERM left its container Up. The engine
+    // is named by the flag alone here: no DOCKER_HOST for the client or for the wrapper's engine calls.
+    it.runIf(engine.name === 'docker')('`docker -H=unix://... run`: recognized (the library\'s grammar), and SIGTERM stops the container through that engine', async () => {
+      const { DOCKER_HOST: host, ...rest } = engine.env
+      const flagOnly = { ...engine, env: rest }
+      const { w, events } = startWrapper(flagOnly, STOP, [engine.bin, `-H=${host}`, 'run', '-i', '--rm', '--label', label, engine.image, 'sleep', '1000'])
+      await started(engine, label, events)
+      expect(events.seen.find((e) => e.event === 'container')).toMatchObject({ engine: 'docker', autoRemove: true })
+      w.kill('SIGTERM')
+      const { code } = await exitOf(w, ENGINE_BOUND)
+      expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
+      expect(code, 'not 123: the engine answered through -H=').toBe(137)
+      expect(events.seen.find((e) => e.event === 'container-stop')).toMatchObject({ why: 'signal', containers: 1 })
+      expect(events.seen.map((e) => e.event)).toContain('container-gone')
+    })
+
     it.runIf(canUnshare)('--isolate: the engine is spoken to from outside the namespace (docker), or the run is refused (podman)', async () => {
       if (engine.name === 'podman') {
         // podman inside --isolate's mount namespace would hide the container's network namespace from every
