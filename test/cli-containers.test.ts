@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelledAndWait, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
 import { delayingProxy } from './docker-delay-proxy'
-import { canUnshare, exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
+import { canUnshare, exitOf, isGone, jsonLines, machineIdField, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
 const skipReason = enginesSkipReason()
@@ -109,7 +109,7 @@ for (const engine of testEngines()) {
       const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout)
       const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
       const pidns = readlinkSync(`/proc/${start.pid}/ns/pid`).replace(/^pid:\[(\d+)\]$/, 'pidns:$1')
-      expect(labels['reapkit.owner']).toBe(`${hostname()}/${bootId}/${start.pid}/${procStat(start.pid)![19]}/${pidns}`)
+      expect(labels['reapkit.owner']).toBe(`${hostname()}/${bootId}/${start.pid}/${procStat(start.pid)![19]}/${pidns}/${machineIdField()}`)
       expect(labels['reapkit.run']).toMatch(/^[0-9a-f]{32}$/)
       const t0 = performance.now()
       w.kill('SIGTERM')
@@ -276,7 +276,7 @@ for (const engine of testEngines()) {
         const [id] = containersWith(engine, label)
         const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout)
         expect(labels['reapkit.run']).toMatch(/^[0-9a-f]{32}$/)
-        expect(labels['reapkit.owner']).toMatch(/^[^/]+\/[^/]+\/\d+\/\d+\/pidns:\d+$/)
+        expect(labels['reapkit.owner']).toMatch(/^[^/]+\/[^/]+\/\d+\/\d+\/pidns:\d+\/mid:([0-9a-f]{32}|-)$/)
         w.kill('SIGTERM')
         const { code } = await exitOf(w, ENGINE_BOUND)
         expect(code, 'not 123: the stop found its container').toBe(137)

@@ -11,7 +11,7 @@
  *   isolate.c    --isolate: a PID namespace under an init of ours        (Linux)
  *   container.c  a `docker run` (podman, nerdctl) recognized and labelled (portable)
  *   run_grammar.c  its argv read by the library's grammar (run_grammar_table.h)  (portable, pure)
- *   owner.c      the run's owner label: host, boot, pid, PID namespace  (Linux; portable)
+ *   owner.c      the run's owner label: host, boot, pid, PID namespace, machine  (Linux; portable)
  *   engine.c     its container ended through the engine on every stop    (portable)
  *   looks.c      what the engine says of it: listed, at rest, gone      (portable)
  *   main.c       the event loop and start-up
@@ -211,7 +211,7 @@ void finish(int survivors);
 void on_signal_received(int sig);
 
 /* container.c, engine.c, looks.c */
-#define OWNER_LABEL_SIZE 512 /* reapkit.owner=<value>: at most 404 bytes (owner.c) */
+#define OWNER_LABEL_SIZE 512 /* reapkit.owner=<value>: at most 441 bytes (owner.c) */
 typedef struct {
   int active;              /* the command is a container run of ours to end */
   const char *engine;      /* "docker", "podman", "nerdctl" */
@@ -221,7 +221,7 @@ typedef struct {
   int nglobals;
   int auto_remove;         /* --rm */
   char run_label[64];      /* reapkit.run=<32 hex> */
-  char owner_label[OWNER_LABEL_SIZE]; /* reapkit.owner=<host>/<boot_id>/<pid>/<start>[/pidns:<inode>] */
+  char owner_label[OWNER_LABEL_SIZE]; /* reapkit.owner=<host>/<boot_id>/<pid>/<start>[/pidns:<inode>/mid:<machine id>] */
   int done;                /* the engine stop has run once */
   int seen;                /* a list has named a container of the run */
   int stopped_live;        /* a stop of ours began while the client was alive */
