@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { spawn, spawnedInfo } from '../lib/index'
 import { prepareContainerRun } from '../lib/mechanisms/container/child'
 import { engineOf, labelledRunArgs, parseContainerRun, redactRunArgs } from '../lib/mechanisms/container/command'
-import { canUnshare, DIST, exitOf, ROOT } from './helpers'
+import { canUnshare, DIST, exitOf, machineIdField, ROOT } from './helpers'
 import { bootStartMs, formatOwner, machineId, ownerAlive, ownerNamespace, ownerOf, ownerStatus, ownerVerdict, ownPidNamespace, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
 
 const parse = (argv: string[]) => parseContainerRun(argv[0]!, argv.slice(1))
@@ -337,13 +337,13 @@ describe.runIf(canUnshare)('the owner label from a child PID namespace', () => {
     it(`${writer}: names the child namespace, under its own /proc and under the parent's (there with start '-')`, () => {
       const own = labelFrom(['--mount-proc'], writer)
       expect(own.label).toHaveLength(6)
-      expect(own.label[5]).toBe(machineId())
       expect(own.label[4]).toBe(own.ns)
       expect(own.label[4]).not.toBe(ours)
       expect(own.label[3]).toMatch(/^[0-9]+$/)
+      expect(own.label[5], 'the machine, whatever the namespace').toBe(machineIdField())
       const parents = labelFrom([], writer)
       expect(parents.label).toHaveLength(6)
-      expect(parents.label[5]).toBe(machineId())
+      expect(parents.label[5]).toBe(machineIdField())
       expect(parents.label[4]).toMatch(/^pidns:[1-9][0-9]*$/)
       expect(parents.label[4]).toBe(parents.ns)
       expect(parents.label[4]).not.toBe(ours)

@@ -86,8 +86,10 @@ export function machineId(): string {
   if (process.platform !== 'linux') return machineIdCache
   for (const file of ['/etc/machine-id', '/var/lib/dbus/machine-id']) {
     try {
-      const text = readFileSync(file, 'latin1').slice(0, 64).trim()
-      if (/^[0-9a-f]{32}$/.test(text)) return (machineIdCache = `mid:${text}`)
+      // Exactly the C wrapper's check (native/supervise/owner.c): 32 lowercase hex digits and at
+      // most one newline; no trimming, so both writers give every machine the same field.
+      const text = readFileSync(file, 'latin1').slice(0, 64)
+      if (/^[0-9a-f]{32}\n?$/.test(text)) return (machineIdCache = `mid:${text.slice(0, 32)}`)
     } catch {
       // not there: the next, or none
     }
