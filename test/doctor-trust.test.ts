@@ -7,11 +7,13 @@
 // PID namespace (test/fixtures/doctor-trust-ns.cjs as its PID 1), so doctor sees and signals only
 // the scenario's processes. The victims are real containers of root's, outside the namespace.
 import { spawnSync } from 'node:child_process'
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { findLeakedContainers, findOrphans } from '../lib/index'
+import { createServer } from 'node:net'
+import { findLeakedContainers, findOrphans, stopLeakedContainers } from '../lib/index'
+import { engineCall } from '../lib/mechanisms/container/engine'
 import { containerState, engineRun, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel } from './containers'
 import { canUnshare, exitOf, FIXTURES, jsonLines, spawnGroup } from './helpers'
 
@@ -136,8 +138,9 @@ describe.skipIf(skipReason !== null)(`doctor --all-users trusts nothing another 
     expect(r.markers, 'a planted program or library ran as root').toEqual({})
     expect(r.listing.status, r.listing.stderr).not.toBe(null)
     // All three clients are listed, each saying why nothing of theirs was looked up as root.
-    expect(r.listing.json!.containers.clients).toHaveLength(3)
+    expect(r.listing.json!.containers.clients).toHaveLength(4)
     for (const c of r.listing.json!.containers.clients) expect(c.container, notes(r.listing).join('\n')).toBe(null)
+    expect(notes(r.listing).join('\n')).toMatch(/docker run-label: it runs in another mnt namespace than doctor \(a container\?\).*nothing it names is looked up/)
     expect(containerState(podman!, target)).toBe('running')
   }, 200_000)
 
@@ -182,6 +185,66 @@ describe.skipIf(skipReason !== null)(`doctor --all-users trusts nothing another 
       await exitOf(pair)
     }
   }, 120_000)
+
+  // A review's F1: an engine call made as another user stayed in doctor's session, so the user's
+  // code (their containers.conf, a ptrace of the client) could open root's terminal and type into it.
+  it("another user's engine call runs as that user, with only the groups its client had, in a session of its own", async () => {
+    const setpriv = spawnSync('sh', ['-c', 'command -v setpriv'], { encoding: 'utf8' }).stdout.trim()
+    const setsid = spawnSync('sh', ['-c', 'command -v setsid'], { encoding: 'utf8' }).stdout.trim()
+    const client = { engine: 'docker' as const, bin: '/bin/sh', globals: ['-c', 'echo $$; id -u; id -G; cat /proc/$$/stat'], env: { PATH: '/usr/bin:/bin' }, user: { uid: user.uid, gid: user.gid, groups: [user.gid], setpriv, setsid } }
+    const [shPid, uid, groups, stat] = (await engineCall(client, [], 10_000)).trim().split('\n')
+    const fields = stat!.slice(stat!.lastIndexOf(')') + 2).split(' ') // from field 3
+    expect(Number(uid)).toBe(user.uid)
+    expect(groups!.trim().split(' ').map(Number)).toEqual([user.gid])
+    expect(Number(fields[3]), 'its session is its own').toBe(Number(shPid)) // field 6: session
+    expect(Number(fields[3])).not.toBe(Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[3]))
+    expect(fields[4], 'no controlling terminal').toBe('0') // field 7: tty_nr
+  })
+
+  // A review's F3: a report copied (JSON) lost which client found a container; its stop then fell
+  // back to doctor's own engine client, with root's rights, for a container another user's endpoint named.
+  it.runIf(docker !== undefined)("a copied report's container found as another user is never stopped with doctor's own rights", async () => {
+    label = testLabel()
+    const target = victim(docker!)
+    const copied = { engine: 'docker' as const, id: target, name: '', image: docker!.image, state: 'running', autoRemove: false, owner: null, runId: null, why: 'copied', asUser: user.uid }
+    const [result] = await stopLeakedContainers({ leaked: [copied] }, { graceMs: 1000, confirmMs: 1000 })
+    expect(result).toMatchObject({ id: target, asUser: user.uid, state: 'uncertain', error: expect.stringMatching(/not stopped with doctor's own rights/) })
+    expect(containerState(docker!, target)).toBe('running')
+  })
+
+  // A review's F4: each client's look-up had its own bound and they ran one after another, so a
+  // user with N orphans pointing at a socket that never answers held root's doctor N x 10 s.
+  it.runIf(docker !== undefined)('clients whose endpoint never answers cost doctor at most twice one call\'s bound, however many', async () => {
+    const sock = join(user.home, 'hang.sock')
+    const held: import('node:net').Socket[] = []
+    const server = createServer((c) => held.push(c)) // accepts, never answers
+    await new Promise<void>((r) => server.listen(sock, r))
+    chmodSync(sock, 0o777)
+    const orphans: ReturnType<typeof spawnGroup>[] = []
+    try {
+      for (let i = 0; i < 6; i++) {
+        const o = spawnGroup('setpriv', [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', '/bin/bash', '-c', `exec -a docker ${join(rootDir, 'lookalike')} run --label reapkit.run=hang${i} -i --rm ${docker!.image}`], { stdio: ['pipe', 'pipe', 'ignore'], env: { PATH: '/usr/bin:/bin', DOCKER_HOST: `unix://${sock}` } })
+        o.stdin!.destroy()
+        o.stdout!.destroy()
+        orphans.push(o)
+      }
+      await new Promise((r) => setTimeout(r, 500))
+      const pids = new Set(orphans.map((o) => o.pid))
+      const trees = (await findOrphans({ allUsers: true })).trees.filter((t) => pids.has(t.root))
+      expect(trees).toHaveLength(6)
+      const started = performance.now()
+      const found = await findLeakedContainers({ trees, engines: ['docker'], env: docker!.env, timeoutMs: 1500 })
+      const ms = performance.now() - started
+      expect(found.clients).toHaveLength(6)
+      for (const c of found.clients) expect(c.note).toMatch(/did not answer within|bound for all container clients passed/)
+      expect(ms, 'six 1.5 s look-ups one after another took 9 s').toBeLessThan(6000)
+    } finally {
+      for (const o of orphans) process.kill(-o.pid!, 'SIGKILL')
+      await Promise.all(orphans.map((o) => exitOf(o)))
+      for (const c of held) c.destroy()
+      server.close()
+    }
+  }, 60_000)
 
   it.runIf(docker !== undefined)('item 3: a FIFO as the --cidfile (the user\'s, and root\'s own) does not hang doctor', async () => {
     label = testLabel()

@@ -20,18 +20,24 @@
  * - working directory `/`.
  *
  * A client whose uids differ among themselves (a set-user-ID program, a process changing users) is
- * nobody's in particular: its container is not looked up.
+ * nobody's in particular, and one in another user or mount namespace than doctor's (a container's
+ * "root" is uid 0 too) names paths, programs and sockets of a world that is not ours: neither has
+ * its container looked up.
  */
-import { accessSync, constants as fsConstants, readFileSync, statSync } from 'node:fs'
+import { accessSync, constants as fsConstants, readFileSync, readlinkSync, statSync } from 'node:fs'
 import { delimiter, isAbsolute, join } from 'node:path'
 import { type ContainerEngine, type ContainerRun, globalFlags } from '../mechanisms/container/command'
 import type { EngineClient } from '../mechanisms/container/engine'
 
 /** Whose a client process is. */
-export type ClientUser = { kind: 'self' } | { kind: 'other'; uid: number; gid: number } | { kind: 'mixed'; uids: number[] }
+export type ClientUser =
+  | { kind: 'self' }
+  | { kind: 'other'; uid: number; gid: number; groups: number[] }
+  | { kind: 'mixed'; uids: number[] }
+  | { kind: 'elsewhere'; namespace: string }
 
-/** The four uids (real, effective, saved, filesystem) and the real gid from /proc/<pid>/status; null when unreadable. */
-function idsOf(pid: number): { uids: number[]; gid: number } | null {
+/** The four uids (real, effective, saved, filesystem), the real gid and the supplementary groups from /proc/<pid>/status; null when unreadable. */
+function idsOf(pid: number): { uids: number[]; gid: number; groups: number[] } | null {
   let status: string
   try {
     status = readFileSync(`/proc/${pid}/status`, 'latin1')
@@ -40,22 +46,37 @@ function idsOf(pid: number): { uids: number[]; gid: number } | null {
   }
   const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status)
   const gids = /^Gid:\s+(\d+)/m.exec(status)
-  if (!uids || !gids) return null
-  return { uids: uids.slice(1, 5).map(Number), gid: Number(gids[1]) }
+  const groups = /^Groups:([ \t\d]*)$/m.exec(status)
+  if (!uids || !gids || !groups) return null
+  return { uids: uids.slice(1, 5).map(Number), gid: Number(gids[1]), groups: groups[1]!.trim().split(/\s+/).filter(Boolean).map(Number) }
+}
+
+/** The first of `pid`'s user and mount namespaces that is not doctor's own, or null when both are (or, unreadable, 'unreadable'). */
+function otherNamespace(pid: number): string | null {
+  for (const ns of ['user', 'mnt']) {
+    try {
+      if (readlinkSync(`/proc/${pid}/ns/${ns}`) !== readlinkSync(`/proc/self/ns/${ns}`)) return ns
+    } catch {
+      return 'unreadable'
+    }
+  }
+  return null
 }
 
 /** Whose `pid` is, from doctor's point of view; null when it cannot be read (it went away). */
 export function clientUser(pid: number): ClientUser | null {
   const ids = idsOf(pid)
   if (ids === null) return null
+  const namespace = otherNamespace(pid)
+  if (namespace !== null) return { kind: 'elsewhere', namespace }
   const me = process.geteuid?.() ?? -1
   if (ids.uids.every((u) => u === me)) return { kind: 'self' }
-  if (ids.uids.every((u) => u === ids.uids[0])) return { kind: 'other', uid: ids.uids[0]!, gid: ids.gid }
+  if (ids.uids.every((u) => u === ids.uids[0])) return { kind: 'other', uid: ids.uids[0]!, gid: ids.gid, groups: ids.groups }
   return { kind: 'mixed', uids: ids.uids }
 }
 
-/** The password database's entry for `uid` (name, primary group, home), or null. */
-function passwdEntry(uid: number): { name: string; gid: number; home: string } | null {
+/** The password database's entry for `uid` (name, home), or null. */
+function passwdEntry(uid: number): { name: string; home: string } | null {
   let text: string
   try {
     text = readFileSync('/etc/passwd', 'utf8')
@@ -64,7 +85,7 @@ function passwdEntry(uid: number): { name: string; gid: number; home: string } |
   }
   for (const line of text.split('\n')) {
     const f = line.split(':')
-    if (f.length >= 7 && f[2] === String(uid) && /^[0-9]+$/.test(f[3]!)) return { name: f[0]!, gid: Number(f[3]), home: f[5]! }
+    if (f.length >= 7 && f[2] === String(uid)) return { name: f[0]!, home: f[5]! }
   }
   return null
 }
@@ -167,15 +188,15 @@ function cleanEnv(uid: number, entry: { name: string; home: string } | null, orp
  * cannot (a string: the listing says it, nothing is looked up). `doctorEnv` is doctor's own (its
  * PATH finds the engine's client and setpriv); `orphanEnv` the client's, read for its endpoint only.
  */
-export function engineClientAs(user: { uid: number; gid: number }, run: ContainerRun, orphanEnv: NodeJS.ProcessEnv, doctorEnv: NodeJS.ProcessEnv): EngineClient | string {
+export function engineClientAs(user: { uid: number; gid: number; groups: readonly number[] }, run: ContainerRun, orphanEnv: NodeJS.ProcessEnv, doctorEnv: NodeJS.ProcessEnv): EngineClient | string {
   const bin = onPath(run.engine, doctorEnv.PATH)
   if (bin === null) return `doctor's own ${run.engine} client is not on its PATH`
   const setpriv = onPath('setpriv', doctorEnv.PATH)
-  if (setpriv === null) return "setpriv (util-linux) is not on doctor's PATH: another user's engine is only reached as that user"
+  const setsid = onPath('setsid', doctorEnv.PATH)
+  if (setpriv === null || setsid === null) return "setpriv and setsid (util-linux) are not on doctor's PATH: another user's engine is only reached as that user, in a session of its own"
   const globals = endpointGlobals(run)
   if (typeof globals === 'string') return globals
-  const entry = passwdEntry(user.uid)
-  const env = cleanEnv(user.uid, entry, orphanEnv)
+  const env = cleanEnv(user.uid, passwdEntry(user.uid), orphanEnv)
   if (typeof env === 'string') return env
-  return { engine: run.engine, bin, globals, env, cwd: '/', user: { uid: user.uid, gid: entry?.gid ?? user.gid, name: entry?.name ?? null, setpriv } }
+  return { engine: run.engine, bin, globals, env, cwd: '/', user: { uid: user.uid, gid: user.gid, groups: user.groups, setpriv, setsid } }
 }

@@ -23,6 +23,7 @@ import { readFileSync, readlinkSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
 import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../mechanisms/container/command'
 import type { EngineClient } from '../mechanisms/container/engine'
+import { processStartTime } from '../mechanisms/container/owner'
 import type { OrphanProcess, OrphanTree } from './doctor'
 import { type ClientUser, clientUser, engineClientAs } from './doctor-client-user'
 
@@ -151,17 +152,22 @@ function reachOf(user: ClientUser, pid: number, run: ContainerRun, cwd: string |
   const env = envOf(pid)
   if (user.kind === 'self') return { engine: run.engine, bin: run.bin, globals: run.globals, env: env ?? doctorEnv, ...(cwd ? { cwd } : {}) }
   if (user.kind === 'mixed') return `its uids differ (${user.uids.join(', ')}): it is no one user's, so nothing it names is looked up`
+  if (user.kind === 'elsewhere') return `it runs in another ${user.namespace === 'unreadable' ? 'namespace (unreadable)' : `${user.namespace} namespace`} than doctor (a container?): its program, paths and environment are not this system's, so nothing it names is looked up`
   const client = engineClientAs(user, run, env ?? {}, doctorEnv)
   return typeof client === 'string' ? `it is uid ${user.uid}'s, and its engine cannot be reached as that user: ${client}` : client
 }
 
 /** One client: whose it is, how its engine is reached, what tells its container; null when it went away. */
 function clientFinding(tree: OrphanTree, pid: number, run: ContainerRun, argvs: Map<number, string[] | null>, podmanClients: number, doctorEnv: NodeJS.ProcessEnv): ClientFinding | null {
+  const started = tree.processes.find((p) => p.pid === pid)?.start
   const user = clientUser(pid)
   if (user === null) return null
   const cwd = user.kind === 'self' ? cwdOf(pid) : undefined // another user's cwd is not ours to resolve paths in
   const base = { pid, root: tree.root, run, user, clue: clueOf(tree, pid, run, argvs, podmanClients, cwd) }
   const client = reachOf(user, pid, run, cwd, doctorEnv)
+  // Its argv (the tree's), uids, environment and cwd were read one after the other: all of one
+  // process only if the pid still names the process the tree saw start.
+  if (started === undefined || processStartTime(pid) !== started) return null
   if (typeof client === 'string') return { ...base, client: null, refused: client }
   const refused =
     user.kind === 'other' && base.clue?.via === 'cidfile'

@@ -45,6 +45,12 @@ export interface LeakedContainer {
   why: string
   /** The orphaned client (and the root of its tree) whose container this is, when found through one. */
   client?: { pid: number; root: number }
+  /**
+   * Found through another user's client, by doctor's own engine client run as that user: what the
+   * engine said is what uid `asUser` was told at the endpoint it chose, and it is only ever stopped
+   * the same way (never with doctor's own rights).
+   */
+  asUser?: number
 }
 
 /** An engine doctor asked: whether it answered, and if not, why it was skipped. */
@@ -163,9 +169,13 @@ interface Listing {
 
 /** Sorts one container by its owner: listed as leaked, as foreign, or not at all (owner alive, no owner). Returns where it went. */
 function judge(listing: Listing, engine: ContainerEngine, c: InspectedContainer, client: EngineClient, extra?: { why: string; client: { pid: number; root: number } }): 'leaked' | 'foreign' | 'alive' | 'idle' {
-  const known = listing.byId.get(c.id)
+  const asUser = client.user?.uid
+  // What another user's endpoint says is theirs to say: it never adds to, nor stands for, an entry
+  // of doctor's own (the same id there may be another container, or a lie).
+  const key = asUser === undefined ? c.id : `${c.id}@${asUser}`
+  const known = listing.byId.get(key)
   if (known) {
-    if (extra) Object.assign(known, { why: `${known.why}; ${extra.why}`, client: extra.client })
+    if (extra && asUser === undefined) Object.assign(known, { why: `${known.why}; ${extra.why}`, client: extra.client })
     return listing.leaked.includes(known) ? 'leaked' : 'foreign'
   }
   if (!lingering(c)) return 'idle'
@@ -178,8 +188,9 @@ function judge(listing: Listing, engine: ContainerEngine, c: InspectedContainer,
   if (!reasons.some(Boolean)) return 'idle'
   const entry = describe(engine, c, reasons.filter(Boolean).join('; '))
   if (extra) entry.client = extra.client
+  if (asUser !== undefined) Object.assign(entry, { why: `${entry.why} (as uid ${asUser}'s engine reports it)`, asUser })
   clientOf.set(entry, client)
-  listing.byId.set(c.id, entry)
+  listing.byId.set(key, entry)
   ;(status === 'unknown' ? listing.foreign : listing.leaked).push(entry)
   return status === 'unknown' ? 'foreign' : 'leaked'
 }
@@ -206,14 +217,32 @@ function untied(f: ClientFinding, c: InspectedContainer): string | null {
   return c.conmonPid === f.clue.conmonPid ? null : `the engine does not name conmon ${f.clue.conmonPid} as the monitor of container ${c.id.slice(0, 12)}`
 }
 
+const CLIENT_LOOKUPS_AT_ONCE = 4
+
+/** `fn` over `items`, at most `limit` at once; results in the items' order. */
+async function mapAtMost<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length)
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++
+      out[i] = await fn(items[i]!)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+  return out
+}
+
 const clueWords = { 'run-label': 'its reapkit.run label', cidfile: 'its --cidfile', conmon: "podman's conmon in its tree" } as const
 const NOTHING_STOPPED = 'nothing is stopped through the engine'
 
-/** One client: its container found through its clue and judged, and what to say of it. */
-async function linkClient(listing: Listing, f: ClientFinding, labels: readonly string[], timeoutMs: number): Promise<OrphanedClient> {
+/** One client: its container found through its clue and judged, and what to say of it. `deadline`: when every client's look-up ends. */
+async function linkClient(listing: Listing, f: ClientFinding, labels: readonly string[], deadline: number): Promise<OrphanedClient> {
   const base = { pid: f.pid, root: f.root, engine: f.run.engine, via: f.clue?.via ?? null }
   if (f.clue === null) return { ...base, container: null, note: `its container cannot be told (no reapkit.run label, no --cidfile, no conmon of its own in the tree): ${NOTHING_STOPPED}` }
   if (f.refused !== null || f.client === null) return { ...base, container: null, note: `${f.refused ?? 'its engine cannot be reached'}: ${NOTHING_STOPPED}` }
+  const timeoutMs = Math.floor(deadline - performance.now())
+  if (timeoutMs < 1) return { ...base, container: null, note: `not looked up: doctor's bound for all container clients passed before its turn: ${NOTHING_STOPPED}` }
   let found: InspectedContainer[]
   try {
     found = await inspectContainers(f.client, await clueIds(f, f.client, timeoutMs), timeoutMs)
@@ -243,7 +272,9 @@ export async function findLeakedContainers(options: FindLeakedContainersOptions 
   for (const { scan, found } of scans) {
     for (const c of found) if (matches(c, opts.labels)) judge(listing, scan.engine, c, { engine: scan.engine, bin: scan.engine, globals: [], env: opts.env })
   }
-  const clients: OrphanedClient[] = []
-  for (const f of findClients(opts.trees, opts.env)) clients.push(await linkClient(listing, f, opts.labels, opts.timeoutMs))
+  // Each client's engine is its own to choose (one may never answer): a few at once, and all of them
+  // within twice one call's bound, so that no number of clients can hold doctor up for longer.
+  const deadline = performance.now() + 2 * opts.timeoutMs
+  const clients = await mapAtMost(findClients(opts.trees, opts.env), CLIENT_LOOKUPS_AT_ONCE, (f) => linkClient(listing, f, opts.labels, deadline))
   return { engines: scans.map((s) => s.scan), leaked: listing.leaked, foreign: listing.foreign, clients }
 }

@@ -31,6 +31,13 @@ export interface TrustedFile {
   code: string
   why: string
   maxBytes: number
+  /**
+   * Its own folder may be sticky and writable by others (/tmp): only for a file we read and never
+   * write, which must then be ours (or root's) and is never followed through a link (and
+   * protected_hardlinks keeps others from linking our files in). A state file may not: we write it,
+   * and anyone could put a file at its name first.
+   */
+  stickyFolder: boolean
 }
 
 export const STATE_FILE: TrustedFile = {
@@ -38,6 +45,7 @@ export const STATE_FILE: TrustedFile = {
   code: 'ERR_REAPKIT_STATE_FILE_UNSAFE',
   why: 'A state file steers signals, so only this user (or root) may be able to write it or its folders; choose a path in a folder of your own (e.g. mode 0700)',
   maxBytes: 16 * 1024 * 1024,
+  stickyFolder: false,
 }
 
 /** A container client's `--cidfile` (a container id: 64 hex digits and a newline at most). */
@@ -46,6 +54,7 @@ export const CIDFILE: TrustedFile = {
   code: 'ERR_REAPKIT_CIDFILE_UNSAFE',
   why: 'A --cidfile names the container doctor stops, so only this user (or root) may be able to write it or its folders',
   maxBytes: 256,
+  stickyFolder: true,
 }
 
 function unsafe(file: string, why: string, kind: TrustedFile = STATE_FILE): ReapkitError {
@@ -96,7 +105,7 @@ export function checkStateFolder(file: string, kind: TrustedFile = STATE_FILE): 
     if (!st.isDirectory()) throw unsafe(file, `${folder} is not a folder`, kind)
     if (!ownedBySelfOrRoot(st)) throw unsafe(file, `the folder ${folder} belongs to uid ${st.uid}`, kind)
     const writableByOthers = (st.mode & GROUP_OR_OTHER_WRITE) !== 0
-    const stickyAbove = i > 0 && (st.mode & STICKY) !== 0
+    const stickyAbove = (i > 0 || kind.stickyFolder) && (st.mode & STICKY) !== 0
     if (writableByOthers && !stickyAbove) {
       throw unsafe(file, `the folder ${folder} can be written by others (mode ${(st.mode & 0o7777).toString(8)})`, kind)
     }
@@ -118,6 +127,17 @@ function checkOpened(file: string, st: Stats, kind: TrustedFile): void {
  * thrown as they are.
  */
 export function readTrustedStateFile(file: string, kind: TrustedFile = STATE_FILE): string | null {
+  // What is at the name, before it is opened: opening a device has effects of its own (a watchdog,
+  // a tape), whatever O_NONBLOCK says; the opened file must then be this very one.
+  let before: Stats
+  try {
+    before = lstatSync(file)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
+  }
+  if (before.isSymbolicLink()) throw unsafe(file, 'its name is a symlink', kind)
+  if (!before.isFile()) throw unsafe(file, 'it is not a regular file', kind)
   let fd: number
   try {
     // O_NONBLOCK: a FIFO planted at the name must not block the open (fstat then refuses it);
@@ -131,6 +151,7 @@ export function readTrustedStateFile(file: string, kind: TrustedFile = STATE_FIL
   }
   try {
     const st = fstatSync(fd)
+    if (st.dev !== before.dev || st.ino !== before.ino) throw unsafe(file, 'it was replaced while it was being opened', kind)
     checkOpened(file, st, kind)
     const buf = Buffer.alloc(st.size)
     let off = 0
