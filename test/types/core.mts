@@ -15,13 +15,14 @@ import {
   watchExit,
   watchParent,
 } from 'reapkit'
+import { getDefaultEnvironment } from 'reapkit/mcp'
 import { installLeakGuard } from 'reapkit/testing'
 
 installLeakGuard({ beforeEach, afterEach })
 
 const caps = capabilities()
 const quiet = spawn('x', [], { stdio: 'ignore' })
-const child = spawn('npx', ['-y', 'some-mcp-server'], { stdio: ['pipe', 'pipe', 'inherit'], env: { PATH: '/usr/bin' } })
+const child = spawn('npx', ['-y', 'some-mcp-server'], { stdio: ['pipe', 'pipe', 'inherit'], env: getDefaultEnvironment() })
 const info = spawnedInfo(child)
 const pgid: number | null | undefined = info?.pgid
 const wrapped = spawn(supervisorPath(), ['--', 'uvx', 'some-server'], { stdio: ['pipe', 'pipe', 'inherit'] })
