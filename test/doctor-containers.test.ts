@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ContainerReport, findLeakedContainers, findOrphans, type StoppedContainer, stopLeakedContainers } from '../lib/index'
 import { formatOwner, machineId, ownerOf, ownPidNamespace } from '../lib/mechanisms/container/owner'
-import { conmonsOf, containerState, containersWith, engineRun, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel } from './containers'
+import { conmonsOf, containerState, containersWith, describeWithEngines, engineRun, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel } from './containers'
 import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
@@ -52,7 +52,7 @@ describe('reapkit doctor: container options', () => {
   })
 })
 
-describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines('reapkit doctor: leaked containers', skip, () => {
   let label = ''
   const started: ChildProcess[] = []
   beforeEach(() => {
@@ -345,7 +345,8 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
 
 // A docker that does not answer: before, `doctor --containers --engine docker` printed "No leaked
 // containers." and exited 0, an all-clear for what it never saw.
-describe.runIf(process.platform === 'linux' && onPath('docker'))('doctor: containers asked for and no engine answered', () => {
+const noClient = process.platform !== 'linux' ? 'Linux only' : onPath('docker') ? null : 'no docker client on PATH'
+describe.skipIf(noClient !== null)(`doctor: containers asked for and no engine answered${noClient ? ` (skipped: ${noClient})` : ''}`, () => {
   it('says nothing could be checked and exits 1, in words and in JSON', () => {
     const env = { ...process.env, DOCKER_HOST: 'unix:///nonexistent/reapkit-doctor.sock' }
     const words = spawnSync(BIN, ['doctor', '--containers', '--engine', 'docker'], { env, encoding: 'utf8', timeout: 60_000 })
