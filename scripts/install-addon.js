@@ -18,7 +18,7 @@
 // prebuild loads, as node-gyp-build's install does.
 'use strict'
 const { spawnSync } = require('node:child_process')
-const { accessSync, constants, mkdirSync, rmSync, statSync, writeFileSync } = require('node:fs')
+const { accessSync, constants, existsSync, mkdirSync, rmSync, statSync, writeFileSync } = require('node:fs')
 const { delimiter, dirname, isAbsolute, join, sep } = require('node:path')
 
 const ROOT = dirname(__dirname)
@@ -77,15 +77,24 @@ function missingTools() {
   return missing
 }
 
-/** node-gyp as npm hands it to install scripts, else a local one, else the one on PATH. */
+/**
+ * node-gyp as npm hands it to install scripts, else one installed beside reapkit, else the one npm
+ * bundles beside this Node (run by hand: node scripts/install-addon.js), else the one on PATH.
+ */
 function nodeGypCommand() {
   const fromNpm = process.env.npm_config_node_gyp
   if (fromNpm && /\.js$/.test(fromNpm)) return [process.execPath, fromNpm]
   try {
     return [process.execPath, require.resolve('node-gyp/bin/node-gyp.js')]
   } catch {
-    return [process.platform === 'win32' ? 'node-gyp.cmd' : 'node-gyp']
+    // not installed here
   }
+  const prefix = dirname(dirname(process.execPath))
+  for (const lib of [join(prefix, 'lib'), prefix]) {
+    const bundled = join(lib, 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js')
+    if (existsSync(bundled)) return [process.execPath, bundled]
+  }
+  return [process.platform === 'win32' ? 'node-gyp.cmd' : 'node-gyp']
 }
 
 function report(result) {

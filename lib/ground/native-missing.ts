@@ -53,7 +53,7 @@ function carriedPrebuilds(root: string): string[] {
 function installStory(report: InstallReport | null): string {
   if (!report) {
     return "reapkit's install script, which builds the addon where no prebuild fits, has not run here " +
-      "(npm 11, pnpm 10 and Bun skip a dependency's install scripts until approved; --ignore-scripts skips them all)."
+      "(--ignore-scripts skips it, so does a denial in npm 11's allowScripts, and pnpm 10 and Bun run it only once approved)."
   }
   if (report.status === 'no-toolchain') {
     return `reapkit's install script could not build the addon: ${(report.missing ?? []).join(', ')} not found on PATH.`
@@ -75,7 +75,7 @@ export function explainLoadFailure(root: string, cause: Error): { summary: strin
   const howTo =
     'To get the addon: install Python 3, make and a C/C++17 compiler (Debian, Ubuntu: apt-get install python3 make g++; ' +
     'Alpine: apk add python3 make g++; macOS: xcode-select --install), allow reapkit\'s install script ' +
-    '(npm 11: npm install-scripts approve reapkit; pnpm: pnpm approve-builds) and run `npm rebuild reapkit`.'
+    '(npm 11: npm install-scripts approve reapkit; pnpm: pnpm approve-builds; Bun: trustedDependencies) and run `npm rebuild reapkit`.'
   return {
     summary: `${found[0]!.toUpperCase()}${found.slice(1)}, and ${install}`,
     message: `${cause.message.trimEnd()}. ${carries} ${install} ${howTo}`,
