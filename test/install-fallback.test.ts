@@ -20,6 +20,7 @@ const linux = process.platform === 'linux'
 let work: string
 let tarball: string
 let oldTarball: string
+let prebuiltTarball: string
 let bareEnv: NodeJS.ProcessEnv
 const timings: Record<string, number> = {}
 
@@ -40,7 +41,7 @@ function consumer(name: string, extra: Record<string, unknown> = {}): string {
 
 const installArgs = (tgz: string) => ['install', '--prefer-offline', '--no-audit', '--no-fund', tgz]
 
-describe.runIf(linux)('installing reapkit where no prebuild fits and nothing can build one', () => {
+describe.runIf(linux)('installing reapkit where nothing can build the addon (PATH: node and sh only)', () => {
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'reapkit-noprebuild-'))
     // The sources with dist/ (built by `npm run build:ts`), without any build or prebuild binary.
@@ -63,6 +64,17 @@ describe.runIf(linux)('installing reapkit where no prebuild fits and nothing can
     tarball = join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!)
     const listing = execFileSync('tar', ['-tzf', tarball]).toString()
     if (listing.includes('.node\n')) throw new Error('the tarball carries an addon')
+
+    // The usual case: the same package with this checkout's build as its linux-x64 prebuild.
+    const withPrebuild = join(work, 'with-prebuild')
+    mkdirSync(withPrebuild)
+    execFileSync('tar', ['-xzf', tarball, '-C', withPrebuild])
+    const pre = join(withPrebuild, 'package', 'prebuilds', 'linux-x64')
+    mkdirSync(pre, { recursive: true })
+    cpSync(join(ROOT, 'build', 'Release', 'reapkit.node'), join(pre, 'reapkit.node'))
+    for (const f of readdirSync(join(ROOT, 'build', 'Release', 'helper'))) cpSync(join(ROOT, 'build', 'Release', 'helper', f), join(pre, f))
+    prebuiltTarball = join(work, 'reapkit-prebuilt.tgz')
+    execFileSync('tar', ['-czf', prebuiltTarball, '-C', withPrebuild, 'package'])
 
     // The control: the same package with the install script it had before (node-gyp-build).
     const old = join(work, 'old')
@@ -97,6 +109,22 @@ describe.runIf(linux)('installing reapkit where no prebuild fits and nothing can
     const r = npmRun(installArgs(oldTarball), app, bareEnv, 'installOld')
     expect(r.status, r.stdout + r.stderr).not.toBe(0)
     expect(r.stderr).toMatch(/gyp ERR!/)
+  }, 300_000)
+
+  it('where the prebuild loads, the install script is a quiet no-op: exit 0, nothing built, no report, no warning', () => {
+    const app = consumer('prebuilt')
+    const r = npmRun(installArgs(prebuiltTarball), app, bareEnv, 'installPrebuilt')
+    expect(r.status, r.stdout + r.stderr).toBe(0)
+    const pkgDir = join(app, 'node_modules', 'reapkit')
+    expect(existsSync(join(pkgDir, 'build'))).toBe(false)
+    const script = "const r = require('reapkit'); const c = r.spawn(process.execPath, ['-e', ''], { stdio: 'ignore' }); " +
+      "c.on('exit', () => setImmediate(() => console.log(JSON.stringify({ caps: r.capabilities(), info: r.spawnedInfo(c).parentDeathSignal }))))"
+    const run = spawnSync(process.execPath, ['-e', script], { cwd: app, env: bareEnv, encoding: 'utf8', timeout: 30_000 })
+    expect(run.status, run.stderr).toBe(0)
+    expect(run.stderr).toBe('') // no warning
+    const out = JSON.parse(run.stdout)
+    expect(out.caps).toMatchObject({ native: true, pdeathsig: true, execHelper: true, missing: [] })
+    expect(out.info).toBe('SIGKILL')
   }, 300_000)
 
   it('npm install exits 0 (the install script runs, finds no toolchain, and records it); require works on the fallbacks, says why, and warns once', () => {
