@@ -1,8 +1,11 @@
 /**
  * Loads the addon (a prebuild when present, the local build otherwise, through node-gyp-build) and
  * describes what this platform and build support. If the addon cannot load, reapkit still works
- * where JavaScript alone can (ChildProcess exits, a getppid poll for parent death) and every
- * native-only call fails with ENOTSUP carrying the load error as its `cause`.
+ * where JavaScript alone can (ChildProcess exits, a getppid poll for parent death), every
+ * native-only call fails with ENOTSUP carrying the load error as its `cause`, capabilities() lists
+ * the fallbacks in use (`missing`) and why (`loadError`), and the first call that runs on a
+ * fallback warns once (warnNoNative). The install step never fails for want of an addon
+ * (scripts/install-addon.js), so this is what a user without a prebuild or a compiler gets.
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, isAbsolute, join } from 'node:path'
