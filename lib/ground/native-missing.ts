@@ -113,13 +113,13 @@ export function missingGuarantees(c: CapsSeen, platform: NodeJS.Platform = proce
   }
   if (c.exitWatch === 'poll' && (linux || windows || kqueuePlatform)) {
     out.push(
-      'exitWatch: watchExit() and process handles poll every 100 ms (REAPKIT_EXIT_POLL_MS) instead of a kernel event, ' +
+      'exitWatch: watchExit() and process handles poll (every 100 ms by default, REAPKIT_EXIT_POLL_MS) instead of a kernel event, ' +
         'and learn no exit status of a process that is not a ChildProcess',
     )
     out.push('pinnedHandle: openProcess() holds no pidfd/handle: it signals by pid after checking that the pid still runs, so a pid recycled in between can be hit')
   }
   if (c.parentWatch === 'poll' && (linux || windows || kqueuePlatform)) {
-    out.push('parentWatch: watchParent() polls the parent every 2 s (REAPKIT_PARENT_POLL_INTERVAL_MS) instead of a kernel event')
+    out.push('parentWatch: watchParent() polls the parent (every 2 s by default, REAPKIT_PARENT_POLL_INTERVAL_MS) instead of a kernel event')
   }
   if (!c.native && !windows) {
     out.push('processGroups: getpgid(), setpgid() and killpg() throw ENOTSUP (spawn() still gives a child its own group, through setsid)')

@@ -244,8 +244,8 @@ try {
   addonDir = dirname(found.file)
 } catch (err) {
   const cause = err instanceof Error ? err : new Error(String(err))
-  // What the package carries, what its install step did (npm 11 skips dependencies' install
-  // scripts unless approved) and how to get the addon: native-missing.ts.
+  // What the package carries, what its install step did (or that it never ran: --ignore-scripts,
+  // pnpm 10, Bun, an npm allowScripts denial) and how to get the addon: native-missing.ts.
   const story = explainLoadFailure(packageRoot(), cause)
   loadSummary = story.summary
   loadError = new Error(story.message, { cause })
