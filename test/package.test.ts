@@ -83,7 +83,7 @@ describe.runIf(linuxX64)('the packed tarball', () => {
 
   it('ships the prebuild, the ESM and CJS entries with types, and no build folder', () => {
     const dir = join(project, 'node_modules', 'reapkit')
-    for (const f of ['prebuilds/linux-x64/reapkit.node', 'prebuilds/linux-x64/reapkit-exec', 'prebuilds/linux-x64/reapkit-supervise', 'bin/reapkit', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'dist/cjs/testing.js', 'dist/esm/testing.mjs', 'dist/cjs/testing.d.ts', 'binding.gyp']) {
+    for (const f of ['prebuilds/linux-x64/reapkit.node', 'prebuilds/linux-x64/reapkit-exec', 'prebuilds/linux-x64/reapkit-supervise', 'bin/reapkit', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'dist/cjs/testing.js', 'dist/esm/testing.mjs', 'dist/cjs/testing.d.ts', 'binding.gyp', 'scripts/install-addon.js']) {
       expect(existsSync(join(dir, f)), f).toBe(true)
     }
     expect(existsSync(join(dir, 'build'))).toBe(false)

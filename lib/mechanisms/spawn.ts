@@ -35,7 +35,7 @@ import { spawnInJob } from './spawn-win32'
 import { attachContainer, prepareContainerRun } from './container/child'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
-import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
+import { binding, capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
@@ -372,6 +372,10 @@ export function spawn(
   if (typeof container !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "container" option must be a boolean. Received ${describe(container)}`)
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
+  if (!binding) {
+    if (process.platform === 'linux' && wanted > 0) warnNoNative('spawn() arms no parent-death signal: the child outlives this process if it is SIGKILLed')
+    else if (process.platform === 'win32' && group) warnNoNative('spawn() starts the child outside a kill-on-close Job object: what it starts can outlive this process')
+  }
 
   // Loaded on first use: child_process pulls in streams and net, which would double the cost of
   // require('reapkit') for programs that never spawn.
