@@ -60,7 +60,7 @@ function ensureJail() {
     }
     console.log(`== debootstrap --variant=minbase bullseye ${JAIL}`)
     mkdirSync(JAIL, { recursive: true })
-    timed('debootstrap', () => execFileSync('debootstrap', ['--variant=minbase', 'bullseye', JAIL, 'http://deb.debian.org/debian'], { stdio: ['ignore', 'ignore', 'inherit'] }))
+    timed('debootstrap', () => execFileSync('debootstrap', ['--variant=minbase', 'bullseye', JAIL], { stdio: ['ignore', 'ignore', 'inherit'] }))
   }
   const version = readFileSync(join(JAIL, 'etc', 'debian_version'), 'utf8').trim()
   check(version.startsWith('11.'), `the root is Debian 11 (${version})`)
