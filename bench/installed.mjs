@@ -21,7 +21,8 @@ function npm(args, cwd, env = process.env) {
 
 /**
  * Packs and installs reapkit into a temporary project. Returns the installed command
- * (`node_modules/.bin/reapkit`, npm's symlink) and `cleanup()`, which removes everything.
+ * (`node_modules/.bin/reapkit`, npm's symlink), the tarball (for ./install.mjs) and `cleanup()`,
+ * which removes everything.
  */
 export function installPacked() {
   const work = mkdtempSync(join(tmpdir(), 'reapkit-bench-pack-'))
@@ -46,7 +47,7 @@ export function installPacked() {
     npm(['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball)], project)
     const bin = join(project, 'node_modules', '.bin', 'reapkit')
     if (!existsSync(bin)) throw new Error('bench: the installed package has no node_modules/.bin/reapkit')
-    return { bin, cleanup: () => rmSync(work, { recursive: true, force: true }) }
+    return { bin, tarball: join(work, tarball), cleanup: () => rmSync(work, { recursive: true, force: true }) }
   } catch (err) {
     rmSync(work, { recursive: true, force: true })
     throw err
