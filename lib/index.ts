@@ -1,7 +1,8 @@
 /**
  * reapkit: exact process-lifecycle primitives for Node.js. See README.md for the overview.
  */
-export { capabilities, type Capabilities, supervisorCommand as supervisorPath } from './ground/native'
+export { supervisorCommand as supervisorPath } from './ground/native'
+export { capabilities, type Capabilities, type CgroupCapability } from './mechanisms/cgroup/capabilities'
 export { getpgid, setpgid, kill, killpg, type SignalOptions } from './ground/signals'
 export { setParentDeathSignal, getParentDeathSignal, setChildSubreaper, isChildSubreaper, reapAdopted } from './mechanisms/prctl'
 export { openProcess, ProcessHandle, type ExitInfo, type OpenProcessOptions } from './mechanisms/handle'
