@@ -35,6 +35,8 @@ import { spawnInJob } from './spawn-win32'
 import { attachContainer, prepareContainerRun } from './container/child'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
+import { cgroupCapability } from './cgroup/where'
+import { makeChildCgroup, removeWhenEmpty } from './cgroup/make'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -61,6 +63,14 @@ export interface SpawnOptions extends NodeSpawnOptions {
    * `false` runs it as a plain command.
    */
   container?: boolean
+  /**
+   * Linux, cgroup v2: contain the child in a cgroup of its own from its first instruction (the exec
+   * helper joins it before it execs the command), so that every stop also ends what left its
+   * process group (a setsid helper, a double-forked daemon): lib/mechanisms/cgroup/. Only where a
+   * cgroup is ours to make (capabilities().cgroup); elsewhere the child runs uncontained and
+   * spawnedInfo(child).cgroupUnavailable says why. Default false.
+   */
+  cgroup?: boolean
 }
 
 /** What spawn() applied to a child. */
@@ -96,6 +106,10 @@ export interface SpawnedInfo {
    * how to reach its engine and the label that finds its container. Absent for any other command.
    */
   container?: ContainerRecord
+  /** The child's own cgroup (its directory), when spawn() contained it there ({ cgroup: true }). */
+  cgroup?: string
+  /** Why a child spawned with { cgroup: true } is not contained. */
+  cgroupUnavailable?: string
 }
 
 const spawned = new WeakMap<ChildProcess, SpawnedInfo>()
@@ -362,7 +376,7 @@ export function spawn(
   // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
   // is therefore no death signal; an explicit option still wins.
   const defaultDeathSignal = isSupervisor(command) ? false : 'SIGKILL'
-  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, container = true, ...nodeOptions } = options
+  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, container = true, cgroup = false, ...nodeOptions } = options
   // The rest is a plain object again: own properties only, as validateOptions made them, so that an
   // option set on Object.prototype (shell, uid, argv0...) is never read below.
   Object.setPrototypeOf(nodeOptions, null)
@@ -370,6 +384,7 @@ export function spawn(
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   if (typeof handOver !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "foreground" option must be a boolean')
   if (typeof container !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "container" option must be a boolean. Received ${describe(container)}`)
+  if (typeof cgroup !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "cgroup" option must be a boolean. Received ${describe(cgroup)}`)
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
 
@@ -404,30 +419,56 @@ export function spawn(
   const helper = execHelperPath()
   // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
   const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
-  if (helper && (group || sig > 0) && !asOtherUser && resolvable(file, nodeOptions)) {
+  const throughHelper = helper !== null && (group || sig > 0 || cgroup) && !asOtherUser && resolvable(file, nodeOptions)
+  let uncontained = cgroup ? whyUncontained(helper !== null, asOtherUser) : null
+  if (throughHelper) {
+    // Made now, joined by the helper before anything else (fails closed: a failed join fails the spawn).
+    const cg = cgroup && uncontained === null ? makeChildCgroup(cgroupCapability().path!) : undefined
     // Returns once the helper has formed the group, armed the signal and exec'd the target (or
     // failed, reported as Node's 'error'), within a bound: exec-report.ts.
     const argv0 = nodeOptions.argv0 ?? file
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
-    const started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, file, argv0, argv, nodeOptions })
+    const started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, cgroup: cg, file, argv0, argv, nodeOptions })
     if (started) {
-      const child = withContainer(registerHelperSpawn(started))
+      const child = withContainer(registerHelperSpawn(started, cg))
       if (terminal !== null && started.startup !== 'none') followForeground(child, terminal)
       return child
     }
+    if (cg !== undefined) {
+      removeWhenEmpty(cg) // never joined: no report possible, Node's own spawn below
+      uncontained = 'no report pipe for the exec helper (out of descriptors?): spawned by Node without it'
+    }
+  } else if (cgroup && uncontained === null) {
+    uncontained = 'the command was not found on PATH: left to Node\'s spawn, which reports it'
   }
   // No helper, nothing to arm, a command execvp would not find, or no report possible: Node's own
   // spawn, so its own errors ('error' with ENOENT...) reach the caller unchanged. A group then comes
   // from setsid, which libuv applies before its exec, and its spawn returns after that exec: exact too.
   const child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
-  return withContainer(pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none' }))
+  const notContained = uncontained !== null ? { cgroupUnavailable: uncontained } : {}
+  return withContainer(pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none', ...notContained }))
+}
+
+/** Why a child spawned with { cgroup: true } cannot be contained, or null when it can. */
+function whyUncontained(haveHelper: boolean, asOtherUser: boolean): string | null {
+  const where = cgroupCapability()
+  if (!where.available) return where.reason!
+  if (!haveHelper) return 'the exec helper (reapkit-exec) is missing: nothing can join the cgroup before the exec'
+  if (asOtherUser) return 'spawned as another user (uid/gid): Node spawns it without the exec helper'
+  return null
 }
 
 /** Pins and registers a child the helper started; a late confirmation (startup 'timeout') updates its info. */
-function registerHelperSpawn(started: HelperSpawn): ChildProcess {
+function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined): ChildProcess {
   const child = started.child
+  if (cgroup !== undefined) {
+    // Removed once the child has exited and the cgroup is empty (a stop removes it sooner).
+    const release = (): void => removeWhenEmpty(cgroup)
+    if (child.pid === undefined) release() // failed (a join that failed among the causes)
+    else child.once('exit', release)
+  }
   if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
-  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup })
+  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}) })
   const info = spawned.get(child)!
   started.onLate?.((late) => {
     if (info.groupGone) return

@@ -56,7 +56,7 @@ function decide(): CgroupCapability {
   if (mount === null) return no('no cgroup v2 hierarchy is mounted (no cgroup2 in /proc/self/mountinfo)')
   const own = ownCgroup()
   if (own === null) return no('this process is in no cgroup v2 (no 0:: line in /proc/self/cgroup)')
-  const path = join(mount, own)
+  const path = own === '/' ? mount : join(mount, own)
   if (!isDirectory(path)) return no(`our cgroup ${own} is not visible under the v2 mount ${mount}`)
   const owner = ownership(path)
   if (owner !== null) return no(owner)
