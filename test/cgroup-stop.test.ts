@@ -1,0 +1,136 @@
+// The child's own cgroup as a unit of every stop: a server that setsids a helper or double-forks a
+// daemon leaves them running after today's killProcessGracefully (shown below, then cleaned up by
+// pid); spawned with { cgroup: true }, they are gone after it, and the report counts them.
+import type { ChildProcess } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { afterEach, describe, expect, it } from 'vitest'
+import { closeClient, killProcessGracefully, openProcess, spawn, spawnedInfo, Supervisor } from '../lib/index'
+import { cgroupProcs } from '../lib/mechanisms/cgroup/make'
+import { noCgroup, removeCgroups } from './cgroup-lib'
+import { exitOf, isGone, waitFor } from './helpers'
+
+/**
+ * A server that leaves its group two ways, then runs on: a helper started with setsid, and a daemon
+ * double-forked (its parent subshell exits) into a session of its own. `trapTerm`: both ignore
+ * SIGTERM (an ignored signal stays ignored across exec), so only the kill phase ends them.
+ */
+const SERVER = (trapTerm: boolean): string => {
+  const ignore = trapTerm ? `trap '' TERM; ` : ''
+  return `${ignore}setsid sh -c 'echo helper $$; exec sleep 300' &
+(setsid sh -c 'echo daemon $$; exec sleep 300' &)
+exec sleep 300`
+}
+
+const made = new Set<string>()
+const escapees = new Set<number>()
+afterEach(async () => {
+  // Whatever a failing test left: its escapees by pid (pinned first), then its cgroups.
+  const exits: Array<Promise<unknown>> = []
+  for (const pid of escapees) {
+    try {
+      const h = openProcess(pid)
+      h.signal('SIGKILL')
+      exits.push(h.exited.finally(() => h.close()))
+    } catch {
+      // gone
+    }
+  }
+  escapees.clear()
+  await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 5000))])
+  await removeCgroups(made)
+  made.clear()
+})
+
+/** Starts the server; resolves once both escapees have said who they are (and, contained, once its cgroup holds just the three). */
+async function server(cgroup: boolean, trapTerm = false): Promise<{ child: ChildProcess; helper: number; daemon: number }> {
+  const child = spawn('sh', ['-c', SERVER(trapTerm)], { cgroup, stdio: ['ignore', 'pipe', 'inherit'] })
+  const cg = spawnedInfo(child)!.cgroup
+  if (cg) made.add(cg)
+  let out = ''
+  child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+  const pidOf = (name: string): number => Number(/(\w+) (\d+)/g.exec(out.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? 0)
+  await waitFor(() => pidOf('helper') > 0 && pidOf('daemon') > 0, 30_000, 'the helper and the daemon to start')
+  const helper = pidOf('helper')
+  const daemon = pidOf('daemon')
+  escapees.add(helper).add(daemon)
+  // They left the child's group (and session): today's group stop cannot see them.
+  for (const pid of [helper, daemon]) expect(sessionOf(pid)).toBe(pid)
+  if (cg) await waitFor(() => cgroupProcs(cg).length === 3, 30_000, 'the cgroup to hold the child, the helper and the daemon')
+  return { child, helper, daemon }
+}
+
+function sessionOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]) // field 6
+}
+
+const sigterms = (r: { signalsSent: Array<{ signal: string; processes: number }> }): number =>
+  r.signalsSent.filter((s) => s.signal === 'SIGTERM').reduce((n, s) => n + s.processes, 0)
+
+describe.skipIf(noCgroup !== null)('the cgroup as a unit of the stop', () => {
+  it('without a cgroup: today\'s killProcessGracefully leaves the setsid helper and the double-forked daemon running', async () => {
+    const { child, helper, daemon } = await server(false)
+    const r = await killProcessGracefully(child, { graceMs: 5000 })
+    expect(r.survivors).toEqual([])
+    expect(r.cgroup).toBeUndefined()
+    await exitOf(child)
+    // The stop reported the group gone, yet both still run (cleaned up by pid after the test).
+    expect(isGone(helper)).toBe(false)
+    expect(isGone(daemon)).toBe(false)
+  })
+
+  it('with { cgroup: true }: both are gone after killProcessGracefully, and the report counts them', async () => {
+    const { child, helper, daemon } = await server(true)
+    const cg = spawnedInfo(child)!.cgroup!
+    const r = await killProcessGracefully(child, { graceMs: 5000 })
+    expect(isGone(helper)).toBe(true)
+    expect(isGone(daemon)).toBe(true)
+    expect(r.survivors).toEqual([])
+    expect(r.cgroup).toEqual({ path: cg, members: 3, escalated: false, gone: true, removed: true })
+    // Each member had the first signal once: the escapees through the cgroup unit.
+    expect(sigterms(r)).toBe(3)
+    expect(r.signalsSent.some((s) => s.cgroup === true)).toBe(true)
+    expect(r.escalated).toBe(false)
+    expect(existsSync(cg)).toBe(false)
+    await exitOf(child)
+  })
+
+  it('ends members that ignore SIGTERM with cgroup.kill once the grace is over', async () => {
+    const { child, helper, daemon } = await server(true, true)
+    const r = await killProcessGracefully(child, { graceMs: 300 })
+    expect(isGone(helper)).toBe(true)
+    expect(isGone(daemon)).toBe(true)
+    expect(r.cgroup).toMatchObject({ members: 3, escalated: true, gone: true, removed: true })
+    expect(r.signalsSent).toContainEqual(expect.objectContaining({ signal: 'SIGKILL', cgroup: true }))
+    expect(r.survivors).toEqual([])
+  })
+
+  it('closeClient ends what the server left in its cgroup, even when the server itself leaves on stdin end', async () => {
+    // The server exits at once on stdin end; its helper and daemon stay (in its cgroup).
+    const child = spawn('sh', ['-c', `setsid sh -c 'echo helper $$; exec sleep 300' &
+(setsid sh -c 'echo daemon $$; exec sleep 300' &)
+exec cat > /dev/null`], { cgroup: true, stdio: ['pipe', 'pipe', 'inherit'] })
+    const cg = spawnedInfo(child)!.cgroup!
+    made.add(cg)
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    await waitFor(() => /helper \d+/.test(out) && /daemon \d+/.test(out), 30_000, 'the helper and the daemon')
+    const pids = [...out.matchAll(/(?:helper|daemon) (\d+)/g)].map((m) => Number(m[1]))
+    for (const p of pids) escapees.add(p)
+    const r = await closeClient(child, { closeTimeoutMs: 5000, graceMs: 5000 })
+    expect(r.phase).toBe('forced') // the graceful close left members: phase 2 ran
+    for (const p of pids) expect(isGone(p)).toBe(true)
+    expect(r.cgroup).toMatchObject({ path: cg, gone: true, removed: true })
+    expect(r.cgroup!.members).toBeGreaterThanOrEqual(2)
+  })
+
+  it('Supervisor.shutdownAll ends the escapees of a child spawned into a cgroup', async () => {
+    const sup = new Supervisor({ graceMs: 5000 })
+    const { child, helper, daemon } = await server(true)
+    sup.adopt(child)
+    await sup.shutdownAll()
+    expect(isGone(helper)).toBe(true)
+    expect(isGone(daemon)).toBe(true)
+    expect(existsSync(spawnedInfo(child)!.cgroup!)).toBe(false)
+  })
+})
