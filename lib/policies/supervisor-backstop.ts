@@ -6,11 +6,13 @@
  * It cannot run when this process dies without running JavaScript: by SIGKILL, or by a signal it
  * does not handle (SIGTERM, SIGINT, SIGHUP with no listener). Then the kernel's parent-death signal
  * armed by spawn() takes the direct children, but not processes they started in their groups.
+ * A child spawned into a cgroup of its own gets one `cgroup.kill`: every member, escapees included.
  */
 import { scanGroups } from '../mechanisms/group'
 import { openProcess } from '../mechanisms/handle'
 import { binding } from '../ground/native'
-import { spawnedGroupMembersSync } from '../mechanisms/spawn'
+import { spawnedGroupMembersSync, spawnedInfo } from '../mechanisms/spawn'
+import { killCgroupSync } from '../mechanisms/cgroup/make'
 import type { Entry } from './supervisor-registry'
 
 /** What the backstop calls on each live supervisor. */
@@ -51,6 +53,9 @@ export function killEntrySync(entry: Entry, table: Map<number, number[]> | null)
   const pgid = entry.record.pgid
   const unreaped = child.exitCode === null && child.signalCode === null
   let killed = 0
+  // Its own cgroup (spawn({ cgroup: true })): one cgroup.kill ends every member, escapees included.
+  const cgroup = spawnedInfo(child)?.cgroup
+  if (cgroup !== undefined && killCgroupSync(cgroup)) killed++
   if (unreaped && pgid !== null && binding) {
     // The unreaped leader holds the group id: one atomic killpg, no listing needed.
     try {

@@ -10,7 +10,7 @@
  * hostname made safe (letters, digits, '.', '-' only, at most 63), '-' for a field that cannot be
  * read; `seq` counts this process's children. '_' appears in no field, so the name splits on it.
  */
-import { mkdirSync, readFileSync, rmdirSync, watch, type FSWatcher } from 'node:fs'
+import { mkdirSync, readFileSync, rmdirSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
 import { join } from 'node:path'
 import { systemError } from '../../ground/errors'
 import { ownerOf } from '../container/owner'
@@ -91,6 +91,22 @@ export function removeCgroup(path: string): boolean {
 
 /** Cgroups waiting to empty before their removal (their watches keep no loop alive). */
 const pending = new Map<string, FSWatcher>()
+/** Cgroups a stop under way holds (how many stops): that stop removes it at its end, nobody before. */
+const held = new Map<string, number>()
+
+/** A stop takes the cgroup over: no removal until it lets go (its watch on cgroup.events needs the file). */
+export function hold(path: string): void {
+  forget(path)
+  held.set(path, (held.get(path) ?? 0) + 1)
+}
+
+/** The stop is over; true when no other stop holds the cgroup (the caller then removes it). */
+export function letGo(path: string): boolean {
+  const n = (held.get(path) ?? 1) - 1
+  if (n > 0) held.set(path, n)
+  else held.delete(path)
+  return n <= 0
+}
 
 /**
  * Removes the cgroup now if it is empty, else as soon as the kernel says it is (`populated 0` on
@@ -99,7 +115,7 @@ const pending = new Map<string, FSWatcher>()
  * alive, and a cgroup still populated when we exit stays, named for doctor to judge.
  */
 export function removeWhenEmpty(path: string): void {
-  if (pending.has(path) || removeCgroup(path)) return
+  if (held.has(path) || pending.has(path) || removeCgroup(path)) return
   let watcher: FSWatcher
   try {
     watcher = watch(join(path, 'cgroup.events'), { persistent: false }, () => {
@@ -115,7 +131,32 @@ export function removeWhenEmpty(path: string): void {
 }
 
 /** Stops waiting for `path` (a stop has taken it over, or it is gone). */
-export function forget(path: string): void {
+function forget(path: string): void {
   pending.get(path)?.close()
   pending.delete(path)
+}
+
+/** How long killCgroupSync waits, at most, for the kernel to empty the cgroup before it removes it. */
+const SYNC_REMOVE_MS = 100
+
+/**
+ * For an exit backstop (no event loop left): `cgroup.kill`, then a short bounded wait (1 ms
+ * sleeps, not a spin) for `populated 0` and the removal. True when the kill was sent. A cgroup
+ * that has not emptied in time stays, named for doctor to judge.
+ */
+export function killCgroupSync(path: string): boolean {
+  if (!cgroupPopulated(path)) {
+    removeCgroup(path)
+    return false
+  }
+  try {
+    writeFileSync(join(path, 'cgroup.kill'), '1')
+  } catch {
+    return false // removed meanwhile, or not ours any more
+  }
+  const nap = new Int32Array(new SharedArrayBuffer(4))
+  const deadline = performance.now() + SYNC_REMOVE_MS
+  while (cgroupPopulated(path) && performance.now() < deadline) Atomics.wait(nap, 0, 0, 1)
+  if (!cgroupPopulated(path)) removeCgroup(path)
+  return true
 }

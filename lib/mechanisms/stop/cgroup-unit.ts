@@ -21,7 +21,7 @@ import { type FSWatcher, watch, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signalName } from '../../ground/validate'
 import { openProcess, type ProcessHandle } from '../handle'
-import { cgroupPopulated, cgroupProcs, forget, removeCgroup, removeWhenEmpty } from '../cgroup/make'
+import { cgroupPopulated, cgroupProcs, hold, letGo, removeCgroup, removeWhenEmpty } from '../cgroup/make'
 import type { StopJournal } from './journal'
 import { isGoneError } from './pin'
 import { SignalLedger } from './signal-ledger'
@@ -70,7 +70,7 @@ export class CgroupUnit implements StopUnit {
 
   constructor(private readonly path: string, pid: number, private readonly journal: StopJournal) {
     this.fields = { pid, cgroup: path }
-    forget(path) // the stop removes it now, not the after-exit watch
+    hold(path) // this stop removes it at its close, not the child's exit meanwhile (spawn.ts)
   }
 
   phase(sig: number, force: boolean): void {
@@ -113,8 +113,9 @@ export class CgroupUnit implements StopUnit {
     this.watcher = null
     this.ledger.close()
     for (const m of this.members.values()) m.handle.close()
+    if (!letGo(this.path)) return // another stop of it is under way: its close removes it
     // Removed once empty: now, or (a survivor left in it) when the kernel says so, if we still run.
-    if (this.gone || !cgroupPopulated(this.path)) this.removed = removeCgroup(this.path)
+    if (!cgroupPopulated(this.path)) this.removed = removeCgroup(this.path)
     else removeWhenEmpty(this.path)
   }
 

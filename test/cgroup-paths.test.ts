@@ -1,0 +1,89 @@
+// The other stop paths over a child's own cgroup: the stdio transport's close() and the
+// Supervisor's exit backstop (process 'exit', synchronous) end what left the child's group too.
+import { spawn as nodeSpawn } from 'node:child_process'
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { openProcess } from '../lib/index'
+import { StdioClientTransport } from '../lib/mcp-stdio-client'
+import { parseCgroupName } from '../lib/mechanisms/cgroup/make'
+import { cgroupRoot, noCgroup, removeCgroups } from './cgroup-lib'
+import { DIST, exitOf, isGone, waitFor } from './helpers'
+
+/** A server that setsids a helper and double-forks a daemon, prints their pids, then reads stdin. */
+const SERVER = `setsid sh -c 'echo helper $$; exec sleep 300' &
+(setsid sh -c 'echo daemon $$; exec sleep 300' &)
+exec cat > /dev/null`
+
+const made = new Set<string>()
+const escapees = new Set<number>()
+afterEach(async () => {
+  const exits: Array<Promise<unknown>> = []
+  for (const pid of escapees) {
+    try {
+      const h = openProcess(pid)
+      h.signal('SIGKILL')
+      exits.push(h.exited.finally(() => h.close()))
+    } catch {
+      // gone
+    }
+  }
+  escapees.clear()
+  await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 5000))])
+  await removeCgroups(made)
+  made.clear()
+})
+
+const pidsIn = (out: string): number[] => [...out.matchAll(/(?:helper|daemon) (\d+)/g)].map((m) => Number(m[1]))
+
+describe.skipIf(noCgroup !== null)('other stop paths over the cgroup', () => {
+  it('StdioClientTransport.close() with { cgroup: true } ends the setsid helper and the double-forked daemon', async () => {
+    const transport = new StdioClientTransport({ command: 'sh', args: ['-c', SERVER], stderr: 'inherit' }, { cgroup: true, closeTimeoutMs: 2000, graceMs: 2000 })
+    let out = ''
+    // The transport reads JSON-RPC lines: the pids arrive as lines it cannot parse, reported as errors.
+    transport.onerror = (err) => (out += `${err.message}\n`)
+    const before = ours()
+    await transport.start()
+    // The server's cgroup: the one of ours that start() made.
+    const cg = ours().filter((c) => !before.includes(c))
+    expect(cg).toHaveLength(1)
+    made.add(cg[0]!)
+    await waitFor(() => pidsIn(out).length === 2, 30_000, 'the helper and the daemon to say who they are')
+    for (const p of pidsIn(out)) escapees.add(p)
+    await transport.close()
+    for (const p of pidsIn(out)) expect(isGone(p)).toBe(true)
+    expect(existsSync(cg[0]!)).toBe(false)
+  })
+
+  it('the Supervisor\'s exit backstop ends the escapees of a child in a cgroup when the host exits', async () => {
+    const script = `const r = require(${JSON.stringify(DIST)})
+const sup = new r.Supervisor()
+const c = r.spawn('sh', ['-c', ${JSON.stringify(SERVER)}], { cgroup: true, stdio: ['pipe', 'pipe', 'inherit'] })
+sup.adopt(c)
+let out = ''
+c.stdout.on('data', (d) => {
+  out += d
+  if ((out.match(/(helper|daemon) \\d+/g) || []).length === 2) {
+    console.log(r.spawnedInfo(c).cgroup)
+    console.log(out.trim())
+    process.exit(0)
+  }
+})`
+    const host = nodeSpawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    host.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    await exitOf(host, 30_000)
+    const cg = out.split('\n')[0]!
+    made.add(cg)
+    const pids = pidsIn(out)
+    for (const p of pids) escapees.add(p)
+    expect(pids).toHaveLength(2)
+    await waitFor(() => pids.every(isGone), 10_000, 'the escapees to be gone after the host exited')
+    await waitFor(() => !existsSync(cg), 10_000, 'the cgroup to be removed')
+  })
+})
+
+/** The cgroups this process has made (by their names: cgroup/make.ts). */
+function ours(): string[] {
+  return readdirSync(cgroupRoot).filter((n) => parseCgroupName(n)?.pid === process.pid).map((n) => join(cgroupRoot, n))
+}
