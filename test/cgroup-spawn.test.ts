@@ -59,6 +59,13 @@ describe('spawn({ cgroup })', () => {
     await Promise.all([exitOf(a), exitOf(b), exitOf(plain)])
   })
 
+  it.skipIf(noCgroup !== null || process.geteuid?.() !== 0)('says why a child it could not contain runs uncontained (another user: no exec helper)', async () => {
+    const child = spawn('true', [], { cgroup: true, uid: 65534, gid: 65534, stdio: 'ignore' })
+    expect(spawnedInfo(child)!.cgroup).toBeUndefined()
+    expect(spawnedInfo(child)!.cgroupUnavailable).toMatch(/another user/)
+    await exitOf(child)
+  })
+
   it.skipIf(noCgroup !== null)('fails the spawn when the child cannot be joined to its cgroup: the command never runs', async () => {
     // The very path spawn() takes, with a cgroup that is not there: the helper's join fails.
     const marker = join(tmpdir(), `reapkit-cgroup-never-${process.pid}`)

@@ -12,6 +12,10 @@
  *   child starts itself (a shell's commands, npx's server) are not covered. Stop those through the
  *   group (killProcessGracefully) while you live; for the case where you are SIGKILLed, the
  *   `reapkit -- command` wrapper adds a subreaper and a PID namespace.
+ * - `cgroup` (Linux, cgroup v2, opt-in): the child in a cgroup of its own, joined by the helper
+ *   before its exec, so that every stop also ends what left the group (lib/mechanisms/cgroup/,
+ *   stop/cgroup-unit.ts). A join that fails fails the spawn; where no cgroup is ours to make, the
+ *   child runs uncontained and spawnedInfo() says why.
  * - A handle pinned to the child (a pidfd), opened synchronously before libuv can reap it, so later
  *   signals can never hit a recycled pid: see spawnedHandle().
  *
@@ -36,7 +40,7 @@ import { attachContainer, prepareContainerRun } from './container/child'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { cgroupCapability } from './cgroup/where'
-import { makeChildCgroup, removeWhenEmpty } from './cgroup/make'
+import { makeChildCgroup, removeWhenEmpty, whyUncontained } from './cgroup/make'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -449,14 +453,6 @@ export function spawn(
   return withContainer(pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none', ...notContained }))
 }
 
-/** Why a child spawned with { cgroup: true } cannot be contained, or null when it can. */
-function whyUncontained(haveHelper: boolean, asOtherUser: boolean): string | null {
-  const where = cgroupCapability()
-  if (!where.available) return where.reason!
-  if (!haveHelper) return 'the exec helper (reapkit-exec) is missing: nothing can join the cgroup before the exec'
-  if (asOtherUser) return 'spawned as another user (uid/gid): Node spawns it without the exec helper'
-  return null
-}
 
 /** Pins and registers a child the helper started; a late confirmation (startup 'timeout') updates its info. */
 function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined): ChildProcess {

@@ -14,6 +14,7 @@ import { mkdirSync, readFileSync, rmdirSync, watch, writeFileSync, type FSWatche
 import { join } from 'node:path'
 import { systemError } from '../../ground/errors'
 import { ownerOf } from '../container/owner'
+import { cgroupCapability } from './where'
 
 export interface CgroupOwner {
   hostname: string
@@ -44,6 +45,15 @@ export function parseCgroupName(name: string): CgroupOwner | null {
   const m = /^reapkit-([A-Za-z0-9.-]+)_([0-9a-f]{32}|-)_([0-9]+|-)_([0-9]+)_([0-9]+|-)_([0-9]+)$/.exec(name)
   if (!m) return null
   return { hostname: m[1]!, bootId: m[2]!, pidNamespace: m[3]!, pid: Number(m[4]), startTime: m[5]!, seq: Number(m[6]) }
+}
+
+/** For spawn(): why a child asked to be contained cannot be, or null when it can. */
+export function whyUncontained(haveHelper: boolean, asOtherUser: boolean): string | null {
+  const where = cgroupCapability()
+  if (!where.available) return where.reason!
+  if (!haveHelper) return 'the exec helper (reapkit-exec) is missing: nothing can join the cgroup before the exec'
+  if (asOtherUser) return 'spawned as another user (uid/gid): Node spawns it without the exec helper'
+  return null
 }
 
 /** Makes a new, empty cgroup for one child under `parent` (our own cgroup); throws a system error naming it. */
