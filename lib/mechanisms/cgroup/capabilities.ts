@@ -14,5 +14,11 @@ export interface Capabilities extends BaseCapabilities {
 
 /** What this platform and build support: `{ native, pidfd, pdeathsig, subreaper, kqueue, parentWatch, cgroup, ... }`. */
 export function capabilities(): Capabilities {
-  return { ...baseCapabilities(), cgroup: cgroupCapability() }
+  const base = baseCapabilities()
+  const where = cgroupCapability()
+  // The kernel's yes is not enough: only the exec helper can join the cgroup before the exec.
+  const cgroup = where.available && !base.execHelper
+    ? { available: false, reason: 'the exec helper (reapkit-exec) is missing: nothing can join a cgroup before the exec' }
+    : where
+  return { ...base, cgroup }
 }
