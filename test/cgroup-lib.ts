@@ -1,6 +1,6 @@
 // Shared by the cgroup tests: whether this machine gives us a writable v2 cgroup, and a cleanup
 // that removes a test's cgroups (killing what is left in them) pass or fail.
-import { existsSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { capabilities } from '../lib/index'
 
@@ -22,6 +22,9 @@ export async function removeCgroups(paths: Iterable<string>): Promise<void> {
   const stuck: string[] = []
   for (const path of paths) {
     if (!existsSync(path)) continue
+    // Child cgroups first (a delegated test cgroup holds the ones its process made).
+    const inner = readdirSync(path).map((n) => join(path, n)).filter((p) => statSync(p).isDirectory())
+    if (inner.length > 0) await removeCgroups(inner)
     if (populated(path)) writeFileSync(join(path, 'cgroup.kill'), '1')
     const deadline = Date.now() + 5000
     while (populated(path) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
