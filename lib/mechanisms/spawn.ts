@@ -40,7 +40,7 @@ import { attachContainer, prepareContainerRun } from './container/child'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { cgroupCapability } from './cgroup/where'
-import { makeChildCgroup, removeWhenEmpty, whyUncontained } from './cgroup/make'
+import { isCgroupRemoved, makeChildCgroup, removeWhenEmpty, whyUncontained } from './cgroup/make'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -112,6 +112,11 @@ export interface SpawnedInfo {
   container?: ContainerRecord
   /** The child's own cgroup (its directory), when spawn() contained it there ({ cgroup: true }). */
   cgroup?: string
+  /**
+   * True once that cgroup is removed (it emptied after the child), or is no longer the one spawn()
+   * made (its path removed and made again by someone else): no stop looks there again.
+   */
+  readonly cgroupRemoved?: boolean
   /** Why a child spawned with { cgroup: true } is not contained. */
   cgroupUnavailable?: string
 }
@@ -466,6 +471,7 @@ function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined): 
   if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
   pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}) })
   const info = spawned.get(child)!
+  if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => isCgroupRemoved(cgroup), enumerable: true })
   started.onLate?.((late) => {
     if (info.groupGone) return
     info.pgid = late.pgid

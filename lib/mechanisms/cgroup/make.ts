@@ -5,12 +5,21 @@
  * Its name says who made it, as a container's owner label does (container/owner.ts), so that a
  * leftover can be judged later (by doctor) without guessing:
  *
- *   reapkit-<hostname>_<boot id, 32 hex>_<pid namespace inode>_<pid>_<start time>_<seq>
+ *   reapkit-<hostname>_<boot id, 32 hex>_<pid namespace inode>_<pid>_<start time>_<thread>_<seq>
  *
  * hostname made safe (letters, digits, '.', '-' only, at most 63), '-' for a field that cannot be
- * read; `seq` counts this process's children. '_' appears in no field, so the name splits on it.
+ * read; `thread` is the worker thread's id (0: the main thread), `seq` counts the children of this
+ * process, through one counter every copy of the library in the thread shares (globalThis): two
+ * copies (a second install, a bundle) never give the same name, nor do two threads, each with a
+ * globalThis of its own. A name taken anyway (EEXIST) is skipped. '_' appears in no field, so the
+ * name splits on it.
+ *
+ * Its identity is its directory's inode, the kernel's cgroup id, never reused while the cgroup
+ * exists: recorded at mkdir, checked before the cgroup is listed, killed or removed. A cgroup
+ * removed, or found to be another one at that path, is ours no more: it is forgotten, and every
+ * later stop sees it gone (isCgroupRemoved) without touching the path.
  */
-import { mkdirSync, readFileSync, rmdirSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
+import { mkdirSync, readFileSync, rmdirSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
 import { join } from 'node:path'
 import { systemError } from '../../ground/errors'
 import { ownerOf } from '../container/owner'
@@ -22,11 +31,29 @@ export interface CgroupOwner {
   pidNamespace: string
   pid: number
   startTime: string
+  thread: number
   seq: number
 }
 
 let ownerPrefix: string | undefined
-let seq = 0
+
+/** The counter every copy of the library in this thread shares (one globalThis per thread). */
+const SEQ = Symbol.for('reapkit.cgroup.seq')
+function nextSeq(): number {
+  const g = globalThis as unknown as Record<symbol, { n: number } | undefined>
+  const counter = (g[SEQ] ??= { n: 0 })
+  return ++counter.n
+}
+
+let thread: number | undefined
+function threadId(): number {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  thread ??= (require('node:worker_threads') as typeof import('node:worker_threads')).threadId
+  return thread
+}
+
+/** The cgroups this copy made and still owns: path -> the cgroup id (its directory's inode). */
+const made = new Map<string, bigint>()
 
 /** This process's part of every name it gives (read once: none of it changes while we run). */
 function prefix(): string {
@@ -42,9 +69,9 @@ function prefix(): string {
 
 /** Who made the cgroup called `name` (its last path component), or null for a name reapkit did not give. */
 export function parseCgroupName(name: string): CgroupOwner | null {
-  const m = /^reapkit-([A-Za-z0-9.-]+)_([0-9a-f]{32}|-)_([0-9]+|-)_([0-9]+)_([0-9]+|-)_([0-9]+)$/.exec(name)
+  const m = /^reapkit-([A-Za-z0-9.-]+)_([0-9a-f]{32}|-)_([0-9]+|-)_([0-9]+)_([0-9]+|-)_([0-9]+)_([0-9]+)$/.exec(name)
   if (!m) return null
-  return { hostname: m[1]!, bootId: m[2]!, pidNamespace: m[3]!, pid: Number(m[4]), startTime: m[5]!, seq: Number(m[6]) }
+  return { hostname: m[1]!, bootId: m[2]!, pidNamespace: m[3]!, pid: Number(m[4]), startTime: m[5]!, thread: Number(m[6]), seq: Number(m[7]) }
 }
 
 /** For spawn(): why a child asked to be contained cannot be, or null when it can. */
@@ -56,20 +83,52 @@ export function whyUncontained(haveHelper: boolean, asOtherUser: boolean): strin
   return null
 }
 
+/** How many taken names makeChildCgroup skips before it gives up (EEXIST). */
+const NAME_TRIES = 16
+
 /** Makes a new, empty cgroup for one child under `parent` (our own cgroup); throws a system error naming it. */
 export function makeChildCgroup(parent: string): string {
-  const path = join(parent, `${prefix()}_${++seq}`)
-  try {
-    mkdirSync(path, { mode: 0o755 })
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException
-    throw systemError(e.code ?? 'EIO', 'mkdir', `cannot make the child's cgroup ${path}`, err)
+  for (let tries = 1; ; tries++) {
+    const path = join(parent, `${prefix()}_${threadId()}_${nextSeq()}`)
+    try {
+      mkdirSync(path, { mode: 0o755 })
+      made.set(path, statSync(path, { bigint: true }).ino)
+      return path
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException
+      if (e.code === 'EEXIST' && tries < NAME_TRIES) continue // someone else's (or a leftover): the next name
+      if (e.syscall !== 'mkdir') removeCgroupDir(path) // made, but its id unreadable: not one we could check
+      throw systemError(e.code ?? 'EIO', 'mkdir', `cannot make the child's cgroup ${path}`, err)
+    }
   }
-  return path
+}
+
+/** True once the cgroup spawn() made at `path` is removed, or no longer there (never made by this copy: true). */
+export function isCgroupRemoved(path: string): boolean {
+  return !made.has(path)
+}
+
+/** What is at `path` now: 'ours' (the cgroup we made), 'gone' (removed, or another in its place), or why we cannot tell. */
+function identity(path: string): 'ours' | 'gone' | Error {
+  const id = made.get(path)
+  if (id === undefined) return 'gone'
+  try {
+    if (statSync(path, { bigint: true }).ino === id) return 'ours'
+  } catch (err) {
+    if (!isGoneCode(err)) return err as Error
+  }
+  made.delete(path) // removed, by us or someone else: whatever has its name now is not ours
+  return 'gone'
+}
+
+function isGoneCode(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code
+  return code === 'ENOENT' || code === 'ENODEV' || code === 'ENOTDIR'
 }
 
 /** Whether the cgroup still holds a live process (`populated 1`); false once it is gone or removed. */
 export function cgroupPopulated(path: string): boolean {
+  if (identity(path) !== 'ours') return false
   try {
     return /^populated 1$/m.test(readFileSync(join(path, 'cgroup.events'), 'latin1'))
   } catch {
@@ -77,8 +136,11 @@ export function cgroupPopulated(path: string): boolean {
   }
 }
 
-/** The pids in the cgroup now (its `cgroup.procs`), or [] once it is removed. */
+/** The pids in the cgroup now (its `cgroup.procs`), or [] once it is removed (or another is in its place). */
 export function cgroupProcs(path: string): number[] {
+  const who = identity(path)
+  if (who instanceof Error) throw who
+  if (who === 'gone') return []
   let text: string
   try {
     text = readFileSync(join(path, 'cgroup.procs'), 'latin1')
@@ -89,13 +151,36 @@ export function cgroupProcs(path: string): number[] {
   return text.split('\n').filter((l) => l !== '').map(Number)
 }
 
-/** Removes the cgroup if it is empty: true when it is gone (removed now, or before). */
+/** `cgroup.kill` to the cgroup we made: true when written, false when it is gone; throws any other error. */
+export function killCgroup(path: string): boolean {
+  const who = identity(path)
+  if (who instanceof Error) throw who
+  if (who === 'gone') return false
+  try {
+    writeFileSync(join(path, 'cgroup.kill'), '1')
+    return true
+  } catch (err) {
+    if (isGoneCode(err)) return false
+    throw err
+  }
+}
+
+/** Removes the cgroup if it is empty: true when it is gone (removed now, or before, or another is in its place). */
 export function removeCgroup(path: string): boolean {
+  const who = identity(path)
+  if (who instanceof Error) return false
+  if (who === 'gone') return true
+  if (!removeCgroupDir(path)) return false
+  made.delete(path)
+  return true
+}
+
+function removeCgroupDir(path: string): boolean {
   try {
     rmdirSync(path)
     return true
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT'
+    return isGoneCode(err)
   }
 }
 
@@ -160,9 +245,9 @@ export function killCgroupSync(path: string): boolean {
     return false
   }
   try {
-    writeFileSync(join(path, 'cgroup.kill'), '1')
+    if (!killCgroup(path)) return false
   } catch {
-    return false // removed meanwhile, or not ours any more
+    return false // not ours to write any more
   }
   const nap = new Int32Array(new SharedArrayBuffer(4))
   const deadline = performance.now() + SYNC_REMOVE_MS

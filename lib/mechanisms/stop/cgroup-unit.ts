@@ -17,11 +17,11 @@
  * It goes beside the target's own unit (the process group), under the same deadline: the group
  * unit still ends a member that left the cgroup (a privileged process can move itself out).
  */
-import { type FSWatcher, watch, writeFileSync } from 'node:fs'
+import { type FSWatcher, watch } from 'node:fs'
 import { join } from 'node:path'
 import { signalName } from '../../ground/validate'
 import { openProcess, type ProcessHandle } from '../handle'
-import { cgroupPopulated, cgroupProcs, hold, letGo, removeCgroup, removeWhenEmpty } from '../cgroup/make'
+import { cgroupPopulated, cgroupProcs, hold, isCgroupRemoved, killCgroup, letGo, removeCgroup, removeWhenEmpty } from '../cgroup/make'
 import type { StopJournal } from './journal'
 import { isGoneError } from './pin'
 import { SignalLedger } from './signal-ledger'
@@ -70,6 +70,12 @@ export class CgroupUnit implements StopUnit {
 
   constructor(private readonly path: string, pid: number, private readonly journal: StopJournal) {
     this.fields = { pid, cgroup: path }
+    // Removed already (it emptied, or is no longer the one spawn() made): gone, and never touched again.
+    if (isCgroupRemoved(path)) {
+      this.gone = this.removed = true
+      this.seenBy = 'read'
+      return
+    }
     hold(path) // this stop removes it at its close, not the child's exit meanwhile (spawn.ts)
   }
 
@@ -113,7 +119,7 @@ export class CgroupUnit implements StopUnit {
     this.watcher = null
     this.ledger.close()
     for (const m of this.members.values()) m.handle.close()
-    if (!letGo(this.path)) return // another stop of it is under way: its close removes it
+    if (this.removed || !letGo(this.path)) return // another stop of it is under way: its close removes it
     // Removed once empty: now, or (a survivor left in it) when the kernel says so, if we still run.
     if (!cgroupPopulated(this.path)) this.removed = removeCgroup(this.path)
     else removeWhenEmpty(this.path)
@@ -207,9 +213,8 @@ export class CgroupUnit implements StopUnit {
   private killAll(): void {
     const live = [...this.members.values()].filter((m) => !m.gone).length
     try {
-      writeFileSync(join(this.path, 'cgroup.kill'), '1')
+      if (!killCgroup(this.path)) return // removed (or another in its place): nothing of ours left in it
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return // removed: nothing left in it
       this.journal.degraded(err)
       return this.signalEach() // each member through its pin, then
     }
