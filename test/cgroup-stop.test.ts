@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { closeClient, killProcessGracefully, openProcess, spawn, spawnedInfo, Supervisor } from '../lib/index'
 import { cgroupProcs } from '../lib/mechanisms/cgroup/make'
-import { noCgroup, removeCgroups } from './cgroup-lib'
+import { cgroupRoot, noCgroup, removeCgroups } from './cgroup-lib'
 import { exitOf, isGone, waitFor } from './helpers'
 
 /**
@@ -133,4 +133,33 @@ exec cat > /dev/null`], { cgroup: true, stdio: ['pipe', 'pipe', 'inherit'] })
     expect(isGone(daemon)).toBe(true)
     expect(existsSync(spawnedInfo(child)!.cgroup!)).toBe(false)
   })
+
+  it('lists and signals the members of a cgroup the child made inside its own, and removes both', async () => {
+    // As a nested reapkit with { cgroup: true } does: a cgroup inside the child's, a setsid member in it.
+    const inner = `cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
+mkdir "$ROOT$cg/inner"
+setsid sh -c 'echo $$ > "$0"/cgroup.procs; trap "echo got-term; exit 0" TERM; echo inner $$; sleep 300 & wait' "$ROOT$cg/inner" &
+exec sleep 300`
+    const root = spawnedInfoRoot()
+    const child = spawn('sh', ['-c', inner], { cgroup: true, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ROOT: root } })
+    const cg = spawnedInfo(child)!.cgroup!
+    made.add(cg)
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    await waitFor(() => /inner \d+/.test(out), 30_000, 'the member of the inner cgroup')
+    escapees.add(Number(/inner (\d+)/.exec(out)![1]))
+    const procs = (dir: string): string[] => readFileSync(`${dir}/cgroup.procs`, 'latin1').split('\n').filter((l) => l !== '')
+    await waitFor(() => procs(cg).length === 1 && procs(`${cg}/inner`).length === 2, 30_000, 'the leader, the inner member and its sleep')
+    const r = await killProcessGracefully(child, { graceMs: 5000 })
+    expect(r.escalated).toBe(false) // the inner member had SIGTERM, and left on it
+    await waitFor(() => /got-term/.test(out), 10_000, 'the inner member to say it had SIGTERM')
+    expect(r.cgroup).toMatchObject({ path: cg, members: 3, escalated: false, gone: true, removed: true })
+    expect(existsSync(cg)).toBe(false)
+  })
 })
+
+/** The v2 mount as the child's /proc/self/cgroup paths are relative to (our cgroup minus our own path). */
+function spawnedInfoRoot(): string {
+  const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'))!.slice(3)
+  return own === '/' ? cgroupRoot : cgroupRoot.slice(0, cgroupRoot.length - own.length)
+}

@@ -19,7 +19,7 @@
  * removed, or found to be another one at that path, is ours no more: it is forgotten, and every
  * later stop sees it gone (isCgroupRemoved) without touching the path.
  */
-import { mkdirSync, readFileSync, rmdirSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
 import { join } from 'node:path'
 import { systemError } from '../../ground/errors'
 import { ownerOf } from '../container/owner'
@@ -136,19 +136,48 @@ export function cgroupPopulated(path: string): boolean {
   }
 }
 
-/** The pids in the cgroup now (its `cgroup.procs`), or [] once it is removed (or another is in its place). */
+/**
+ * The pids in the cgroup now, its descendants' included (the `cgroup.procs` of each: a child may
+ * make cgroups inside its own, a nested reapkit does), or [] once it is removed (or another is in
+ * its place).
+ */
 export function cgroupProcs(path: string): number[] {
   const who = identity(path)
   if (who instanceof Error) throw who
   if (who === 'gone') return []
-  let text: string
-  try {
-    text = readFileSync(join(path, 'cgroup.procs'), 'latin1')
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
-    throw err
+  const pids: number[] = []
+  for (const dir of subtree(path)) {
+    let text: string
+    try {
+      text = readFileSync(join(dir, 'cgroup.procs'), 'latin1')
+    } catch (err) {
+      if (isGoneCode(err)) continue // removed meanwhile (by its maker, or the kernel for the top)
+      throw err
+    }
+    for (const line of text.split('\n')) if (line !== '') pids.push(Number(line))
   }
-  return text.split('\n').filter((l) => l !== '').map(Number)
+  return pids
+}
+
+/** The cgroup and every cgroup below it, each before its children; a descendant removed meanwhile is left out. */
+function subtree(path: string): string[] {
+  const dirs: string[] = []
+  const todo = [path]
+  while (todo.length > 0) {
+    const dir = todo.pop()!
+    let entries
+    try {
+      entries = readdirSync(dir, { withFileTypes: true })
+    } catch (err) {
+      if (isGoneCode(err) && dir !== path) continue
+      if (isGoneCode(err)) return []
+      throw err
+    }
+    dirs.push(dir)
+    // cgroupfs holds only control files and child cgroups (no links): a directory is a cgroup.
+    for (const e of entries) if (e.isDirectory()) todo.push(join(dir, e.name))
+  }
+  return dirs
 }
 
 /** `cgroup.kill` to the cgroup we made: true when written, false when it is gone; throws any other error. */
@@ -165,12 +194,22 @@ export function killCgroup(path: string): boolean {
   }
 }
 
-/** Removes the cgroup if it is empty: true when it is gone (removed now, or before, or another is in its place). */
+/**
+ * Removes the cgroup if it is empty, the cgroups its members made inside it first (deepest first):
+ * true when it is gone (removed now, or before, or another is in its place).
+ */
 export function removeCgroup(path: string): boolean {
   const who = identity(path)
   if (who instanceof Error) return false
   if (who === 'gone') return true
-  if (!removeCgroupDir(path)) return false
+  let dirs: string[]
+  try {
+    dirs = subtree(path)
+  } catch {
+    return false // cannot list what is inside: left for the next try, or doctor
+  }
+  // Each before its children: reversed, every child goes before its parent.
+  for (const dir of dirs.reverse()) if (!removeCgroupDir(dir)) return false
   made.delete(path)
   return true
 }

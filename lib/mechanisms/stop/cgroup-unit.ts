@@ -3,7 +3,8 @@
  * everything the child started, escapees included: a helper that called setsid, a daemon that
  * double-forked. None of them can leave it (a move needs write access above it).
  *
- *   members  `cgroup.procs`, each pinned by pidfd and then seen listed again (so the pin is a
+ *   members  `cgroup.procs` of it and of every cgroup a member made inside it (a nested reapkit
+ *            with { cgroup: true }), each pinned by pidfd and then seen listed again (so the pin is a
  *            member, never a stranger that took a freed pid), signalled through that pin;
  *   graceful the phase's signal to each member, once (one that another unit or stop under way
  *            has given it is not given it twice: signal-ledger.ts);
@@ -12,7 +13,7 @@
  *   gone     `cgroup.events` says `populated 0`: the kernel's "no live member", observed as an
  *            inotify event on that file (fs.watch), never a poll; each pinned member's exit also
  *            ends a wait, so members forked meanwhile are found and signalled at the next sweep;
- *   after    the cgroup is removed (rmdir) once empty, at the close.
+ *   after    the cgroup is removed (rmdir) once empty, at the close, the cgroups inside it first.
  *
  * It goes beside the target's own unit (the process group), under the same deadline: the group
  * unit still ends a member that left the cgroup (a privileged process can move itself out).
