@@ -1,7 +1,7 @@
 // The cgroup unit's "gone" is the kernel's event: `populated 0` on cgroup.events, seen by inotify,
 // with no poll behind it; and a child's cgroup is removed, by that same event, once what the child
 // left in it ends after the child itself.
-import { existsSync } from 'node:fs'
+import { closeSync, existsSync, openSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { spawn, spawnedInfo } from '../lib/index'
 import { cgroupPopulated } from '../lib/mechanisms/cgroup/make'
@@ -50,5 +50,39 @@ describe.skipIf(noCgroup !== null)('the cgroup unit', () => {
     await exitOf(child)
     expect(cgroupPopulated(cg)).toBe(true)
     await waitFor(() => !existsSync(cg), 15_000, 'the cgroup to be removed once empty')
+  })
+
+  it('never takes an unreadable cgroup.events (out of descriptors) for an empty cgroup: the stop is uncertain', async () => {
+    const child = spawn('sleep', ['300'], { cgroup: true, stdio: 'ignore' })
+    const cg = spawnedInfo(child)!.cgroup!
+    made.add(cg)
+    const journal = new StopJournal(undefined)
+    const unit = new CgroupUnit(cg, child.pid!, journal)
+    unit.phase(0, false) // a probe: the member is left running
+    // Every descriptor taken, for the synchronous part of one sweep only (it awaits nothing).
+    const fds: number[] = []
+    let populated: boolean
+    let pending: Promise<Array<Promise<unknown>>>
+    try {
+      try {
+        for (;;) fds.push(openSync('/dev/null', 'r'))
+      } catch {
+        // EMFILE: all taken
+      }
+      populated = cgroupPopulated(cg)
+      pending = unit.sweep()
+    } finally {
+      for (const fd of fds) closeSync(fd)
+    }
+    expect(fds.length).toBeGreaterThan(0)
+    expect(populated).toBe(true) // unknown counts as populated
+    expect(await pending).toHaveLength(1) // still waiting: the member lives
+    expect(unit.outcome().gone).toBe(false)
+    expect(journal.uncertain).toBe(true)
+    expect((journal.error as NodeJS.ErrnoException).code).toBe('EMFILE')
+    unit.close()
+    expect(unit.outcome().removed).toBe(false)
+    child.kill('SIGKILL')
+    await exitOf(child)
   })
 })

@@ -126,14 +126,27 @@ function isGoneCode(err: unknown): boolean {
   return code === 'ENOENT' || code === 'ENODEV' || code === 'ENOTDIR'
 }
 
-/** Whether the cgroup still holds a live process (`populated 1`); false once it is gone or removed. */
-export function cgroupPopulated(path: string): boolean {
-  if (identity(path) !== 'ours') return false
+/**
+ * What `cgroup.events` says now: 'populated' (a live process in it or below), 'empty', 'gone'
+ * (removed, or another in its place), or the error that kept us from knowing (EMFILE...): never
+ * read as empty.
+ */
+export function cgroupState(path: string): 'populated' | 'empty' | 'gone' | Error {
+  const who = identity(path)
+  if (who !== 'ours') return who
   try {
-    return /^populated 1$/m.test(readFileSync(join(path, 'cgroup.events'), 'latin1'))
-  } catch {
-    return false
+    return /^populated 1$/m.test(readFileSync(join(path, 'cgroup.events'), 'latin1')) ? 'populated' : 'empty'
+  } catch (err) {
+    if (!isGoneCode(err)) return err as Error
+    made.delete(path) // removed under us
+    return 'gone'
   }
+}
+
+/** Whether the cgroup may still hold a live process: true when `populated 1`, and when that cannot be read (unknown is not empty). */
+export function cgroupPopulated(path: string): boolean {
+  const state = cgroupState(path)
+  return state === 'populated' || state instanceof Error
 }
 
 /**

@@ -22,7 +22,7 @@ import { type FSWatcher, watch } from 'node:fs'
 import { join } from 'node:path'
 import { signalName } from '../../ground/validate'
 import { openProcess, type ProcessHandle } from '../handle'
-import { cgroupPopulated, cgroupProcs, hold, isCgroupRemoved, killCgroup, letGo, removeCgroup, removeWhenEmpty } from '../cgroup/make'
+import { cgroupPopulated, cgroupProcs, cgroupState, hold, isCgroupRemoved, killCgroup, letGo, removeCgroup, removeWhenEmpty } from '../cgroup/make'
 import type { StopJournal } from './journal'
 import { isGoneError } from './pin'
 import { SignalLedger } from './signal-ledger'
@@ -129,7 +129,9 @@ export class CgroupUnit implements StopUnit {
   /** Whether the cgroup holds no live process now; marks the unit gone when so. */
   private isEmpty(by: 'event' | 'read'): boolean {
     if (this.gone) return true
-    if (cgroupPopulated(this.path)) return false
+    const state = cgroupState(this.path)
+    if (state instanceof Error) this.journal.degraded(state) // unknown: not empty, and the stop says so
+    if (state === 'populated' || state instanceof Error) return false
     this.gone = true
     this.seenBy ??= by
     return true
