@@ -2,7 +2,7 @@
 // its owner, removed once empty; and a containment that cannot be had fails the spawn, never runs
 // the command uncontained.
 import * as childProcess from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join, relative } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -80,6 +80,15 @@ describe('spawn({ cgroup })', () => {
     expect(existsSync(marker)).toBe(false)
   })
 
+  it.skipIf(noCgroup !== null)('removes the cgroup it made when Node\'s spawn throws (a NUL byte in an argument or the environment)', () => {
+    const before = new Set(ours())
+    expect(() => spawn('echo', ['a\0b'], { cgroup: true, stdio: 'ignore' })).toThrow(/null bytes/)
+    expect(() => spawn('echo', [], { cgroup: true, stdio: 'ignore', env: { X: 'a\0b' } })).toThrow(/null bytes/)
+    const left = ours().filter((c) => !before.has(c))
+    for (const c of left) made.add(c)
+    expect(left).toEqual([])
+  })
+
   it.skipIf(noCgroup !== null)('throws when the cgroup cannot be made (a descendants limit), rather than run it uncontained', async () => {
     // A node process of its own, moved into a cgroup that allows no children: its spawn must fail.
     const limited = join(cgroupRoot, `reapkit-test-limited-${process.pid}`)
@@ -93,6 +102,11 @@ describe('spawn({ cgroup })', () => {
     expect((await output(host)).trim()).toBe('EAGAIN mkdir')
   })
 })
+
+/** The cgroups this process has made (by their names: cgroup/make.ts). */
+function ours(): string[] {
+  return readdirSync(cgroupRoot).filter((n) => parseCgroupName(n)?.pid === process.pid).map((n) => join(cgroupRoot, n))
+}
 
 function readOwn(): string {
   return readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'))!.slice(3)

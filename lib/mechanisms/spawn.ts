@@ -437,7 +437,15 @@ export function spawn(
     // failed, reported as Node's 'error'), within a bound: exec-report.ts.
     const argv0 = nodeOptions.argv0 ?? file
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
-    const started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, cgroup: cg, file, argv0, argv, nodeOptions })
+    let started: HelperSpawn | null
+    try {
+      started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, cgroup: cg, file, argv0, argv, nodeOptions })
+    } catch (err) {
+      // Node refused (a NUL byte in an argument or the environment...): no child of ours is in it,
+      // removed now (or once empty, should a helper have got in before the throw).
+      if (cg !== undefined) removeWhenEmpty(cg)
+      throw err
+    }
     if (started) {
       const child = withContainer(registerHelperSpawn(started, cg))
       if (terminal !== null && started.startup !== 'none') followForeground(child, terminal)
