@@ -6,6 +6,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { closeClient, killProcessGracefully, openProcess, spawn, spawnedInfo, Supervisor } from '../lib/index'
 import { cgroupProcs } from '../lib/mechanisms/cgroup/make'
+import { CgroupUnit } from '../lib/mechanisms/stop/cgroup-unit'
+import { StopJournal } from '../lib/mechanisms/stop/journal'
 import { cgroupRoot, noCgroup, removeCgroups } from './cgroup-lib'
 import { exitOf, isGone, waitFor } from './helpers'
 
@@ -155,6 +157,37 @@ exec sleep 300`
     await waitFor(() => /got-term/.test(out), 10_000, 'the inner member to say it had SIGTERM')
     expect(r.cgroup).toMatchObject({ path: cg, members: 3, escalated: false, gone: true, removed: true })
     expect(existsSync(cg)).toBe(false)
+  })
+
+  it('gives the leader its SIGTERM once when the cgroup unit could not see everything (no killpg on top of its pins)', async () => {
+    // The cgroup unit's own failure (pidfd_open's EINVAL race on a listed pid, which cannot be had
+    // on demand) stood in for by one error reported from its refresh; the rest is real.
+    const proto = CgroupUnit.prototype as unknown as { refresh(this: { journal: StopJournal }): void }
+    const refresh = proto.refresh
+    let once = true
+    proto.refresh = function (this: { journal: StopJournal }) {
+      if (once) {
+        once = false
+        this.journal.degraded(Object.assign(new Error('pidfd_open: EINVAL (stood in for)'), { code: 'EINVAL' }), 'cgroup')
+      }
+      return refresh.call(this)
+    }
+    try {
+      const member = "let n = 0; process.on('SIGTERM', () => console.error('SIGTERM #' + ++n)); console.error('ready'); setInterval(() => {}, 1000)"
+      const child = spawn(process.execPath, ['-e', member], { cgroup: true, stdio: ['ignore', 'ignore', 'pipe'] })
+      made.add(spawnedInfo(child)!.cgroup!)
+      let err = ''
+      child.stderr!.on('data', (d: Buffer) => (err += String(d)))
+      const ended = new Promise((r) => child.stderr!.once('end', r))
+      await waitFor(() => /ready/.test(err), 30_000, 'the member to be ready')
+      const r = await killProcessGracefully(child, { graceMs: 800 })
+      await ended
+      expect(r.uncertain).toBe(true) // still said
+      expect(err.match(/SIGTERM #\d+/g)).toEqual(['SIGTERM #1'])
+      expect(r.signalsSent.some((s) => s.group === true)).toBe(false)
+    } finally {
+      proto.refresh = refresh
+    }
   })
 })
 

@@ -130,7 +130,7 @@ export class CgroupUnit implements StopUnit {
   private isEmpty(by: 'event' | 'read'): boolean {
     if (this.gone) return true
     const state = cgroupState(this.path)
-    if (state instanceof Error) this.journal.degraded(state) // unknown: not empty, and the stop says so
+    if (state instanceof Error) this.journal.degraded(state, 'cgroup') // unknown: not empty, and the stop says so
     if (state === 'populated' || state instanceof Error) return false
     this.gone = true
     this.seenBy ??= by
@@ -151,7 +151,7 @@ export class CgroupUnit implements StopUnit {
         this.watcher.on('error', () => resolve()) // removed under us: the next sweep reads it
       } catch (err) {
         // No watch (out of inotify instances): the exits of the pinned members still end the wait.
-        this.journal.degraded(err)
+        this.journal.degraded(err, 'cgroup')
       }
     })
   }
@@ -162,7 +162,7 @@ export class CgroupUnit implements StopUnit {
     try {
       listed = cgroupProcs(this.path)
     } catch (err) {
-      this.journal.degraded(err)
+      this.journal.degraded(err, 'cgroup')
       return
     }
     const fresh = new Map<number, ProcessHandle>()
@@ -171,7 +171,7 @@ export class CgroupUnit implements StopUnit {
       try {
         fresh.set(pid, openProcess(pid))
       } catch (err) {
-        if (!isGoneError(err)) this.journal.degraded(err) // a member we could not pin: the kill still reaches it
+        if (!isGoneError(err)) this.journal.degraded(err, 'cgroup') // a member we could not pin: the kill still reaches it
       }
     }
     if (fresh.size === 0) return
@@ -187,7 +187,7 @@ export class CgroupUnit implements StopUnit {
       const gone = (): void => void (member.gone = true)
       // An exit that cannot be watched is not an exit: the cgroup's own event still says gone.
       member.exited = handle.exited.then(gone, (err: unknown) => {
-        if (!handle.closed) this.journal.degraded(err)
+        if (!handle.closed) this.journal.degraded(err, 'cgroup')
         return this.empty
       })
       this.members.set(pid, member)
@@ -206,7 +206,7 @@ export class CgroupUnit implements StopUnit {
         this.ledger.record(this.sig, m.handle)
         count++
       } catch (err) {
-        if (!isGoneError(err)) this.journal.degraded(err)
+        if (!isGoneError(err)) this.journal.degraded(err, 'cgroup')
       }
     }
     if (count > 0) this.journal.sent(this.fields, { signal: signalName(this.sig)!, atMs: this.journal.elapsed(), processes: count, cgroup: true })
@@ -218,7 +218,7 @@ export class CgroupUnit implements StopUnit {
     try {
       if (!killCgroup(this.path)) return // removed (or another in its place): nothing of ours left in it
     } catch (err) {
-      this.journal.degraded(err)
+      this.journal.degraded(err, 'cgroup')
       return this.signalEach() // each member through its pin, then
     }
     if (!this.killed) this.journal.sent(this.fields, { signal: 'SIGKILL', atMs: this.journal.elapsed(), processes: Math.max(1, live), cgroup: true })
