@@ -53,7 +53,10 @@ const SIGKILL = 9
 export class CgroupUnit implements StopUnit {
   readonly fields: Readonly<{ pid: number; cgroup: string }>
   private readonly ledger = new SignalLedger()
+  /** By pid: the member now under that pid (one that exited gives way to a new one that took its pid). */
   private readonly members = new Map<number, Member>()
+  /** How many members it has pinned in all (KillResult.cgroup.members). */
+  private pinned = 0
   private sig = 0
   private force = false
   private sentTo = new Set<ProcessHandle>()
@@ -112,7 +115,7 @@ export class CgroupUnit implements StopUnit {
 
   /** The outcome so far (final after the close). */
   outcome(): CgroupOutcome {
-    return { path: this.path, members: this.members.size, escalated: this.escalated, gone: this.gone, removed: this.removed }
+    return { path: this.path, members: this.pinned, escalated: this.escalated, gone: this.gone, removed: this.removed }
   }
 
   close(): void {
@@ -167,7 +170,9 @@ export class CgroupUnit implements StopUnit {
     }
     const fresh = new Map<number, ProcessHandle>()
     for (const pid of listed) {
-      if (this.members.has(pid)) continue
+      // A pid known and still alive is that member; a known pid whose member has exited is listed
+      // again only because a new member took it (a freed pid): pinned like any new one.
+      if (this.members.get(pid)?.gone === false) continue
       try {
         fresh.set(pid, openProcess(pid))
       } catch (err) {
@@ -190,7 +195,10 @@ export class CgroupUnit implements StopUnit {
         if (!handle.closed) this.journal.degraded(err, 'cgroup')
         return this.empty
       })
+      const old = this.members.get(pid)
+      if (old) old.handle.close() // exited (its exit has been seen): its pin has nothing left to say
       this.members.set(pid, member)
+      this.pinned++
     }
   }
 
