@@ -283,27 +283,35 @@ function forget(path: string): void {
   pending.delete(path)
 }
 
-/** How long killCgroupSync waits, at most, for the kernel to empty the cgroup before it removes it. */
+/** How long the exit backstop waits, at most, for the cgroups it killed to empty before it removes them. */
 const SYNC_REMOVE_MS = 100
 
 /**
- * For an exit backstop (no event loop left): `cgroup.kill`, then a short bounded wait (1 ms
- * sleeps, not a spin) for `populated 0` and the removal. True when the kill was sent. A cgroup
- * that has not emptied in time stays, named for doctor to judge.
+ * For an exit backstop (no event loop left), step one: `cgroup.kill`, no wait. True when the kill
+ * was sent; an empty cgroup is removed at once instead. removeKilledSync then waits for them all.
  */
-export function killCgroupSync(path: string): boolean {
+export function killCgroupNow(path: string): boolean {
   if (!cgroupPopulated(path)) {
     removeCgroup(path)
     return false
   }
   try {
-    if (!killCgroup(path)) return false
+    return killCgroup(path)
   } catch {
     return false // not ours to write any more
   }
+}
+
+/**
+ * Step two, once every cgroup.kill is sent: one shared bounded wait (1 ms sleeps, not a spin) for
+ * them to empty, then their removal. A cgroup that has not emptied in time stays, named for doctor.
+ */
+export function removeKilledSync(paths: readonly string[]): void {
+  let left = paths.filter((p) => cgroupPopulated(p) || !removeCgroup(p))
   const nap = new Int32Array(new SharedArrayBuffer(4))
   const deadline = performance.now() + SYNC_REMOVE_MS
-  while (cgroupPopulated(path) && performance.now() < deadline) Atomics.wait(nap, 0, 0, 1)
-  if (!cgroupPopulated(path)) removeCgroup(path)
-  return true
+  while (left.length > 0 && performance.now() < deadline) {
+    Atomics.wait(nap, 0, 0, 1)
+    left = left.filter((p) => cgroupPopulated(p) || !removeCgroup(p))
+  }
 }
