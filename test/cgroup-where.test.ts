@@ -1,7 +1,7 @@
 // Where a cgroup is ours (lib/mechanisms/cgroup/where.ts), against this machine's real kernel:
 // what capabilities().cgroup says must be what the kernel then lets us do, and a process that may
 // not write there is told why.
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -10,6 +10,7 @@ import { cgroup2Mount, ownCgroup } from '../lib/mechanisms/cgroup/where'
 import { DIST, spawnChild, exitOf } from './helpers'
 
 const linux = process.platform === 'linux'
+const unshareCgroup = linux && spawnSync('unshare', ['--cgroup', '--mount', 'true'], { stdio: 'ignore', timeout: 10_000 }).status === 0
 
 describe.runIf(linux)('capabilities().cgroup', () => {
   it('finds the v2 mount and our own cgroup as /proc says', () => {
@@ -49,6 +50,21 @@ describe.runIf(linux)('capabilities().cgroup', () => {
     const theirs = JSON.parse(out) as { available: boolean; reason?: string }
     expect(theirs.available).toBe(false)
     expect(theirs.reason).toMatch(/not owned by uid 65534|not delegated to uid 65534/)
+  })
+
+  // A systemd inside a container owns that container's cgroup namespace: its single-writer rule
+  // still holds there. Made here with a cgroup namespace of our own and a /run that says systemd.
+  it.runIf(process.geteuid?.() === 0 && unshareCgroup)('leaves a cgroup namespace of our own to systemd when systemd runs in it', () => {
+    const cap = (systemd: boolean): { available: boolean; reason?: string } => {
+      const run = systemd ? 'mount -t tmpfs none /run && mkdir -p /run/systemd/system && ' : ''
+      const node = `${process.execPath} -e 'process.stdout.write(JSON.stringify(require(${JSON.stringify(DIST)}).capabilities().cgroup))'`
+      return JSON.parse(execFileSync('unshare', ['--cgroup', '--mount', '--propagation', 'private', 'sh', '-c', `${run}exec ${node}`], { encoding: 'utf8' })) as { available: boolean; reason?: string }
+    }
+    // Without systemd, the namespace is ours (wherever our own cgroup is ours): only /run differs.
+    if (capabilities().cgroup.available) expect(cap(false).available).toBe(true)
+    const withSystemd = cap(true)
+    expect(withSystemd.available).toBe(false)
+    expect(withSystemd.reason).toMatch(/systemd manages our cgroup/)
   })
 
   it('is computed lazily and keeps the rest of capabilities() as it was', () => {

@@ -4,7 +4,8 @@
  *
  * systemd's single-writer rule: a cgroup a systemd unit owns is systemd's to write, unless it was
  * delegated. So we make children only:
- * - inside our own cgroup namespace (a container's: its cgroups are the container's own), or
+ * - inside our own cgroup namespace (a container's: its cgroups are the container's own) where no
+ *   systemd runs (a systemd in the container owns its namespace, and its rule holds there), or
  * - inside a subtree delegated to us: systemd chowns a delegated subtree to the user it runs (a
  *   user session's user@UID.service), so a cgroup that is ours by ownership, as non-root, is one;
  * - as root where no systemd manages the tree (no /run/systemd/system: sd_booted()'s test).
@@ -77,9 +78,10 @@ function decide(): CgroupCapability {
 
 /** null when we may write under `path` (see the rule above), else why not. */
 function ownership(path: string): string | null {
-  if (ownCgroupNamespace()) return null
-  const euid = process.geteuid?.() ?? -1
   const systemd = exists('/run/systemd/system')
+  // A systemd inside a container owns that container's namespace: its rule first, then.
+  if (!systemd && ownCgroupNamespace()) return null
+  const euid = process.geteuid?.() ?? -1
   if (euid !== 0) {
     // Ours by ownership: how systemd delegates to a user (and how anyone delegates by hand).
     try {
