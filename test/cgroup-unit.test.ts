@@ -1,13 +1,15 @@
 // The cgroup unit's "gone" is the kernel's event: `populated 0` on cgroup.events, seen by inotify,
 // with no poll behind it; and a child's cgroup is removed, by that same event, once what the child
 // left in it ends after the child itself.
-import { closeSync, existsSync, openSync } from 'node:fs'
+import type { ChildProcess } from 'node:child_process'
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { spawn, spawnedInfo } from '../lib/index'
+import { openProcess, type ProcessHandle, spawn, spawnedInfo } from '../lib/index'
 import { cgroupPopulated } from '../lib/mechanisms/cgroup/make'
 import { CgroupUnit } from '../lib/mechanisms/stop/cgroup-unit'
 import { StopJournal } from '../lib/mechanisms/stop/journal'
-import { noCgroup, removeCgroups } from './cgroup-lib'
+import { cgroupRoot, noCgroup, removeCgroups } from './cgroup-lib'
 import { exitOf, waitFor } from './helpers'
 
 const made = new Set<string>()
@@ -43,13 +45,34 @@ describe.skipIf(noCgroup !== null)('the cgroup unit', () => {
   })
 
   it('removes a child\'s cgroup once the process it left behind ends, after the child', async () => {
-    // The child exits at once; what it started runs on for a moment in its cgroup, then ends.
-    const child = spawn('sh', ['-c', '(setsid sleep 0.5 &)'], { cgroup: true })
+    // The child exits at once; what it started runs on in its cgroup until the test ends it.
+    const child = spawn('sh', ['-c', '(setsid sh -c \'echo $$; exec sleep 300\' &)'], { cgroup: true, stdio: ['ignore', 'pipe', 'inherit'] })
     const cg = spawnedInfo(child)!.cgroup!
     made.add(cg)
-    await exitOf(child)
+    const left = await leftBehind(child)
     expect(cgroupPopulated(cg)).toBe(true)
+    expect(existsSync(cg)).toBe(true)
+    left.signal('SIGKILL')
+    await left.exited
+    left.close()
     await waitFor(() => !existsSync(cg), 15_000, 'the cgroup to be removed once empty')
+  })
+
+  it('removes the cgroups a member made inside the child\'s too, once all is empty', async () => {
+    const script = `cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
+mkdir "$ROOT$cg/inner"
+(setsid sh -c 'echo $$ > "$0"/cgroup.procs; echo $$; exec sleep 300' "$ROOT$cg/inner" &)`
+    const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'))!.slice(3)
+    const root = own === '/' ? cgroupRoot : cgroupRoot.slice(0, cgroupRoot.length - own.length)
+    const child = spawn('sh', ['-c', script], { cgroup: true, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ROOT: root } })
+    const cg = spawnedInfo(child)!.cgroup!
+    made.add(cg)
+    const left = await leftBehind(child)
+    expect(readFileSync(join(cg, 'inner', 'cgroup.procs'), 'latin1').trim()).toBe(String(left.pid))
+    left.signal('SIGKILL')
+    await left.exited
+    left.close()
+    await waitFor(() => !existsSync(cg), 15_000, 'the cgroup and the one inside it to be removed once empty')
   })
 
   it('never takes an unreadable cgroup.events (out of descriptors) for an empty cgroup: the stop is uncertain', async () => {
@@ -86,3 +109,12 @@ describe.skipIf(noCgroup !== null)('the cgroup unit', () => {
     await exitOf(child)
   })
 })
+
+/** The process the child left behind (it printed its pid), pinned, once the child has exited. */
+async function leftBehind(child: ChildProcess): Promise<ProcessHandle> {
+  let out = ''
+  child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+  await exitOf(child)
+  await waitFor(() => /^\d+\n/.test(out), 15_000, 'the pid of what the child left behind')
+  return openProcess(Number(out.trim()))
+}

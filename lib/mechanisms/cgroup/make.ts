@@ -212,9 +212,11 @@ export function killCgroup(path: string): boolean {
  * true when it is gone (removed now, or before, or another is in its place).
  */
 export function removeCgroup(path: string): boolean {
-  const who = identity(path)
-  if (who instanceof Error) return false
-  if (who === 'gone') return true
+  // Nothing is removed while a process lives anywhere in it (`populated` covers the cgroups
+  // inside): an empty inner cgroup may be one a live member is about to move into.
+  const state = cgroupState(path)
+  if (state === 'gone') return true
+  if (state !== 'empty') return false
   let dirs: string[]
   try {
     dirs = subtree(path)
