@@ -63,21 +63,25 @@ describe.skipIf(noCgroup !== null)('other stop paths over the cgroup', () => {
 const sup = new r.Supervisor()
 const c = r.spawn('sh', ['-c', ${JSON.stringify(SERVER)}], { cgroup: true, stdio: ['pipe', 'pipe', 'inherit'] })
 sup.adopt(c)
+console.log(r.spawnedInfo(c).cgroup)
 let out = ''
 c.stdout.on('data', (d) => {
   out += d
   if ((out.match(/(helper|daemon) \\d+/g) || []).length === 2) {
-    console.log(r.spawnedInfo(c).cgroup)
     console.log(out.trim())
     process.exit(0)
   }
 })`
     const host = nodeSpawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    escapees.add(host.pid!) // ended by the cleanup if it hangs (then cgroup.kill ends what it left)
     let out = ''
-    host.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    // Its cgroup first, as soon as it is made: the cleanup needs it even if the host hangs.
+    host.stdout!.on('data', (d: Buffer) => {
+      out += String(d)
+      if (out.includes('\n')) made.add(out.split('\n')[0]!)
+    })
     await exitOf(host, 30_000)
     const cg = out.split('\n')[0]!
-    made.add(cg)
     const pids = pidsIn(out)
     for (const p of pids) escapees.add(p)
     expect(pids).toHaveLength(2)
