@@ -22,6 +22,8 @@ export default defineConfig({
       'test/spawn-startup.test.ts', // native/exec_report.cc and the exec helper's report
       'test/prototype-pollution.test.ts',
       'test/terminal-foreground.test.ts', // native/terminal.cc and the helper's hand-over (GROUP 2)
+      'test/cgroup-spawn.test.ts', // the exec helper's cgroup join (--cgroup) and its failure report
+      'test/cgroup-stop.test.ts', // escapees in the child's cgroup, through the sanitized helper
     ],
     setupFiles: ['test/setup.ts'],
     // The sanitized build runs several times slower: bounds are wider still than the main suite's.

@@ -1,7 +1,9 @@
 // The cost of reapkit's spawn(): N runs of `spawn('true')` to its exit, reapkit beside
 // child_process.spawn, interleaved in the same run. Also: how often, right after spawn() returns,
 // the child already leads its own group (/proc/PID/stat's pgrp == pid), and whether
-// process.kill(-pid, 0) finds the group.
+// process.kill(-pid, 0) finds the group. Where a cgroup is ours (capabilities().cgroup), a third
+// side: spawn({ cgroup: true }), which makes the child's cgroup, joins it in the exec helper and
+// removes it at the exit (all inside "to exit").
 // Called by run.mjs (spawnCostFigures, spawnCostMarkdown); also runs alone:
 //   node bench/spawn-cost.mjs [N]      (after npm run build:ts)
 import { spawn as nodeSpawn } from 'node:child_process'
@@ -29,11 +31,19 @@ async function once(spawnFn) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const p95 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]
+const inCgroup = (file, args, options) => reapkit.spawn(file, args, { ...options, cgroup: true })
+
 export async function spawnCostFigures(N = 200) {
   const rows = { node: { returned: [], exited: [] }, reapkit: { returned: [], exited: [] } }
-  for (let i = 0; i < 10; i++) { await once(nodeSpawn); await once(reapkit.spawn) } // warm-up
+  const sides = [['node', nodeSpawn], ['reapkit', reapkit.spawn]]
+  const cgroup = reapkit.capabilities().cgroup
+  if (cgroup.available) {
+    rows.cgroup = { returned: [], exited: [] }
+    sides.push(['cgroup', inCgroup])
+  }
+  for (let i = 0; i < 10; i++) for (const [, fn] of sides) await once(fn) // warm-up
   for (let i = 0; i < N; i++) {
-    for (const [name, fn] of [['node', nodeSpawn], ['reapkit', reapkit.spawn]]) {
+    for (const [name, fn] of sides) {
       const r = await once(fn)
       rows[name].returned.push(r.returned)
       rows[name].exited.push(r.exited)
@@ -51,7 +61,7 @@ export async function spawnCostFigures(N = 200) {
     child.kill('SIGKILL')
     await exitOf(child)
   }
-  return { n: N, rows, formed, killable }
+  return { n: N, rows, formed, killable, cgroupReason: cgroup.available ? null : cgroup.reason }
 }
 
 const fmt = (x) => x.toFixed(2)
@@ -68,6 +78,11 @@ returns once the exec helper has formed the group, armed the death signal and ex
 | \`child_process.spawn\` | ${fmt(m('node', 'returned'))} | ${fmt(m('node', 'exited'))} | ${fmt(p95(d.rows.node.exited))} |
 | reapkit \`spawn\` | ${fmt(m('reapkit', 'returned'))} | ${fmt(m('reapkit', 'exited'))} | ${fmt(p95(d.rows.reapkit.exited))} |
 | reapkit / Node (median to exit) | | ${(m('reapkit', 'exited') / m('node', 'exited')).toFixed(2)}x | |
+${d.rows.cgroup ? `| reapkit \`spawn({ cgroup: true })\` | ${fmt(m('cgroup', 'returned'))} | ${fmt(m('cgroup', 'exited'))} | ${fmt(p95(d.rows.cgroup.exited))} |
+| cgroup / reapkit (median to exit) | | ${(m('cgroup', 'exited') / m('reapkit', 'exited')).toFixed(2)}x | |
+` : ''}
+${d.rows.cgroup ? `With \`cgroup: true\`, "to exit" includes making the child's cgroup (mkdir), the helper's join (a write to its
+\`cgroup.procs\`) and its removal (rmdir) at the exit.` : `No \`cgroup: true\` row: ${d.cgroupReason}.`}
 
 Right after \`spawn('sleep')\` returned, the child led its own group in ${d.formed} of ${d.n} spawns; \`kill(-pid, 0)\` found it in ${d.killable} of ${d.n}.
 `

@@ -56,6 +56,8 @@ export interface StdioClientTransportOptions {
   closeTimeoutMs?: number | undefined
   /** SIGTERM -> SIGKILL grace for the server's whole group. Default 2000, the SDK's. */
   graceMs?: number | undefined
+  /** Linux: run the server in a cgroup of its own (spawn's `cgroup`), so close() also ends what left its group. Default false. */
+  cgroup?: boolean | undefined
 }
 
 /**
@@ -131,6 +133,7 @@ export class StdioClientTransport implements McpTransport {
     options = validateOptions(options)
     validateMs(options.closeTimeoutMs, 'closeTimeoutMs')
     validateMs(options.graceMs, 'graceMs')
+    if (options.cgroup !== undefined && typeof options.cgroup !== 'boolean') throw Object.assign(new TypeError('The "cgroup" option must be a boolean'), { code: 'ERR_INVALID_ARG_TYPE' })
     if (typeof server !== 'object' || server === null || typeof server.command !== 'string' || server.command === '') {
       throw Object.assign(new TypeError('The "server" argument must be an object with a non-empty "command" string'), {
         code: 'ERR_INVALID_ARG_TYPE',
@@ -194,6 +197,7 @@ export class StdioClientTransport implements McpTransport {
       stdio: ['pipe', 'pipe', stderrOption as 'pipe'],
       windowsHide: process.platform === 'win32', // as both SDK lines: no console window flashes up
       ...(this.#params.cwd ? { cwd: this.#params.cwd } : {}),
+      ...(this.#options.cgroup ? { cgroup: true } : {}),
     })
   }
 

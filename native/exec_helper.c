@@ -1,8 +1,13 @@
 /* reapkit-exec: the pre-exec step that libuv's spawn lacks. Node spawns this helper; it prepares
  * the process and then execs the target in its place, so no extra process stays behind.
  *
- *   reapkit-exec GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]
+ *   reapkit-exec [--cgroup DIR] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]
  *
+ * DIR     Linux, cgroup v2: the cgroup (a directory spawn() made for this child) to join first,
+ *         by writing our own pid into DIR/cgroup.procs. Joined before anything else runs, so the
+ *         target and everything it starts are in it from their first instruction, and cannot
+ *         leave it (a move needs write access to the common ancestor's cgroup.procs). Fails closed:
+ *         a failed join is reported (step 'c') and the target never runs.
  * GROUP   1: become the leader of a new process group (setpgid(0, 0)); 0: stay in the parent's;
  *         2: as 1, and then take the foreground of the controlling terminal on fd 0 for the new
  *         group, when the parent's group holds it (spawn()'s foreground hand-over, lib/mechanisms/terminal.ts).
@@ -24,6 +29,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +41,7 @@
 #endif
 
 /* Steps, as the report names them (native/exec_report.cc maps them to syscall names). */
+#define STEP_CGROUP 'c'
 #define STEP_SETPGID 'g'
 #define STEP_PDEATHSIG 'p'
 #define STEP_EXEC 'e'
@@ -91,6 +98,26 @@ static int arm_death_signal(long sig, long parent) {
   return 0;
 }
 
+/* Joins the cgroup DIR: our pid into DIR/cgroup.procs. Returns 0, or an errno. The file is opened
+ * without following a symbolic link: DIR is a directory of the cgroup2 filesystem spawn() just made. */
+static int join_cgroup(const char *dir) {
+  char path[PATH_MAX];
+  int n = snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+  if (n < 0 || (size_t)n >= sizeof path) return ENAMETOOLONG;
+  int fd;
+  do fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) return errno;
+  char pid[24];
+  int len = snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  ssize_t w;
+  do w = write(fd, pid, (size_t)len);
+  while (w < 0 && errno == EINTR);
+  int err = w == (ssize_t)len ? 0 : (w < 0 ? errno : EIO);
+  close(fd);
+  return err;
+}
+
 /* Gives the terminal on fd 0 to our new group, if the parent's group is its foreground
  * (checked here again: the parent may have been moved to the background since it looked). We are
  * not in the foreground yet, so tcsetpgrp would stop us with SIGTTOU unless it is blocked; the mask
@@ -107,8 +134,14 @@ static void take_foreground(long parent) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 7) {
-    fprintf(stderr, "reapkit-exec: usage: reapkit-exec GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]\n");
+  const char *cgroup = NULL;
+  if (argc >= 3 && strcmp(argv[1], "--cgroup") == 0) {
+    cgroup = argv[2];
+    argv += 2;
+    argc -= 2;
+  }
+  if (argc < 7 || (cgroup != NULL && cgroup[0] != '/')) {
+    fprintf(stderr, "reapkit-exec: usage: reapkit-exec [--cgroup DIR] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]\n");
     return 2;
   }
   long group = number(argv[1]), sig = number(argv[2]), parent = number(argv[3]);
@@ -120,6 +153,11 @@ int main(int argc, char **argv) {
   int fd = (int)report;
   /* First, so that whatever happens next, the target never inherits the report pipe. */
   if (fd >= 0 && fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return fail(-1, STEP_REPORT, errno, "report fd");
+  /* Before anything else: whatever we do next, and all the target starts, happens inside it. */
+  if (cgroup != NULL) {
+    int cerr = join_cgroup(cgroup);
+    if (cerr != 0) return fail(fd, STEP_CGROUP, cerr, cgroup);
+  }
   /* EPERM: already a session leader (spawned detached), hence already a group leader. */
   if (group >= 1 && setpgid(0, 0) != 0 && errno != EPERM) return fail(fd, STEP_SETPGID, errno, "setpgid");
   if (group == 2) take_foreground(parent);

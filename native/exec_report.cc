@@ -13,7 +13,7 @@
 // execReportWait reads until EOF or until `ms` has passed, in one bounded poll loop:
 //   ready  the helper wrote 'R': the group exists and the death signal is armed
 //   done   EOF: the helper is gone (exec'd, or exited); the read end is then closed here
-//   step   null, or which step failed: 'setpgid' | 'prctl' | 'exec' (the errno is the helper's)
+//   step   null, or which step failed: 'cgroup' | 'setpgid' | 'prctl' | 'exec' (the errno is the helper's)
 // When `done` is false (the deadline passed first), the read end stays open and is the caller's.
 #include <napi.h>
 
@@ -109,6 +109,7 @@ static int WaitForReport(int fd, int32_t ms, Report* r) {
 
 static const char* StepName(char step) {
   switch (step) {
+    case 'c': return "cgroup";
     case 'g': return "setpgid";
     case 'p': return "prctl";
     case 'e': return "exec";

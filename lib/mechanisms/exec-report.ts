@@ -56,6 +56,8 @@ interface Request {
   /** Also hand the controlling terminal's foreground to the new group (lib/mechanisms/terminal.ts). */
   foreground?: boolean
   sig: number
+  /** Linux: the cgroup the helper joins before anything else (cgroup/make.ts made it), or undefined. */
+  cgroup?: string
   file: string
   argv0: string
   argv: string[]
@@ -108,7 +110,8 @@ export function spawnThroughHelper(childProcess: typeof import('node:child_proce
   let child: ChildProcess
   try {
     const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
-    const args = [req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
+    const join = req.cgroup !== undefined ? ['--cgroup', req.cgroup] : []
+    const args = [...join, req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
     child = childProcess.spawn(req.helper, args, options)
   } catch (err) {
     closeFd(pipe[0])
@@ -133,7 +136,7 @@ export function spawnThroughHelper(childProcess: typeof import('node:child_proce
   const report = waitForReport(pipe[0])
   if (report.step !== null) {
     if (!report.done) closeFd(pipe[0]) // the record is whole; its EOF only missed the bound
-    failLikeNode(child, report)
+    failLikeNode(child, report, req.cgroup)
     return { child, pgid: null, parentDeathSignal: null, startup: 'exec' }
   }
   if (report.done) return { child, ...applied(report.ready), startup: 'exec' }
@@ -185,6 +188,12 @@ function readLate(fd: number, child: ChildProcess, alreadyReady: boolean, confir
   child.once('exit', done)
 }
 
+/** A join that failed fails the spawn (never an uncontained child): the error says so and where. */
+function explainCgroup(err: Error & { cgroup?: string; syscall?: string }, cgroup: string | undefined): void {
+  err.message = `${err.message}: could not join the child's cgroup ${cgroup ?? ''} (the command never ran)`
+  err.cgroup = cgroup
+}
+
 /**
  * Reports a failed helper step as Node reports a failed spawn: Node's own exit handler, given the
  * negative errno, emits 'error' with code, errno, syscall 'spawn <file>', path and spawnargs, and no
@@ -193,7 +202,7 @@ function readLate(fd: number, child: ChildProcess, alreadyReady: boolean, confir
  * Where Node's internals differ from this shape (`_handle.onexit`), the child is left as it is: a
  * 'spawn' event and an exit with 127 (126), which is what the helper exits with anyway.
  */
-function failLikeNode(child: ChildProcess, report: ExecReport): void {
+function failLikeNode(child: ChildProcess, report: ExecReport, cgroup: string | undefined): void {
   const handle = (child as unknown as { _handle?: { onexit?: unknown } })._handle
   const onexit = handle?.onexit
   if (!handle || typeof onexit !== 'function' || !(report.errno > 0)) return
@@ -201,7 +210,11 @@ function failLikeNode(child: ChildProcess, report: ExecReport): void {
   const own = child.emit as (this: ChildProcess, event: string | symbol, ...args: unknown[]) => boolean
   child.emit = function emit(this: ChildProcess, event: string | symbol, ...args: unknown[]): boolean {
     if (event === 'spawn') return false
-    if (event === 'error') delete (child as { emit?: unknown }).emit // the prototype's again
+    if (event === 'error') {
+      delete (child as { emit?: unknown }).emit // the prototype's again
+      // Node's error names the exec; a failed join must say it was the cgroup (the target never ran).
+      if ((report.step as string) === 'cgroup' && args[0] instanceof Error) explainCgroup(args[0], cgroup)
+    }
     return own.call(this, event, ...args)
   } as ChildProcess['emit']
   ;(child as { pid: number | undefined }).pid = undefined

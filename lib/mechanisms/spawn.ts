@@ -12,6 +12,10 @@
  *   child starts itself (a shell's commands, npx's server) are not covered. Stop those through the
  *   group (killProcessGracefully) while you live; for the case where you are SIGKILLed, the
  *   `reapkit -- command` wrapper adds a subreaper and a PID namespace.
+ * - `cgroup` (Linux, cgroup v2, opt-in): the child in a cgroup of its own, joined by the helper
+ *   before its exec, so that every stop also ends what left the group (lib/mechanisms/cgroup/,
+ *   stop/cgroup-unit.ts). A join that fails fails the spawn; where no cgroup is ours to make, the
+ *   child runs uncontained and spawnedInfo() says why.
  * - A handle pinned to the child (a pidfd), opened synchronously before libuv can reap it, so later
  *   signals can never hit a recycled pid: see spawnedHandle().
  *
@@ -35,6 +39,8 @@ import { spawnInJob } from './spawn-win32'
 import { attachContainer, prepareContainerRun } from './container/child'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
+import { cgroupCapability } from './cgroup/where'
+import { isCgroupRemoved, makeChildCgroup, removeWhenEmpty, whyUncontained } from './cgroup/make'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -61,6 +67,14 @@ export interface SpawnOptions extends NodeSpawnOptions {
    * `false` runs it as a plain command.
    */
   container?: boolean
+  /**
+   * Linux, cgroup v2: contain the child in a cgroup of its own from its first instruction (the exec
+   * helper joins it before it execs the command), so that every stop also ends what left its
+   * process group (a setsid helper, a double-forked daemon): lib/mechanisms/cgroup/. Only where a
+   * cgroup is ours to make (capabilities().cgroup); elsewhere the child runs uncontained and
+   * spawnedInfo(child).cgroupUnavailable says why. Default false.
+   */
+  cgroup?: boolean
 }
 
 /** What spawn() applied to a child. */
@@ -96,6 +110,15 @@ export interface SpawnedInfo {
    * how to reach its engine and the label that finds its container. Absent for any other command.
    */
   container?: ContainerRecord
+  /** The child's own cgroup (its directory), when spawn() contained it there ({ cgroup: true }). */
+  cgroup?: string
+  /**
+   * True once that cgroup is removed (it emptied after the child), or is no longer the one spawn()
+   * made (its path removed and made again by someone else): no stop looks there again.
+   */
+  readonly cgroupRemoved?: boolean
+  /** Why a child spawned with { cgroup: true } is not contained. */
+  cgroupUnavailable?: string
 }
 
 const spawned = new WeakMap<ChildProcess, SpawnedInfo>()
@@ -362,7 +385,7 @@ export function spawn(
   // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
   // is therefore no death signal; an explicit option still wins.
   const defaultDeathSignal = isSupervisor(command) ? false : 'SIGKILL'
-  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, container = true, ...nodeOptions } = options
+  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, container = true, cgroup = false, ...nodeOptions } = options
   // The rest is a plain object again: own properties only, as validateOptions made them, so that an
   // option set on Object.prototype (shell, uid, argv0...) is never read below.
   Object.setPrototypeOf(nodeOptions, null)
@@ -370,6 +393,7 @@ export function spawn(
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   if (typeof handOver !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "foreground" option must be a boolean')
   if (typeof container !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "container" option must be a boolean. Received ${describe(container)}`)
+  if (typeof cgroup !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "cgroup" option must be a boolean. Received ${describe(cgroup)}`)
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
   if (!binding) {
@@ -408,31 +432,58 @@ export function spawn(
   const helper = execHelperPath()
   // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
   const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
-  if (helper && (group || sig > 0) && !asOtherUser && resolvable(file, nodeOptions)) {
+  const throughHelper = helper !== null && (group || sig > 0 || cgroup) && !asOtherUser && resolvable(file, nodeOptions)
+  let uncontained = cgroup ? whyUncontained(helper !== null, asOtherUser) : null
+  if (throughHelper) {
+    // Made now, joined by the helper before anything else (fails closed: a failed join fails the spawn).
+    const cg = cgroup && uncontained === null ? makeChildCgroup(cgroupCapability().path!) : undefined
     // Returns once the helper has formed the group, armed the signal and exec'd the target (or
     // failed, reported as Node's 'error'), within a bound: exec-report.ts.
     const argv0 = nodeOptions.argv0 ?? file
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
-    const started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, file, argv0, argv, nodeOptions })
+    let started: HelperSpawn | null
+    try {
+      started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, cgroup: cg, file, argv0, argv, nodeOptions })
+    } catch (err) {
+      // Node refused (a NUL byte in an argument or the environment...): no child of ours is in it,
+      // removed now (or once empty, should a helper have got in before the throw).
+      if (cg !== undefined) removeWhenEmpty(cg)
+      throw err
+    }
     if (started) {
-      const child = withContainer(registerHelperSpawn(started))
+      const child = withContainer(registerHelperSpawn(started, cg))
       if (terminal !== null && started.startup !== 'none') followForeground(child, terminal)
       return child
     }
+    if (cg !== undefined) {
+      removeWhenEmpty(cg) // never joined: no report possible, Node's own spawn below
+      uncontained = 'no report pipe for the exec helper (out of descriptors?): spawned by Node without it'
+    }
+  } else if (cgroup && uncontained === null) {
+    uncontained = 'the command was not found on PATH: left to Node\'s spawn, which reports it'
   }
   // No helper, nothing to arm, a command execvp would not find, or no report possible: Node's own
   // spawn, so its own errors ('error' with ENOENT...) reach the caller unchanged. A group then comes
   // from setsid, which libuv applies before its exec, and its spawn returns after that exec: exact too.
   const child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
-  return withContainer(pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none' }))
+  const notContained = uncontained !== null ? { cgroupUnavailable: uncontained } : {}
+  return withContainer(pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none', ...notContained }))
 }
 
+
 /** Pins and registers a child the helper started; a late confirmation (startup 'timeout') updates its info. */
-function registerHelperSpawn(started: HelperSpawn): ChildProcess {
+function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined): ChildProcess {
   const child = started.child
+  if (cgroup !== undefined) {
+    // Removed once the child has exited and the cgroup is empty (a stop removes it sooner).
+    const release = (): void => removeWhenEmpty(cgroup)
+    if (child.pid === undefined) release() // failed (a join that failed among the causes)
+    else child.once('exit', release)
+  }
   if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
-  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup })
+  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}) })
   const info = spawned.get(child)!
+  if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => isCgroupRemoved(cgroup), enumerable: true })
   started.onLate?.((late) => {
     if (info.groupGone) return
     info.pgid = late.pgid

@@ -5,7 +5,8 @@
  *    by `closeTimeoutMs` (default 2000), then wait for the exit within that same bound.
  * 2. Forced: killProcessGracefully on the child's process group (SIGTERM, `graceMs`, SIGKILL). Also
  *    when the child did exit in phase 1 but left members of its group behind (a server started
- *    through `sh -c` or npx whose wrapper exited first).
+ *    through `sh -c` or npx whose wrapper exited first), or anything in its own cgroup (spawn's
+ *    `cgroup: true`: a setsid helper, a double-forked daemon).
  * 3. A container client's container (spawn() recorded it) is stopped through its engine with phase
  *    2 (killProcessGracefully does it), or on its own when the client left in phase 1: a client that
  *    exits does not mean its container did.
@@ -23,6 +24,7 @@ import { isChildProcess } from '../mechanisms/exit'
 import { type KillResult, killProcessGracefully, type SignalSent } from '../mechanisms/kill'
 import { type Logger, logEvent } from '../ground/logger'
 import { spawnedGroupMembers, spawnedInfo } from '../mechanisms/spawn'
+import { cgroupPopulated } from '../mechanisms/cgroup/make'
 import { type SignalLike, signalNumber, validateMs, validateOptions, validatePid } from '../ground/validate'
 import { childExit, settlesWithin } from '../ground/wait'
 
@@ -70,6 +72,8 @@ export interface CloseReport extends ContainerResult {
   /** Phase 1's duration, and the whole call's, in ms. */
   gracefulMs: number
   durationMs: number
+  /** Linux: the child's own cgroup's part in phase 2 (spawn({ cgroup: true })): see KillResult.cgroup. */
+  cgroup?: KillResult['cgroup']
 }
 
 const now = (): number => performance.now()
@@ -104,7 +108,10 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
   const started = now()
   const exited = childExit(child)
   // Members still in the child's group (never listed again once it was seen empty: see spawn.ts).
+  // And anything in its own cgroup (spawn({ cgroup: true })): what left the group is still there.
+  const cgroup = spawnedInfo(child)?.cgroup
   const groupLeft = async (): Promise<boolean> => {
+    if (cgroup !== undefined && cgroupPopulated(cgroup)) return true
     try {
       return (await spawnedGroupMembers(child)).length > 0
     } catch {
@@ -183,5 +190,6 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     error: kill?.error ?? null,
     gracefulMs,
     durationMs: now() - started,
+    ...(kill?.cgroup ? { cgroup: kill.cgroup } : {}),
   }, kill?.containers ?? containers)
 }

@@ -24,6 +24,7 @@ import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
 import { type Logger, logEvent, silentLogger } from '../ground/logger'
 import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedInfo, trackChild } from '../mechanisms/spawn'
 import { addToBackstop, killEntrySync, removeFromBackstop, scanGroupsOrNull } from './supervisor-backstop'
+import { removeKilledSync } from '../mechanisms/cgroup/make'
 import { MetricsRecorder, type SupervisorMetrics } from './supervisor-metrics'
 import { copyRecord, newRecord, startIncarnation, type ProcessRecord, type ProcessStatus, type ShutdownReport, type StopReport, type SupervisorEvents, type SupervisorOptions } from './supervisor-record'
 import { type Entry, Registry, exited, live, running } from './supervisor-registry'
@@ -262,16 +263,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /**
    * The backstop: SIGKILL, synchronously, every registered process still running and every member
    * of its group still alive; no restart policy starts any of them again. `table` is one listing of the process table shared by all entries
-   * (null: list nothing, kill only the pinned leaders).
+   * (null: list nothing, kill only the pinned leaders). `killedCgroups` (the exit backstop's): the
+   * children's cgroups it killed are put there, for the caller's one wait; without it, this waits
+   * for them itself, once for all, at most 100 ms.
    */
-  killAllSync(table: Map<number, number[]> | null = scanGroupsOrNull()): void {
+  killAllSync(table: Map<number, number[]> | null = scanGroupsOrNull(), killedCgroups?: string[]): void {
+    // The cgroups it kills: waited for together, once, here or by the exit backstop (its caller).
+    const cgroups = killedCgroups ?? []
     for (const entry of this.#registry.entries.values()) {
       // A child waiting out a backoff ends here ('killed'), and nothing killed here is restarted.
       this.#quiesce(entry, 'killed')
       entry.restart = null
-      killEntrySync(entry, table)
+      killEntrySync(entry, table, cgroups)
     }
     this.#state?.killAllSync()
+    if (killedCgroups === undefined) removeKilledSync(cgroups)
   }
 
   /**

@@ -39,7 +39,7 @@ export class GroupSignals {
   /** Whether a signal may go by number (our unpinned child, the group by its id): only from the check phase, then. */
   byNumber(): boolean {
     const { leader } = this.target
-    return this.journal.uncertain || (leader !== null && !(leader instanceof ProcessHandle))
+    return this.journal.groupUncertain || (leader !== null && !(leader instanceof ProcessHandle))
   }
 
   /** Sends the phase's signal to each of `live` that has not had it. */
@@ -94,7 +94,7 @@ export class GroupSignals {
   private groupByNumberDue(): boolean {
     const { pid, child } = this.target
     const pgid = this.scope.pgid
-    return !this.groupSignalled && this.journal.uncertain && pgid !== null && pgid === pid && binding !== null &&
+    return !this.groupSignalled && this.journal.groupUncertain && pgid !== null && pgid === pid && binding !== null &&
       child != null && child.exitCode === null && child.signalCode === null
   }
 

@@ -11,6 +11,12 @@ export class StopJournal {
   readonly started = now()
   readonly signalsSent: SignalSent[] = []
   uncertain = false
+  /**
+   * Uncertain for a reason the target's group may hide (not one of the child's cgroup unit alone):
+   * only then may the group unit's one killpg be needed. The cgroup unit's own failures leave the
+   * group's members to their pins; a killpg on top would give them the signal twice.
+   */
+  groupUncertain = false
   error: Error | null = null
 
   constructor(readonly logger: Logger | undefined) {}
@@ -23,9 +29,11 @@ export class StopJournal {
   /**
    * A resource error (EMFILE...) is never read as "gone": the stop goes on with what it can reach,
    * and the result says it could not see everything. The first error is the one reported.
+   * `source` 'cgroup': the child's cgroup unit's own failure (see groupUncertain).
    */
-  degraded(err: unknown): void {
+  degraded(err: unknown, source?: 'cgroup'): void {
     this.uncertain = true
+    if (source !== 'cgroup') this.groupUncertain = true
     this.error ??= err instanceof Error ? err : new Error(String(err))
   }
 

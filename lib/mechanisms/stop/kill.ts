@@ -8,13 +8,14 @@
  *
  * The stop is a few named steps (resolve, pin, signal and settle, escalate and confirm, report)
  * over its units (unit.ts): the target's process group on POSIX (group-unit.ts), its Job object on
- * Windows (job-unit.ts), and for a container client that spawn() started, its container, ended and
+ * Windows (job-unit.ts), the child's own cgroup where spawn() contained it (cgroup-unit.ts), and for a container client that spawn() started, its container, ended and
  * confirmed gone through its engine (container/unit.ts), under the same deadline. Every member is
  * pinned (a pidfd on Linux) before it is signalled, and signalled through that handle: a member
  * that exits and whose pid is reused is never hit.
  */
 import { containerUnitsOf } from '../container/child'
 import type { ProcessTarget } from '../exit'
+import { cgroupUnitOf } from './cgroup-of'
 import { stopUnits } from './escalate'
 import { GroupUnit } from './group-unit'
 import { JobUnit } from './job-unit'
@@ -37,8 +38,10 @@ export async function killProcessGracefully(target: ProcessTarget, options: Kill
     : new GroupUnit(pinned, groupOf(pinned, opts), journal)
   // A container client's container goes beside it, through its engine.
   const containers = containerUnitsOf(pinned.child, journal, opts)
-  const outcome = await stopUnits([unit, ...containers], opts, journal)
-  return report(pinned, unit, outcome, journal, containers.map((c) => c.outcome()))
+  // A child in a cgroup of its own: the cgroup beside its group (what left the group is in it).
+  const cgroup = cgroupUnitOf(pinned, journal)
+  const outcome = await stopUnits([unit, ...(cgroup ? [cgroup] : []), ...containers], opts, journal)
+  return report(pinned, unit, outcome, journal, containers.map((c) => c.outcome()), cgroup?.outcome())
 }
 
 /** resolveGroup(), releasing the pin this stop opened when it refuses (this process's own group). */

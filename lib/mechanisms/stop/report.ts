@@ -7,10 +7,11 @@ import type { PinnedTarget } from './pin'
 import type { ContainerOutcome } from '../container/stop'
 import type { KillResult } from './types'
 import type { TargetUnit } from './unit'
+import type { CgroupOutcome } from './cgroup-unit'
 
 type Status = { code: number | null; signal: NodeJS.Signals | null }
 
-export async function report(target: PinnedTarget, unit: TargetUnit, outcome: StopOutcome, journal: StopJournal, containers: ContainerOutcome[]): Promise<KillResult> {
+export async function report(target: PinnedTarget, unit: TargetUnit, outcome: StopOutcome, journal: StopJournal, containers: ContainerOutcome[], cgroup?: CgroupOutcome): Promise<KillResult> {
   const { child } = target
   const status = child && outcome.survivors.length === 0 ? await childStatus(child, unit.targetGone()) : null
   return {
@@ -26,6 +27,7 @@ export async function report(target: PinnedTarget, unit: TargetUnit, outcome: St
     containers,
     containerSurvivors: outcome.containerSurvivors,
     durationMs: journal.elapsed(),
+    ...(cgroup ? { cgroup } : {}),
   }
 }
 

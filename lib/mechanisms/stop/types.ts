@@ -3,6 +3,7 @@ import type { Logger } from '../../ground/logger'
 import type { ProcessHandle } from '../handle'
 import type { SignalLike } from '../../ground/validate'
 import type { ContainerResult } from '../container/child'
+import type { CgroupOutcome } from './cgroup-unit'
 
 export interface KillOptions {
   /** The first signal, sent to the whole group. Default 'SIGTERM'. */
@@ -48,6 +49,12 @@ export interface SignalSent {
    * (the kernel then ends its job as its last handle closes).
    */
   job?: boolean
+  /**
+   * Linux: sent to the members of the child's own cgroup (spawn({ cgroup: true })), escapees of
+   * its group included: SIGTERM to each through its pin, SIGKILL as one `cgroup.kill`. `processes`
+   * counts the members it reached that no other signal of this stop had reached already.
+   */
+  cgroup?: boolean
 }
 
 /** The stop's own part of a KillResult: the target's process group (or job). */
@@ -81,6 +88,12 @@ export interface KillGroupResult {
   /** The first error that made the result uncertain (a system error with a `code`), or null. */
   error: Error | null
   durationMs: number
+  /**
+   * Linux: what the stop did with the child's own cgroup, when spawn({ cgroup: true }) contained it:
+   * how many members it had (escapees of the group included), whether `cgroup.kill` was needed,
+   * whether the kernel said it was empty, and whether it was removed. Absent otherwise.
+   */
+  cgroup?: CgroupOutcome
 }
 
 /**

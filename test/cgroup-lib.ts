@@ -1,0 +1,38 @@
+// Shared by the cgroup tests: whether this machine gives us a writable v2 cgroup, and a cleanup
+// that removes a test's cgroups (killing what is left in them) pass or fail.
+import { existsSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { capabilities } from '../lib/index'
+
+const where = process.platform === 'linux' ? capabilities().cgroup : { available: false, reason: 'not Linux' }
+/** Why the cgroup tests skip here, or null when a writable v2 cgroup is ours. */
+export const noCgroup: string | null = where.available ? null : `no writable cgroup v2 here: ${where.reason}`
+export const cgroupRoot: string = where.path ?? ''
+
+function populated(path: string): boolean {
+  try {
+    return /^populated 1$/m.test(readFileSync(join(path, 'cgroup.events'), 'latin1'))
+  } catch {
+    return false
+  }
+}
+
+/** Kills whatever is left in each cgroup (cgroup.kill) and removes it, bounded; throws if one stays. */
+export async function removeCgroups(paths: Iterable<string>): Promise<void> {
+  const stuck: string[] = []
+  for (const path of paths) {
+    if (!existsSync(path)) continue
+    // Child cgroups first (a delegated test cgroup holds the ones its process made).
+    const inner = readdirSync(path).map((n) => join(path, n)).filter((p) => statSync(p).isDirectory())
+    if (inner.length > 0) await removeCgroups(inner)
+    if (populated(path)) writeFileSync(join(path, 'cgroup.kill'), '1')
+    const deadline = Date.now() + 5000
+    while (populated(path) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+    try {
+      rmdirSync(path)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') stuck.push(`${path}: ${(err as Error).message}`)
+    }
+  }
+  if (stuck.length > 0) throw new Error(`cgroups left behind: ${stuck.join('; ')}`)
+}
