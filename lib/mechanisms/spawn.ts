@@ -35,6 +35,7 @@ import { spawnInJob } from './spawn-win32'
 import { attachContainer, prepareContainerRun } from './container/child'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
+import { nodeSpawn } from './node-spawn'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -373,11 +374,6 @@ export function spawn(
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
 
-  // Loaded on first use: child_process pulls in streams and net, which would double the cost of
-  // require('reapkit') for programs that never spawn.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const childProcess = require('node:child_process') as typeof import('node:child_process')
-
   // A container run gets its labels, and its record once the client runs (container/child.ts).
   const run = container && !nodeOptions.shell ? prepareContainerRun(command, args, nodeOptions) : null
   if (run) args = run.args
@@ -389,8 +385,8 @@ export function spawn(
 
   // Windows: no groups and no death signal, a kill-on-close Job object instead (spawn-win32.ts).
   if (process.platform === 'win32') {
-    const inJob = group ? spawnInJob(childProcess, command, args, nodeOptions, wanted > 0) : null
-    return withContainer(pinAndRegister(inJob ?? childProcess.spawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null, startup: 'none' }))
+    const inJob = group ? spawnInJob(nodeSpawn, command, args, nodeOptions, wanted > 0) : null
+    return withContainer(pinAndRegister(inJob ?? nodeSpawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null, startup: 'none' }))
   }
 
   // A shell command is run by the shell, as Node does it (the helper then execs the shell).
@@ -409,7 +405,7 @@ export function spawn(
     // failed, reported as Node's 'error'), within a bound: exec-report.ts.
     const argv0 = nodeOptions.argv0 ?? file
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
-    const started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, file, argv0, argv, nodeOptions })
+    const started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, file, argv0, argv, nodeOptions })
     if (started) {
       const child = withContainer(registerHelperSpawn(started))
       if (terminal !== null && started.startup !== 'none') followForeground(child, terminal)
@@ -419,7 +415,7 @@ export function spawn(
   // No helper, nothing to arm, a command execvp would not find, or no report possible: Node's own
   // spawn, so its own errors ('error' with ENOENT...) reach the caller unchanged. A group then comes
   // from setsid, which libuv applies before its exec, and its spawn returns after that exec: exact too.
-  const child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
+  const child = nodeSpawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
   return withContainer(pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none' }))
 }
 
