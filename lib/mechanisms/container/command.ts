@@ -18,8 +18,9 @@
  * container to outlive its client), a `run` without an image, `--help`. Such a command is run as a
  * plain command, exactly as before.
  */
+import { type ContainerEngine, engineOf } from './engine-name'
 
-export type ContainerEngine = 'docker' | 'podman' | 'nerdctl'
+export { type ContainerEngine, engineOf } from './engine-name'
 
 /** What a recognized `run` command says about its container. */
 export interface ContainerRun {
@@ -97,13 +98,6 @@ const RUN_FLAGS: FlagTable = table(
     '--no-hosts --oom-kill-disable --passwd --privileged --publish-all --quiet --read-only --read-only-tmpfs ' +
     '--replace --rm --rmi --rootfs --sig-proxy --tls-verify --tty --unsetenv-all --use-api-socket',
 )
-
-/** The engine named by a program path (any directory, `/` or `\`; `.exe` and case ignored), or null. */
-export function engineOf(program: string): ContainerEngine | null {
-  const base = program.slice(Math.max(program.lastIndexOf('/'), program.lastIndexOf('\\')) + 1).toLowerCase()
-  const name = base.endsWith('.exe') ? base.slice(0, -4) : base
-  return name === 'docker' || name === 'podman' || name === 'nerdctl' ? name : null
-}
 
 /** One flag as pflag reads it: its name(s), whether it was given a value inline, and where parsing resumes. */
 interface Flag {
