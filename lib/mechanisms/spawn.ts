@@ -31,8 +31,9 @@ import { typeError } from '../ground/errors'
 import { type GroupListing, groupListingSoon } from './group'
 import { foregroundTerminal, followForeground } from './terminal'
 import { type ProcessHandle, openProcess } from './handle'
-import { spawnInJob } from './spawn-win32'
-import { attachContainer, prepareContainerRun } from './container/child'
+import win32SpawnPart from './lazy/spawn-win32'
+import containerPart from './lazy/containers'
+import { engineOf } from './container/engine-name'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { nodeSpawn } from './node-spawn'
@@ -375,17 +376,18 @@ export function spawn(
   const sig = capabilities().pdeathsig ? wanted : 0
 
   // A container run gets its labels, and its record once the client runs (container/child.ts).
-  const run = container && !nodeOptions.shell ? prepareContainerRun(command, args, nodeOptions) : null
+  // The container code loads only for a program named like an engine (the parser decides the rest).
+  const run = container && !nodeOptions.shell && engineOf(command) !== null ? containerPart().prepareContainerRun(command, args, nodeOptions) : null
   if (run) args = run.args
   const withContainer = (child: ChildProcess): ChildProcess => {
     const info = spawned.get(child)
-    if (run && info && child.pid !== undefined) attachContainer(child, (info.container = run.record))
+    if (run && info && child.pid !== undefined) containerPart().attachContainer(child, (info.container = run.record))
     return child
   }
 
   // Windows: no groups and no death signal, a kill-on-close Job object instead (spawn-win32.ts).
   if (process.platform === 'win32') {
-    const inJob = group ? spawnInJob(nodeSpawn, command, args, nodeOptions, wanted > 0) : null
+    const inJob = group ? win32SpawnPart().spawnInJob(nodeSpawn, command, args, nodeOptions, wanted > 0) : null
     return withContainer(pinAndRegister(inJob ?? nodeSpawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null, startup: 'none' }))
   }
 

@@ -19,7 +19,6 @@
  */
 import type { ChildProcess, StdioOptions } from 'node:child_process'
 import { constants } from 'node:os'
-import { isatty } from 'node:tty'
 import { binding } from '../ground/native'
 
 interface ForegroundJob {
@@ -56,7 +55,10 @@ function ownGroup(): number | null {
  */
 export function foregroundTerminal(stdio: StdioOptions | undefined): number | null {
   if (process.platform === 'win32' || !binding?.tcgetpgrp) return null
-  if (!inherits(stdio, 0) || !isatty(0)) return null
+  if (!inherits(stdio, 0)) return null
+  // node:tty loads here, for a child that inherits our stdin, not with reapkit.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if (!(require('node:tty') as typeof import('node:tty')).isatty(0)) return null
   try {
     return binding.tcgetpgrp(0) === ownGroup() ? 0 : null
   } catch {
