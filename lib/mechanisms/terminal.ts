@@ -18,8 +18,8 @@
  * background job, as any shell would make it. `spawn(..., { foreground: false })` opts out.
  */
 import type { ChildProcess, StdioOptions } from 'node:child_process'
-import { constants } from 'node:os'
 import { binding } from '../ground/native'
+import { signalNumber } from '../ground/validate'
 
 interface ForegroundJob {
   child: ChildProcess
@@ -141,7 +141,7 @@ function onContinue(): void {
       // no terminal any more: the job goes on in the background
     }
     try {
-      binding!.killpg(job.pgid, constants.signals.SIGCONT)
+      binding!.killpg(job.pgid, signalNumber('SIGCONT'))
     } catch {
       // ESRCH: the group is gone
     }
