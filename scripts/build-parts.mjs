@@ -12,6 +12,8 @@
 // - each lib/mechanisms/lazy/*.ts (one namespace import and a function that returns it) becomes a
 //   function that requires that module's part on its first call: how eager code (spawn) reaches lazy
 //   code (the container part) without compiling it at require.
+// Every part loads through lib/ground/load-part.ts, which keeps one descriptor for it: a stop may be
+// the first call of its part, and come when the process ran out of descriptors.
 // The parts are one esbuild build with code splitting, so a module that two parts share is one copy
 // (parts/chunk-*.js). A module the eager bundle holds is never copied into a part: the part reaches
 // it through index.js, which hands its modules over under Symbol.for('reapkit.internals'), so there
@@ -103,7 +105,7 @@ function lazyAccessors(lib) {
 }
 
 /** In the eager bundle, each lazy accessor requires its part on first call. */
-function accessorPlugin(accessors, partOf) {
+function accessorPlugin(accessors, partOf, loader) {
   const byFile = new Map(accessors.map((a) => [a.file, a]))
   return {
     name: 'reapkit-lazy-accessors',
@@ -113,7 +115,10 @@ function accessorPlugin(accessors, partOf) {
         const a = byFile.get(args.path)
         if (!a) return undefined
         const file = `./parts/${partOf.get(a.target)}.js`
-        return { contents: `let part\nexport default function ${a.fn}() {\n  return (part ??= require(${JSON.stringify(file)}))\n}\n`, loader: 'js' }
+        return {
+          contents: `import { loadPart } from ${JSON.stringify(loader)}\nlet part\nexport default function ${a.fn}() {\n  return (part ??= loadPart(() => require(${JSON.stringify(file)})))\n}\n`,
+          loader: 'js',
+        }
       })
     },
   }
@@ -163,7 +168,7 @@ function vlq(n) {
  * in lib/index.ts that exports what the line defines, so a stub's stack frame names lib/index.ts.
  */
 function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver) {
-  const lines = [] // [code, index.ts line, column]
+  const lines = [[`import { loadPart } from ${JSON.stringify(join(root, 'lib', 'ground', 'load-part.ts'))}`, 0, 0]] // [code, index.ts line, column]
   const at = (e) => [e.line, e.column]
   for (const e of exports.filter((x) => eagerFiles.has(x.file))) {
     lines.push([`export { ${e.local === e.name ? e.name : `${e.local} as ${e.name}`} } from ${JSON.stringify(e.file)}`, ...at(e)])
@@ -173,7 +178,7 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver) {
   for (const part of [...new Set(lazy.map((e) => partOf.get(e.file)))].sort()) {
     const first = lazy.find((e) => partOf.get(e.file) === part)
     lines.push([`let ${id(part)}_`, ...at(first)])
-    lines.push([`function ${id(part)}() { return (${id(part)}_ ??= require(${JSON.stringify(`./parts/${part}.js`)})) }`, ...at(first)])
+    lines.push([`function ${id(part)}() { return (${id(part)}_ ??= loadPart(() => require(${JSON.stringify(`./parts/${part}.js`)}))) }`, ...at(first)])
   }
   for (const e of lazy) {
     const value = reference[e.name]
@@ -245,7 +250,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
       // from the package's dependencies then, rather than compiled at every require.
       external: [...(common.external ?? []), 'node-gyp-build'],
       outfile: join(outDir, 'index.js'),
-      plugins: [accessorPlugin(accessors, partOf)],
+      plugins: [accessorPlugin(accessors, partOf, join(lib, 'ground', 'load-part.ts'))],
       metafile: true,
       write,
     })

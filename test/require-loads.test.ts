@@ -129,6 +129,30 @@ describe("require('reapkit')", () => {
   })
 })
 
+describe('a part loaded when the process is out of descriptors', () => {
+  it('loads anyway: the first killProcessGracefully, with none free, still stops its target', () => {
+    const r = fresh<{ loaded: boolean; signalled: string[]; exited: boolean; error: string | null }>(`
+      const fs = require('node:fs')
+      const child = rk.spawn('sleep', ['30'], { stdio: 'ignore' })
+      const held = []
+      try { for (;;) held.push(fs.openSync('/dev/null', 'r')) } catch (err) { if (err.code !== 'EMFILE') throw err }
+      let result = null, error = null
+      try { result = await rk.killProcessGracefully(child, { graceMs: 300, confirmMs: 1000 }) } catch (err) { error = err.code || String(err) }
+      held.forEach((fd) => fs.closeSync(fd))
+      // Bounded: a stop that failed leaves the sleep running, killed here so the answer comes at once.
+      const exited = await new Promise((res) => {
+        if (child.exitCode !== null || child.signalCode !== null) return res(true)
+        const t = setTimeout(() => { child.kill('SIGKILL'); res(false) }, 2000)
+        child.once('exit', () => { clearTimeout(t); res(true) })
+      })
+      report({ loaded: files().includes('parts/mechanisms-kill.js'), signalled: result ? result.signalsSent.map((s) => s.signal) : [], exited, error })`)
+    expect(r.error).toBeNull()
+    expect(r.loaded).toBe(true)
+    expect(r.signalled[0]).toBe('SIGTERM')
+    expect(r.exited).toBe(true)
+  })
+})
+
 describe('the ESM entry', () => {
   it('exports the same names', async () => {
     const esm = (await import(join(dirname(DIST), '..', 'esm', 'index.mjs'))) as Record<string, unknown>
