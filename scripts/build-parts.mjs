@@ -18,6 +18,7 @@
 // (parts/chunk-*.js). A module the eager bundle holds is never copied into a part: the part reaches
 // it through index.js, which hands its modules over under Symbol.for('reapkit.internals'), so there
 // is one instance of each module, and of its process-global state (the exit watcher, the registries).
+import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -124,13 +125,26 @@ function accessorPlugin(accessors, partOf, loader) {
   }
 }
 
-/** In the parts' build: a module the eager bundle holds is taken from it, never copied. */
-function fromEagerPlugin(root, eager, used) {
+/**
+ * In the parts' build: a module the eager bundle holds is taken from it, never copied. The build's
+ * id is checked first: a part that meets an index.js of another build (the package replaced on disk
+ * while a process ran, which then loads a part for the first time) says so, rather than call
+ * functions that are not there.
+ */
+function fromEagerPlugin(root, eager, used, buildId) {
   const again = Symbol('resolving')
+  const internals = [
+    `const internals = require('../index.js')[${INTERNALS}]`,
+    `if (internals?.build !== ${JSON.stringify(buildId)}) {`,
+    "  throw new Error('reapkit: dist/cjs/parts/ is not from the build of the dist/cjs/index.js this process loaded (was the package replaced while the process ran?); restart the process')",
+    '}',
+    'module.exports = internals.modules',
+  ].join('\n')
   return {
     name: 'reapkit-from-eager',
     setup(build) {
       build.onResolve({ filter: /^\.\.\/index\.js$/, namespace: 'reapkit-eager' }, () => ({ path: '../index.js', external: true }))
+      build.onResolve({ filter: /^reapkit:internals$/, namespace: 'reapkit-eager' }, () => ({ path: 'reapkit:internals', namespace: 'reapkit-eager' }))
       build.onResolve({ filter: /^\./ }, async (args) => {
         if (args.namespace !== 'file' || args.pluginData === again) return undefined
         const r = await build.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, importer: args.importer, pluginData: again })
@@ -141,7 +155,7 @@ function fromEagerPlugin(root, eager, used) {
         return { path: rel, namespace: 'reapkit-eager' }
       })
       build.onLoad({ filter: /.*/, namespace: 'reapkit-eager' }, (args) => ({
-        contents: `module.exports = require('../index.js')[${INTERNALS}][${JSON.stringify(args.path)}]\n`,
+        contents: args.path === 'reapkit:internals' ? internals : `module.exports = require('reapkit:internals')[${JSON.stringify(args.path)}]\n`,
         loader: 'js',
       }))
     },
@@ -167,7 +181,7 @@ function vlq(n) {
  * (`handOver`). Every line maps (an inline source map esbuild chains into index.js.map) to the place
  * in lib/index.ts that exports what the line defines, so a stub's stack frame names lib/index.ts.
  */
-function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver) {
+function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buildId) {
   const lines = [[`import { loadPart } from ${JSON.stringify(join(root, 'lib', 'ground', 'load-part.ts'))}`, 0, 0]] // [code, index.ts line, column]
   const at = (e) => [e.line, e.column]
   for (const e of exports.filter((x) => eagerFiles.has(x.file))) {
@@ -196,7 +210,8 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver) {
   const shared = [...handOver].sort()
   shared.forEach((rel, i) => lines.push([`import * as m${i} from ${JSON.stringify(join(root, rel))}`, 0, 0]))
   // After every module has run (an entry's own statements come last): parts load later, on calls.
-  lines.push([`Object.defineProperty(module.exports, ${INTERNALS}, { __proto__: null, value: { ${shared.map((rel, i) => `${JSON.stringify(rel)}: m${i}`).join(', ')} } })`, 0, 0])
+  const modules = shared.map((rel, i) => `${JSON.stringify(rel)}: m${i}`).join(', ')
+  lines.push([`Object.defineProperty(module.exports, ${INTERNALS}, { __proto__: null, value: { build: ${JSON.stringify(buildId)}, modules: { ${modules} } } })`, 0, 0])
   let prev = [0, 0]
   const mappings = lines.map(([, line, column]) => {
     const seg = 'A' + 'A' + vlq(line - prev[0]) + vlq(column - prev[1])
@@ -241,11 +256,13 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
   const referenceFile = join(scratch, 'reference', 'index.js')
   await esbuild.build({ ...common, sourcemap: false, entryPoints: [join(lib, 'index.ts')], outfile: referenceFile })
   const reference = createRequire(referenceFile)(referenceFile)
+  // The build's id: the library in one piece, hashed (the same sources give the same id).
+  const buildId = createHash('sha256').update(readFileSync(referenceFile)).digest('hex').slice(0, 16)
 
   const eagerBuild = async (handOver, write) =>
     esbuild.build({
       ...common,
-      stdin: { contents: eagerEntry(root, exports, eagerFiles, partOf, reference, handOver), resolveDir: lib, sourcefile: 'index-eager.js', loader: 'js' },
+      stdin: { contents: eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buildId), resolveDir: lib, sourcefile: 'index-eager.js', loader: 'js' },
       // node-gyp-build is needed only when the addon is in neither usual place (native.ts): required
       // from the package's dependencies then, rather than compiled at every require.
       external: [...(common.external ?? []), 'node-gyp-build'],
@@ -270,7 +287,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
     entryPoints: Object.fromEntries([...partOf].map(([file, part]) => [part, file])),
     outdir: esmDir,
     chunkNames: 'chunk-[hash]',
-    plugins: [fromEagerPlugin(root, eager, used)],
+    plugins: [fromEagerPlugin(root, eager, used, buildId)],
   })
   const partsDir = join(outDir, 'parts')
   mkdirSync(partsDir, { recursive: true })

@@ -129,6 +129,15 @@ describe("require('reapkit')", () => {
   })
 })
 
+describe('a part of another build', () => {
+  it('is refused with an error that says so (the package replaced on disk while a process ran)', () => {
+    const r = fresh<{ error: string }>(`
+      rk[Symbol.for('reapkit.internals')].build = 'another build' // what a newer index.js would carry
+      try { await rk.findOrphans(); report({ error: 'none' }) } catch (err) { report({ error: err.message }) }`)
+    expect(r.error).toMatch(/parts\/ is not from the build of the dist\/cjs\/index\.js this process loaded/)
+  })
+})
+
 describe('a part loaded when the process is out of descriptors', () => {
   it('loads anyway: the first killProcessGracefully, with none free, still stops its target', () => {
     const r = fresh<{ loaded: boolean; signalled: string[]; exited: boolean; error: string | null }>(`
