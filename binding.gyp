@@ -157,6 +157,8 @@
               "native/supervise/host.c",
               "native/supervise/isolate.c",
               "native/supervise/container.c",
+              "native/supervise/run_grammar.c",
+              "native/supervise/owner.c",
               "native/supervise/engine.c",
               "native/supervise/looks.c",
               "native/supervise/main.c"

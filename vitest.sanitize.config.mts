@@ -16,6 +16,8 @@ export default defineConfig({
       'test/cli-signals.test.ts',
       'test/cli-containers.test.ts', // the wrapper's engine calls (native/supervise/engine.c), where an engine runs
       'test/wrapper-containers-stopping.test.ts', // the wrapper's looks at a container (native/supervise/looks.c): stopping, created
+      'test/container-grammar.test.ts', // native/supervise/run_grammar.c on thousands of argvs (its driver built with the sanitizers)
+      'test/wrapper-machine-id.test.ts', // native/supervise/owner.c's machine-id reads
       'test/keepalive-stdin.test.ts', // native/stdin_watch.cc: its thread, hang-ups at teardown
       'test/spawn-startup.test.ts', // native/exec_report.cc and the exec helper's report
       'test/prototype-pollution.test.ts',

@@ -1,7 +1,7 @@
-// Writes the README's figures table from one bench run (bench/results/latest.json), between the
-// markers <!-- bench:figures:start --> and <!-- bench:figures:end -->. So every figure in the README
-// comes from the same run as its neighbours, beside its alternative or floor from that run, with
-// the ratio, labelled with the statistic it really is:
+// Writes the figures table of docs/figures.md from one bench run (bench/results/latest.json),
+// between the markers <!-- bench:figures:start --> and <!-- bench:figures:end -->. So every figure
+// in the docs comes from the same run as its neighbours, beside its alternative or floor from that
+// run, with the ratio, labelled with the statistic it really is:
 //   n >= 100: p50 / p99;  10 <= n < 100: median and max;  n < 10: mean of n;  one sample: "1 run".
 // `npm run bench` calls it after a full run; `node bench/readme.mjs [results.json]` by hand.
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -280,17 +280,20 @@ export function table(d) {
   ].join('\n')
 }
 
-/** Rewrites the README's figures section from the run in `file` (a full run only). */
+/** The page that holds the figures table (the README's Figures section before the docs/ split). */
+const PAGE = join('docs', 'figures.md')
+
+/** Rewrites the figures section of docs/figures.md from the run in `file` (a full run only). */
 export function writeReadme(file = join(here, 'results', 'latest.json')) {
   const data = JSON.parse(readFileSync(file, 'utf8'))
-  if (data.quick) throw new Error(`${file} is a quick run: the README takes figures from full runs only`)
-  const readme = join(here, '..', 'README.md')
-  const text = readFileSync(readme, 'utf8')
+  if (data.quick) throw new Error(`${file} is a quick run: the docs take figures from full runs only`)
+  const page = join(here, '..', PAGE)
+  const text = readFileSync(page, 'utf8')
   const a = text.indexOf(START)
   const b = text.indexOf(END)
-  if (a < 0 || b < a) throw new Error(`README.md has no ${START} … ${END} section`)
-  writeFileSync(readme, `${text.slice(0, a + START.length)}\n${table(data)}\n${text.slice(b)}`)
-  console.log(`README.md figures written from ${file} (${data.machine.date})`)
+  if (a < 0 || b < a) throw new Error(`${PAGE} has no ${START} … ${END} section`)
+  writeFileSync(page, `${text.slice(0, a + START.length)}\n${table(data)}\n${text.slice(b)}`)
+  console.log(`${PAGE} figures written from ${file} (${data.machine.date})`)
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) writeReadme(process.argv[2])

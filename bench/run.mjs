@@ -554,6 +554,6 @@ for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, fi
 writeFileSync(join(outDir, 'latest.md'), md)
 writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, spawnCost, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows, containers, execa10, restart }, null, 1))
 console.log(md)
-// A full run also rewrites the README's figures table from this very run (bench/readme.mjs).
+// A full run also rewrites the figures table of docs/figures.md from this very run (bench/readme.mjs).
 if (!quick) (await import('./readme.mjs')).writeReadme(join(outDir, 'latest.json'))
 process.exit(0)

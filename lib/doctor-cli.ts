@@ -29,7 +29,9 @@ Signals nothing unless --stop.
 
   --json          machine-readable output
   --path DIR      also show files each process holds open under DIR (repeatable)
-  --all-users     every user's processes (root only); default: yours
+  --all-users     every user's processes (root only); default: yours. Another user's container
+                  client is trusted for nothing: its engine is asked by doctor's own client, run
+                  as that user with a clean environment; its --cidfile is never opened
   --engine E      ask only these container engines: docker, podman, nerdctl (repeatable; default all)
   --label L       only containers that also carry label L, KEY or KEY=VALUE (repeatable)
   --containers    containers only: the process table is not read, no process is signalled

@@ -1,6 +1,9 @@
 /**
  * reapkit: exact process-lifecycle primitives for Node.js. See README.md for the overview.
  */
+// The published .d.ts name Node's types (child_process, http, NodeJS.*): this makes them load in a
+// project that lists no global types (`"types": []`, TypeScript 7's default), as @types packages do.
+/// <reference types="node" preserve="true" />
 export { capabilities, type Capabilities, supervisorCommand as supervisorPath } from './ground/native'
 export { getpgid, setpgid, kill, killpg, type SignalOptions } from './ground/signals'
 export { setParentDeathSignal, getParentDeathSignal, setChildSubreaper, isChildSubreaper, reapAdopted } from './mechanisms/prctl'

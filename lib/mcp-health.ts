@@ -19,7 +19,7 @@ import { AbortError, type HealthCheckContext, ReapkitError } from './index'
 
 /** What the check needs of an SDK Client (1.x `@modelcontextprotocol/sdk`, 2.x `@modelcontextprotocol/client`). */
 export interface McpPingClient {
-  ping(options?: { signal?: AbortSignal; timeout?: number }): Promise<unknown>
+  ping(options?: { signal?: AbortSignal | undefined; timeout?: number | undefined }): Promise<unknown>
 }
 
 /**

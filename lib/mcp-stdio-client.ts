@@ -25,20 +25,23 @@ import { closeClient, killProcessGracefully, spawn } from './index'
 import { validateMs, validateOptions } from './ground/validate'
 import type { JsonRpcMessage, McpTransport } from './mcp'
 
-/** The SDK's StdioServerParameters: how to start the server. */
+/**
+ * The SDK's StdioServerParameters: how to start the server. An optional member may be `undefined`
+ * (as absent), so that a project with exactOptionalPropertyTypes can pass the SDK's own.
+ */
 export interface StdioServerParameters {
   command: string
-  args?: string[]
+  args?: string[] | undefined
   /** The server's environment; default: a safe subset of this one (DEFAULT_INHERITED_ENV_VARS), as the SDK does. */
-  env?: Record<string, string>
+  env?: Record<string, string> | undefined
   /** What to do with the server's stderr: 'inherit' (default), 'pipe' (then read `.stderr`), 'ignore', or a stream/fd. */
-  stderr?: 'inherit' | 'pipe' | 'ignore' | 'overlapped' | Stream | number
-  cwd?: string
+  stderr?: 'inherit' | 'pipe' | 'ignore' | 'overlapped' | Stream | number | undefined
+  cwd?: string | undefined
   /**
    * The largest message (in bytes) the server may send; past it the transport reports an error and
    * closes, as the SDK's does. Default 10 MB (the SDK's STDIO_DEFAULT_MAX_BUFFER_SIZE).
    */
-  maxBufferSize?: number
+  maxBufferSize?: number | undefined
 }
 
 /** The SDK's default bound of the stdio read buffer (1.x and 2.x). */
@@ -50,9 +53,9 @@ export const STDIO_GRACE_MS_DEFAULT = 2000
 
 export interface StdioClientTransportOptions {
   /** How long the server may take to leave on stdin end before SIGTERM. Default 2000, the SDK's. */
-  closeTimeoutMs?: number
+  closeTimeoutMs?: number | undefined
   /** SIGTERM -> SIGKILL grace for the server's whole group. Default 2000, the SDK's. */
-  graceMs?: number
+  graceMs?: number | undefined
 }
 
 /**
@@ -119,9 +122,9 @@ export class StdioClientTransport implements McpTransport {
   #closing: Promise<void> | null = null
   readonly #closed = new WeakSet<ChildProcess>()
   #sdkLine: 1 | 2 = 1
-  onmessage?: (message: JsonRpcMessage, extra?: unknown) => void
-  onclose?: () => void
-  onerror?: (error: Error) => void
+  onmessage?: ((message: JsonRpcMessage, extra?: unknown) => void) | undefined
+  onclose?: (() => void) | undefined
+  onerror?: ((error: Error) => void) | undefined
 
   constructor(server: StdioServerParameters, options: StdioClientTransportOptions = {}) {
     // Checked here, not at close(): a bad bound found then would leave the server running.

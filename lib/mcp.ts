@@ -21,35 +21,45 @@
  *   transport: both are passed through, like sessionId and setProtocolVersion().
  * - StdioServerParameters are the same in both (command, args, env, stderr, cwd, maxBufferSize).
  */
+// Node's types for this entry's .d.ts in a project with `"types": []` (see lib/index.ts).
+/// <reference types="node" preserve="true" />
 import type { Keepalive } from './index'
 import { typeError } from './ground/errors'
 import { validateOptions } from './ground/validate'
 import { shuttingDownResponse } from './mcp-http-wire'
 import { canRegisterResources, readsKeepaliveResource, registerKeepaliveResource } from './mcp-keepalive-resource'
 
-/** The part of the SDK's Transport interface this module relies on (1.x and 2.x alike). */
+/**
+ * The part of the SDK's Transport interface this module relies on (1.x and 2.x alike). Its optional
+ * members, and JsonRpcMessage's, take `undefined` too: the SDK declares its own so, and a project
+ * with exactOptionalPropertyTypes would otherwise refuse the SDK's servers and transports here.
+ */
 export interface McpTransport {
   start(): Promise<void>
   send(message: JsonRpcMessage, options?: unknown): Promise<void>
   close(): Promise<void>
-  onclose?: () => void
-  onerror?: (error: Error) => void
-  // A method signature, so that the SDKs' transports (whose onmessage takes their own, narrower
-  // message type) are McpTransports too.
-  onmessage?(message: JsonRpcMessage, extra?: unknown): void
-  sessionId?: string
-  setProtocolVersion?: (version: string) => void
+  onclose?: (() => void) | undefined
+  onerror?: ((error: Error) => void) | undefined
+  // Its parameter is compared both ways (a method's), so that the SDKs' transports, whose onmessage
+  // takes their own, narrower message type, are McpTransports too; a method signature would do
+  // that, but cannot take `undefined`, which the SDKs' Transport declares.
+  onmessage?: BivariantHandler<[message: JsonRpcMessage, extra?: unknown]> | undefined
+  sessionId?: string | undefined
+  setProtocolVersion?: ((version: string) => void) | undefined
   /** 2.x */
-  setSupportedProtocolVersions?: (versions: string[]) => void
-  /** 2.x */
+  setSupportedProtocolVersions?: ((versions: string[]) => void) | undefined
+  /** 2.x, which declares it without `undefined`: so here, or 2.x servers would not take an McpTransport. */
   readonly hasPerRequestStream?: boolean
 }
 
+/** A handler type whose parameters are compared both ways, as a method's are. */
+type BivariantHandler<A extends unknown[]> = { bivariant(...args: A): void }['bivariant']
+
 export type JsonRpcMessage = {
   jsonrpc: '2.0'
-  id?: string | number
-  method?: string
-  params?: Record<string, unknown> & { requestId?: string | number }
+  id?: string | number | undefined
+  method?: string | undefined
+  params?: (Record<string, unknown> & { requestId?: string | number | undefined }) | undefined
   result?: unknown
   error?: unknown
 }
@@ -58,7 +68,7 @@ export type JsonRpcMessage = {
 export interface McpServerLike {
   connect(transport: McpTransport): Promise<void>
   close(): Promise<void>
-  server?: McpServerLike
+  server?: McpServerLike | undefined
 }
 
 const keyOf = (id: string | number): string => `${typeof id}:${id}`
@@ -89,9 +99,9 @@ class TrackedTransport implements McpTransport {
   #closeHeld = false
   /** Rejects once the real transport's output stream has closed. */
   #outputGone: Promise<never> | null = null
-  onmessage?: (message: JsonRpcMessage, extra?: unknown) => void
-  onclose?: () => void
-  onerror?: (error: Error) => void
+  onmessage?: ((message: JsonRpcMessage, extra?: unknown) => void) | undefined
+  onclose?: (() => void) | undefined
+  onerror?: ((error: Error) => void) | undefined
 
   constructor(inner: McpTransport, keepalive: Keepalive, untracked: (message: JsonRpcMessage) => boolean) {
     this.#inner = inner
@@ -210,7 +220,7 @@ export interface WithKeepaliveOptions {
    * `resources` capability and an entry to resources/list, which a host may show to its user or
    * model, so a server opts in.
    */
-  resource?: boolean
+  resource?: boolean | undefined
 }
 
 /**

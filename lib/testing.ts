@@ -15,6 +15,8 @@
  * started after the capture began are ever signalled, each pinned by a pidfd and checked by start
  * time first.
  */
+// Node's types for this entry's .d.ts in a project with `"types": []` (see lib/index.ts).
+/// <reference types="node" preserve="true" />
 import { ChildProcess } from 'node:child_process'
 import { isMainThread } from 'node:worker_threads'
 import {

@@ -44,6 +44,13 @@ export const EAGER = [
 
 const INTERNALS = "Symbol.for('reapkit.internals')"
 
+/**
+ * Modules of pure data (no state, nothing done at load but building constants): a part may keep a
+ * copy of its own rather than take the eager bundle's, which then holds only what it uses of them
+ * (spawn() reads grammar.ts's ENGINES; the parser's flag tables stay with the container part).
+ */
+const PURE_DATA = new Set(['lib/mechanisms/container/grammar.ts'])
+
 function moduleFile(lib, fromDir, spec) {
   const base = resolve(fromDir, spec)
   for (const candidate of [`${base}.ts`, join(base, 'index.ts')]) {
@@ -150,7 +157,7 @@ function fromEagerPlugin(root, eager, used, buildId) {
         const r = await build.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, importer: args.importer, pluginData: again })
         if (r.errors.length > 0) return { errors: r.errors }
         const rel = relative(root, r.path)
-        if (!eager.has(rel)) return { path: r.path }
+        if (!eager.has(rel) || PURE_DATA.has(rel)) return { path: r.path }
         used.add(rel)
         return { path: rel, namespace: 'reapkit-eager' }
       })
@@ -229,8 +236,9 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
  */
 function ownKeysOnly(file) {
   const text = readFileSync(file, 'utf8')
-  const unsafe = /for \(var name in all\)\n(\s+)__defProp\(target, name, \{ get: all\[name\], enumerable: true \}\);/g
-  const safe = text.replace(unsafe, 'for (var name of Object.keys(all))\n$1__defProp(target, name, { get: all[name], enumerable: true });')
+  // (esbuild renames `name` when a module has one of its own: name2...)
+  const unsafe = /for \(var (\w+) in all\)\n(\s+)__defProp\(target, \1, \{ get: all\[\1\], enumerable: true \}\);/g
+  const safe = text.replace(unsafe, 'for (var $1 of Object.keys(all))\n$2__defProp(target, $1, { get: all[$1], enumerable: true });')
   if (/\bin all\)/.test(safe)) throw new Error(`build-parts: ${file}: esbuild's __export helper changed; make it read own keys only again`)
   if (safe !== text) writeFileSync(file, safe)
 }
@@ -263,9 +271,6 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
     esbuild.build({
       ...common,
       stdin: { contents: eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buildId), resolveDir: lib, sourcefile: 'index-eager.js', loader: 'js' },
-      // node-gyp-build is needed only when the addon is in neither usual place (native.ts): required
-      // from the package's dependencies then, rather than compiled at every require.
-      external: [...(common.external ?? []), 'node-gyp-build'],
       outfile: join(outDir, 'index.js'),
       plugins: [accessorPlugin(accessors, partOf, join(lib, 'ground', 'load-part.ts'))],
       metafile: true,

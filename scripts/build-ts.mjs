@@ -1,9 +1,10 @@
 // Builds dist/:
 // - dist/cjs/*.d.ts: tsc type-checks lib/ and emits the declarations;
-// - dist/cjs/index.js: esbuild bundles what spawn() and watchExit() need into one CommonJS file,
-//   and the rest of lib/ into parts (dist/cjs/parts/), each loaded on first use
-//   (scripts/build-parts.mjs): one file to resolve and little to compile keeps `require('reapkit')`
-//   fast. Not minified, with source maps (*.js.map) that map every line back to lib/;
+// - dist/cjs/index.js: esbuild bundles what spawn() and watchExit() need (and node-gyp-build, the
+//   addon loader) into one CommonJS file, and the rest of lib/ into parts (dist/cjs/parts/), each
+//   loaded on first use (scripts/build-parts.mjs): one file to resolve and little to compile keeps
+//   `require('reapkit')` fast. Not minified, with source maps (*.js.map) that map every line back
+//   to lib/;
 // - dist/esm/index.mjs: a thin ESM wrapper over that same CommonJS module. One implementation means
 //   one copy of the process-global state (the exit watcher, the armed death signal) even when an
 //   application loads reapkit through both `import` and `require` (Node's "dual package hazard").

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelledAndWait, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
 import { delayingProxy } from './docker-delay-proxy'
-import { canUnshare, exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
+import { canUnshare, exitOf, isGone, jsonLines, machineIdField, procStat, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
 const skipReason = enginesSkipReason()
@@ -109,7 +109,7 @@ for (const engine of testEngines()) {
       const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout)
       const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
       const pidns = readlinkSync(`/proc/${start.pid}/ns/pid`).replace(/^pid:\[(\d+)\]$/, 'pidns:$1')
-      expect(labels['reapkit.owner']).toBe(`${hostname()}/${bootId}/${start.pid}/${procStat(start.pid)![19]}/${pidns}`)
+      expect(labels['reapkit.owner']).toBe(`${hostname()}/${bootId}/${start.pid}/${procStat(start.pid)![19]}/${pidns}/${machineIdField()}`)
       expect(labels['reapkit.run']).toMatch(/^[0-9a-f]{32}$/)
       const t0 = performance.now()
       w.kill('SIGTERM')
@@ -176,12 +176,29 @@ for (const engine of testEngines()) {
       w.kill('SIGTERM')
       await exitOf(w, ENGINE_BOUND)
       expect(containersWith(engine, label)).toEqual([])
-      if (engine.name !== 'docker') return // (podman -d: its conmon is adopted by the wrapper's subreaper: see the README)
+      if (engine.name !== 'docker') return // (podman -d: its conmon is adopted by the wrapper's subreaper: see docs/containers.md)
       // The user asked a detached container to outlive its client: no labels, no stop.
       const detached = startWrapper(engine, STOP, [engine.bin, 'run', '-d', '--rm', '--label', label, engine.image, 'sleep', '1000'])
       expect((await exitOf(detached.w, ENGINE_BOUND)).code).toBe(0)
       expect(detached.events.seen.some((e) => e.event === 'container')).toBe(false)
       expect(containersWith(engine, label, false).length, 'still running').toBe(1)
+    })
+
+    // Issue 28 item 5: the wrapper read `-H=VALUE` (a short flag with `=`, which the client accepts) as
+    // an unknown global, so the run was a plain command and SIGTERM left its container Up. The engine
+    // is named by the flag alone here: no DOCKER_HOST for the client or for the wrapper's engine calls.
+    it.runIf(engine.name === 'docker')('`docker -H=unix://... run`: recognized (the library\'s grammar), and SIGTERM stops the container through that engine', async () => {
+      const { DOCKER_HOST: host, ...rest } = engine.env
+      const flagOnly = { ...engine, env: rest }
+      const { w, events } = startWrapper(flagOnly, STOP, [engine.bin, `-H=${host}`, 'run', '-i', '--rm', '--label', label, engine.image, 'sleep', '1000'])
+      await started(engine, label, events)
+      expect(events.seen.find((e) => e.event === 'container')).toMatchObject({ engine: 'docker', autoRemove: true })
+      w.kill('SIGTERM')
+      const { code } = await exitOf(w, ENGINE_BOUND)
+      expect(containersWith(engine, label), 'no container left when the wrapper exits').toEqual([])
+      expect(code, 'not 123: the engine answered through -H=').toBe(137)
+      expect(events.seen.find((e) => e.event === 'container-stop')).toMatchObject({ why: 'signal', containers: 1 })
+      expect(events.seen.map((e) => e.event)).toContain('container-gone')
     })
 
     it.runIf(canUnshare)('--isolate: the engine is spoken to from outside the namespace (docker), or the run is refused (podman)', async () => {
@@ -259,7 +276,7 @@ for (const engine of testEngines()) {
         const [id] = containersWith(engine, label)
         const labels = JSON.parse(engineRun(engine, ['inspect', '--format', '{{json .Config.Labels}}', id!]).stdout)
         expect(labels['reapkit.run']).toMatch(/^[0-9a-f]{32}$/)
-        expect(labels['reapkit.owner']).toMatch(/^[^/]+\/[^/]+\/\d+\/\d+\/pidns:\d+$/)
+        expect(labels['reapkit.owner']).toMatch(/^[^/]+\/[^/]+\/\d+\/\d+\/pidns:\d+\/mid:([0-9a-f]{32}|-)$/)
         w.kill('SIGTERM')
         const { code } = await exitOf(w, ENGINE_BOUND)
         expect(code, 'not 123: the stop found its container').toBe(137)

@@ -4,12 +4,12 @@
 import { describe, expect, it } from 'vitest'
 import { closeClient, Supervisor } from '../lib/index'
 import { StdioClientTransport } from '../lib/mcp-stdio-client'
-import { containersWith, enginesSkipReason, testEngines } from './containers'
+import { containersWith, describeWithEngines, enginesSkipReason, testEngines } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
 
 const skip = enginesSkipReason()
 
-describe.skipIf(skip !== null)(`containers: closeClient, Supervisor and the stdio transport${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines('containers: closeClient, Supervisor and the stdio transport', skip, () => {
   const t = containerTestContext()
 
   for (const engine of testEngines()) {

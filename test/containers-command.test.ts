@@ -9,8 +9,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { spawn, spawnedInfo } from '../lib/index'
 import { prepareContainerRun } from '../lib/mechanisms/container/child'
 import { engineOf, labelledRunArgs, parseContainerRun, redactRunArgs } from '../lib/mechanisms/container/command'
-import { canUnshare, DIST, exitOf, ROOT } from './helpers'
-import { formatOwner, ownerAlive, ownerNamespace, ownerOf, ownerStatus, ownPidNamespace, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
+import { canUnshare, DIST, exitOf, machineIdField, ROOT } from './helpers'
+import { bootStartMs, formatOwner, machineId, ownerAlive, ownerNamespace, ownerOf, ownerStatus, ownerVerdict, ownPidNamespace, parseOwner, processStartTime } from '../lib/mechanisms/container/owner'
 
 const parse = (argv: string[]) => parseContainerRun(argv[0]!, argv.slice(1))
 
@@ -201,7 +201,7 @@ describe('owner', () => {
     const me = ownerOf()
     expect(me.pidNamespace).toMatch(/^pidns:[1-9][0-9]*$/)
     expect(me.pidNamespace).toBe(ownPidNamespace())
-    expect(formatOwner(me)).toBe(`${me.hostname}/${me.bootId}/${me.pid}/${me.startTime}/${me.pidNamespace}`)
+    expect(formatOwner(me)).toBe(`${me.hostname}/${me.bootId}/${me.pid}/${me.startTime}/${me.pidNamespace}/${me.machineId}`)
     const elsewhere = { ...me, pidNamespace: me.pidNamespace === 'pidns:1' ? 'pidns:2' : 'pidns:1' }
     expect(ownerNamespace(me)).toBe('same')
     expect(ownerNamespace(elsewhere)).toBe('other')
@@ -217,7 +217,10 @@ describe('owner', () => {
     expect(ownerStatus({ ...old, startTime: String(Number(me.startTime) + 1) })).toBe('gone')
   })
 
-  it('parses a label with its PID namespace, and one without (older labels, macOS)', () => {
+  it('parses a label with its PID namespace and machine id, and ones without (older labels, macOS)', () => {
+    const mid = 'mid:0123456789abcdef0123456789abcdef'
+    expect(parseOwner(`h/b/12/34/pidns:4026531836/${mid}`)).toEqual({ hostname: 'h', bootId: 'b', pid: 12, startTime: '34', pidNamespace: 'pidns:4026531836', machineId: mid })
+    expect(parseOwner('h/b/12/34/pidns:4026531836/mid:-')).toEqual({ hostname: 'h', bootId: 'b', pid: 12, startTime: '34', pidNamespace: 'pidns:4026531836', machineId: 'mid:-' })
     expect(parseOwner('h/b/12/34/pidns:4026531836')).toEqual({ hostname: 'h', bootId: 'b', pid: 12, startTime: '34', pidNamespace: 'pidns:4026531836' })
     expect(parseOwner('h/b/12/34')).toEqual({ hostname: 'h', bootId: 'b', pid: 12, startTime: '34' })
   })
@@ -234,6 +237,29 @@ describe('owner', () => {
   it.each(['h/b/1/2/pidns:', 'h/b/1/2/pidns:0', 'h/b/1/2/pidns:x', 'h/b/1/2/ns:5', 'h/b/1/2/pidns:5/6', 'h/b/1/2/'])('%j is no owner (a damaged namespace field)', (value) =>
     expect(parseOwner(value)).toBe(null),
   )
+
+  it.each(['h/b/1/2/pidns:5/mid:', 'h/b/1/2/pidns:5/mid:0123', 'h/b/1/2/pidns:5/mid:0123456789ABCDEF0123456789ABCDEF', 'h/b/1/2/pidns:5/mid:-/x'])('%j is no owner (a damaged machine id field)', (value) =>
+    expect(parseOwner(value)).toBe(null),
+  )
+
+  // Issue 28 item 4: a label of this host name with another boot id was 'gone' ("an earlier boot"),
+  // so two machines of one name on one engine read each other's live runs as leftovers.
+  it.runIf(process.platform === 'linux')('another boot id is an earlier boot only with this machine id, and a creation before this boot', () => {
+    const me = ownerOf()
+    expect(me.machineId).toBe(machineId())
+    expect(machineId()).toMatch(/^mid:([0-9a-f]{32}|-)$/)
+    const otherBoot = { ...me, bootId: '00000000-0000-0000-0000-000000000000' }
+    const boot = bootStartMs()!
+    expect(boot).toBeGreaterThan(0)
+    const { machineId: _mid, ...noMachine } = otherBoot
+    expect(ownerVerdict(noMachine)).toMatchObject({ status: 'unknown', why: expect.stringMatching(/names no machine id.*not ours to judge/) })
+    expect(ownerVerdict({ ...otherBoot, machineId: 'mid:-' }).status).toBe('unknown')
+    expect(ownerVerdict({ ...otherBoot, machineId: 'mid:0123456789abcdef0123456789abcdef' })).toMatchObject({ status: 'unknown', why: expect.stringMatching(/another machine.*same name/) })
+    if (machineId() === 'mid:-') return // nothing here to tell an earlier boot by
+    expect(ownerVerdict(otherBoot)).toMatchObject({ status: 'gone', why: expect.stringContaining('earlier boot') })
+    expect(ownerVerdict(otherBoot, { createdMs: boot - 60_000 }).status).toBe('gone')
+    expect(ownerVerdict(otherBoot, { createdMs: Date.now() })).toMatchObject({ status: 'unknown', why: expect.stringMatching(/created it during this boot/) })
+  })
 
   it.each(['', 'a/b/c', 'a/b/c/d/e', 'h/b/0/1', 'h/b/x/1', 'h/b/12/x', '/b/1/2', 'h//1/2', 'h/b/-1/2'])('%j is no owner', (value) =>
     expect(parseOwner(value)).toBe(null),
@@ -310,12 +336,14 @@ describe.runIf(canUnshare)('the owner label from a child PID namespace', () => {
   for (const writer of ['spawn', 'wrapper'] as const) {
     it(`${writer}: names the child namespace, under its own /proc and under the parent's (there with start '-')`, () => {
       const own = labelFrom(['--mount-proc'], writer)
-      expect(own.label).toHaveLength(5)
+      expect(own.label).toHaveLength(6)
       expect(own.label[4]).toBe(own.ns)
       expect(own.label[4]).not.toBe(ours)
       expect(own.label[3]).toMatch(/^[0-9]+$/)
+      expect(own.label[5], 'the machine, whatever the namespace').toBe(machineIdField())
       const parents = labelFrom([], writer)
-      expect(parents.label).toHaveLength(5)
+      expect(parents.label).toHaveLength(6)
+      expect(parents.label[5]).toBe(machineIdField())
       expect(parents.label[4]).toMatch(/^pidns:[1-9][0-9]*$/)
       expect(parents.label[4]).toBe(parents.ns)
       expect(parents.label[4]).not.toBe(ours)

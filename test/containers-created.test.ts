@@ -10,10 +10,10 @@
 import { existsSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { killProcessGracefully, spawnedInfo } from '../lib/index'
 import { stopContainerRun } from '../lib/mechanisms/container/stop'
-import { containerState, containersWith, enginesSkipReason, testEngines, type TestEngine, waitForEngine } from './containers'
+import { containerState, containersWith, describeWithEngines, enginesSkipReason, type TestEngine, testEngines, waitForEngine } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
 import { writeFakeEngine } from './fake-engine'
 
@@ -83,7 +83,7 @@ function createsOnly(engine: TestEngine): { env: NodeJS.ProcessEnv; dispose: () 
   })
 }
 
-describe.skipIf(skip !== null)(`containers: a container seen 'created' once is not at rest${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines(`containers: a container seen 'created' once is not at rest`, skip, () => {
   const t = containerTestContext()
 
   for (const engine of testEngines()) {

@@ -13,15 +13,17 @@ import { createServer, request, type Server } from 'node:http'
 import { createServer as createNetServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, expect, it } from 'vitest'
 import { killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { stopContainerRun } from '../lib/mechanisms/container/stop'
-import { containersWith, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, waitForEngine } from './containers'
+import { containersWith, describeWithEngines, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, waitForEngine } from './containers'
 import { IGNORES_TERM } from './containers-lib'
 import { exitOf, spawnFixture } from './helpers'
 
 const docker = testEngines().find((e) => e.name === 'docker')
 const skip = enginesSkipReason() ?? (docker ? null : 'no docker engine')
+// Read here, not in the describe body: that body runs even when the block is skipped (no engine set up).
+const upstream = (docker?.env.DOCKER_HOST ?? '').replace(/^unix:\/\//, '')
 
 interface Proxy {
   host: string
@@ -75,9 +77,8 @@ async function proxy(dir: string, upstream: string, hold: RegExp, createDelayMs 
   }
 }
 
-describe.skipIf(skip !== null)(`containers: a daemon that holds some calls${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines('containers: a daemon that holds some calls', skip, () => {
   const engine = docker!
-  const upstream = (engine.env.DOCKER_HOST ?? '').replace(/^unix:\/\//, '')
   let label = ''
   let dir = ''
   let cleanup: Array<() => Promise<void> | void> = []

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Supervisor } from '../lib/index'
 import { bootId } from '../lib/mechanisms/container/owner'
-import { containersWith, engineRun, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, waitForEngine } from './containers'
+import { containersWith, describeWithEngines, engineRun, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, waitForEngine } from './containers'
 import { DIST, exitOf } from './helpers'
 
 const skip = enginesSkipReason()
@@ -24,7 +24,7 @@ const keep = process.env.KEEP_CLIENT === '1' ? { parentDeathSignal: false } : {}
 s.leftovers.then(() => { s.spawn(bin, args, { stdio: 'ignore', ...keep }); setInterval(() => {}, 1000) })
 `
 
-describe.skipIf(skip !== null)(`containers: Supervisor stateFile${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines('containers: Supervisor stateFile', skip, () => {
   let label = ''
   let dir = ''
   let file = ''

@@ -10,13 +10,13 @@ import { describe, expect, it } from 'vitest'
 import { EngineError, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { containerStatus, engineCall, listRun } from '../lib/mechanisms/container/engine'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
-import { clientPath, containerState, containersWith, engineRun, enginesSkipReason, testEngines, waitForEngine } from './containers'
+import { clientPath, containerState, containersWith, describeWithEngines, engineRun, enginesSkipReason, testEngines, waitForEngine } from './containers'
 import { containerTestContext, DRAINS_ON_TERM, IGNORES_TERM } from './containers-lib'
 import { exitOf, spawnFixture } from './helpers'
 
 const skip = enginesSkipReason()
 
-describe.skipIf(skip !== null)(`containers: killProcessGracefully and the client's own exit${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines(`containers: killProcessGracefully and the client's own exit`, skip, () => {
   const t = containerTestContext()
 
   for (const engine of testEngines()) {

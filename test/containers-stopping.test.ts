@@ -8,9 +8,9 @@
 //   `podman kill`, so PID 1 ran on (the container left 'stopping');
 // - with --rm and a kill that failed, the 'stopping' container counted as a leftover: `rm -f -t 0`
 //   dropped its record and left PID 1 running, and the stop said 'gone'.
-import { describe, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { killProcessGracefully } from '../lib/index'
-import { engineRun, enginesSkipReason, testEngines, type TestEngine } from './containers'
+import { describeWithEngines, engineRun, enginesSkipReason, type TestEngine, testEngines } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
 import { type FakeEngine, fakeEngine } from './fake-engine'
 import { exitOf, isGone, procStat } from './helpers'
@@ -29,7 +29,7 @@ function pid1Of(engine: TestEngine, id: string): number {
   return Number(engineRun(engine, ['inspect', '--format', '{{.State.Pid}}', id]).stdout.trim())
 }
 
-describe.skipIf(skip !== null)(`containers: a podman container 'stopping' is not gone${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines(`containers: a podman container 'stopping' is not gone`, skip, () => {
   const t = containerTestContext()
   const engine = podman!
 

@@ -13,7 +13,7 @@ import { containerUnitFor, containerUnitUnderway } from '../lib/mechanisms/conta
 import { ContainerUnit } from '../lib/mechanisms/container/unit'
 import { StopJournal } from '../lib/mechanisms/stop/journal'
 import type { ContainerRecord } from '../lib/mechanisms/container/stop'
-import { containersWith, enginesSkipReason, removeLabelled, testEngines, type TestEngine, waitForEngine } from './containers'
+import { containersWith, describeWithEngines, enginesSkipReason, removeLabelled, type TestEngine, testEngines, waitForEngine } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
 import { type FakeEngine, fakeEngine } from './fake-engine'
 import { trackGroup } from './helpers'
@@ -34,7 +34,7 @@ function expectUncertainContainer(result: Pick<KillResult, 'containers' | 'conta
   expect((result.error as { code?: string } | null)?.code).toBe('ETIMEDOUT')
 }
 
-describe.skipIf(skip !== null)(`containers: the container as a unit of the stop${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines('containers: the container as a unit of the stop', skip, () => {
   const t = containerTestContext()
   const engine = docker!
 

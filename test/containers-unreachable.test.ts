@@ -8,10 +8,10 @@
 import { type ChildProcess, spawn as nodeSpawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { stopRecordedContainer } from '../lib/mechanisms/container/child'
-import { containersWith, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
+import { containersWith, describeWithEngines, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
 import { IGNORES_TERM } from './containers-lib'
 
 const skip = enginesSkipReason()
@@ -80,7 +80,7 @@ async function privatePodmanService(): Promise<PrivateEndpoint> {
   return endpoint
 }
 
-describe.skipIf(skip !== null)(`containers: the engine unreachable in the middle of a stop${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines('containers: the engine unreachable in the middle of a stop', skip, () => {
   for (const engine of testEngines()) {
     it(`${engine.name}: the outcome is uncertain with the engine's error, the container a survivor, never "gone"`, async () => {
       const label = testLabel()

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { describe, it } from 'vitest'
 import { liveProcesses } from './helpers'
 
 export type EngineName = 'docker' | 'podman'
@@ -50,6 +51,20 @@ export function enginesSkipReason(): string | null {
   if (process.platform !== 'linux') return 'container engines are tested on Linux'
   if (!existsSync(ENV_FILE)) return `no ${ENV_FILE}: run scripts/containers/setup.sh`
   return testEngines().length > 0 ? null : `neither engine started (see ${ENV_FILE}'s directory for the logs)`
+}
+
+/**
+ * A block of tests that need an engine: where `skip` (enginesSkipReason(), or a narrower reason)
+ * says none is ready, skipped with the reason in its title. The body still runs to collect the
+ * tests, so it must not touch an engine. A test stands for the block's own: a block whose tests
+ * are made per engine (`for (const engine of testEngines())`) has none without one, and a run
+ * would list it with no test and no word of why.
+ */
+export function describeWithEngines(title: string, skip: string | null, body: () => void): void {
+  describe.skipIf(skip !== null)(skip === null ? title : `${title} (skipped: ${skip})`, () => {
+    if (skip !== null) it.skip('needs a container engine')
+    body()
+  })
 }
 
 /** Runs the engine's client to completion, bounded (30 s). */

@@ -14,7 +14,7 @@ import { delimiter, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { findLeakedContainers, type LeakedContainer, stopLeakedContainer, stopLeakedContainers } from '../lib/index'
 import { formatOwner, ownerOf } from '../lib/mechanisms/container/owner'
-import { containerState, engineRun, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel } from './containers'
+import { containerState, describeWithEngines, engineRun, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel } from './containers'
 import { type FakeCall, type FakeEngine, writeFakeEngine } from './fake-engine'
 import { exitOf, isGone, procStat, waitFor } from './helpers'
 
@@ -83,7 +83,7 @@ describe.runIf(process.platform === 'linux')('doctor --stop: a leaked container 
 // reported gone only once the engine says it has exited.
 const skip = enginesSkipReason()
 
-describe.skipIf(skip !== null)(`doctor --stop: a paused leaked container${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines('doctor --stop: a paused leaked container', skip, () => {
   let label = ''
   beforeEach(() => {
     label = testLabel()

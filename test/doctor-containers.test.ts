@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ContainerReport, findLeakedContainers, findOrphans, type StoppedContainer, stopLeakedContainers } from '../lib/index'
-import { formatOwner, ownerOf, ownPidNamespace } from '../lib/mechanisms/container/owner'
-import { conmonsOf, containerState, containersWith, engineRun, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel } from './containers'
+import { formatOwner, machineId, ownerOf, ownPidNamespace } from '../lib/mechanisms/container/owner'
+import { conmonsOf, containerState, containersWith, describeWithEngines, engineRun, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel } from './containers'
 import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
@@ -52,7 +52,7 @@ describe('reapkit doctor: container options', () => {
   })
 })
 
-describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines('reapkit doctor: leaked containers', skip, () => {
   let label = ''
   const started: ChildProcess[] = []
   beforeEach(() => {
@@ -79,7 +79,7 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
     started.push(p)
     await new Promise((r) => p.once('spawn', r))
     const value = formatOwner(ownerOf(p.pid!))
-    expect(value).toMatch(/\/\d+\/\d+\/pidns:\d+$/) // its start time and PID namespace were read
+    expect(value).toMatch(/\/\d+\/\d+\/pidns:\d+\/mid:([0-9a-f]{32}|-)$/) // its start time, PID namespace and machine were read
     if (!keep) {
       p.kill('SIGKILL')
       await exitOf(p)
@@ -110,7 +110,7 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
             state: 'running',
             autoRemove: true,
             runId: 'doctor-test',
-            owner: { hostname: ownerOf().hostname, bootId: ownerOf().bootId, pid: Number(ownerValue.split('/')[2]), startTime: ownerValue.split('/')[3], pidNamespace: ownPidNamespace() },
+            owner: { hostname: ownerOf().hostname, bootId: ownerOf().bootId, pid: Number(ownerValue.split('/')[2]), startTime: ownerValue.split('/')[3], pidNamespace: ownPidNamespace(), machineId: machineId() },
             why: `its owner, pid ${ownerValue.split('/')[2]}, is gone`,
           }),
         ])
@@ -147,12 +147,34 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
         expect(containerState(engine, id)).toBe('running')
       }, 120_000)
 
+      // Issue 28 item 4: before, any other boot id of this host name was "an earlier boot": a
+      // machine of the same name on the same engine (a shared daemon, cloned VMs) had its live
+      // runs listed as leaked, and --stop stopped them.
+      it('another boot id is an earlier boot only with this machine id and a creation before this boot: else listed apart, and --stop leaves it running', async () => {
+        const dead = (await owner(false)).split('/') // host, boot, pid, start, pidns, mid
+        const otherBoot = '00000000-0000-4000-8000-000000000000'
+        const noMachine = runDetached(engine, [`reapkit.owner=${[dead[0], otherBoot, ...dead.slice(2, 5)].join('/')}`])
+        const otherMachine = runDetached(engine, [`reapkit.owner=${[dead[0], otherBoot, ...dead.slice(2, 5), 'mid:0123456789abcdef0123456789abcdef'].join('/')}`])
+        const thisMachine = runDetached(engine, [`reapkit.owner=${[dead[0], otherBoot, ...dead.slice(2)].join('/')}`]) // created now, in this boot
+        const listed = doctor(engine, label, [])
+        expect(listed.status, listed.stderr).toBe(0)
+        expect(listed.json.containers.leaked).toEqual([])
+        const foreign = Object.fromEntries(listed.json.containers.foreign.map((c) => [c.id, c.why]))
+        expect(foreign[noMachine]).toMatch(/names no machine id.*not ours to judge/)
+        expect(foreign[otherMachine]).toMatch(/another machine .*same name.*not ours to judge/)
+        if (machineId() !== 'mid:-') expect(foreign[thisMachine]).toMatch(/created it during this boot.*not ours to judge/)
+        const stopped = doctor(engine, label, ['--stop', '--yes', '--grace-ms', '0'])
+        expect(stopped.status).toBe(0)
+        expect(stopped.json.stoppedContainers ?? []).toEqual([])
+        for (const id of [noMachine, otherMachine, thisMachine]) expect(containerState(engine, id)).toBe('running')
+      }, 120_000)
+
       // Before the owner label named its PID namespace, a pid from another namespace was judged
       // as if it were one of ours: gone, or worse, another live process.
       it('an owner label naming another PID namespace is listed apart as not judged, and --stop leaves it running', async () => {
         const dead = (await owner(false)).split('/') // this host, this boot, a dead pid: only the namespace differs
         const other = ownPidNamespace() === 'pidns:1' ? 'pidns:2' : 'pidns:1'
-        const value = [...dead.slice(0, 4), other].join('/')
+        const value = [...dead.slice(0, 4), other, ...dead.slice(5)].join('/')
         const id = runDetached(engine, [`reapkit.owner=${value}`])
         const listed = doctor(engine, label, [])
         expect(listed.status, listed.stderr).toBe(0)
@@ -323,7 +345,8 @@ describe.skipIf(skip !== null)(`reapkit doctor: leaked containers${skip ? ` (ski
 
 // A docker that does not answer: before, `doctor --containers --engine docker` printed "No leaked
 // containers." and exited 0, an all-clear for what it never saw.
-describe.runIf(process.platform === 'linux' && onPath('docker'))('doctor: containers asked for and no engine answered', () => {
+const noClient = process.platform !== 'linux' ? 'Linux only' : onPath('docker') ? null : 'no docker client on PATH'
+describe.skipIf(noClient !== null)(`doctor: containers asked for and no engine answered${noClient ? ` (skipped: ${noClient})` : ''}`, () => {
   it('says nothing could be checked and exits 1, in words and in JSON', () => {
     const env = { ...process.env, DOCKER_HOST: 'unix:///nonexistent/reapkit-doctor.sock' }
     const words = spawnSync(BIN, ['doctor', '--containers', '--engine', 'docker'], { env, encoding: 'utf8', timeout: 60_000 })

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { containersWith, enginesSkipReason, removeLabelledAndWait, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
+import { containersWith, describeWithEngines, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
 import { exitOf, ROOT } from './helpers'
 import { connectStdioV1 } from './mcp-sdk'
 
@@ -32,7 +32,7 @@ interface Running {
   stderr: () => string
 }
 
-describe.skipIf(skip !== null)(`example server --container${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines('example server --container', skip, () => {
   let label = ''
   let dir = ''
   const started: Running[] = []

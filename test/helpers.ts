@@ -300,3 +300,18 @@ export function buildExitFloor(tag: string): { bin: string; remove(): void } {
   if (r.status !== 0) execFileSync('cc', ['-O2', '-o', bin, src])
   return { bin, remove: () => rmSync(dir, { recursive: true, force: true }) }
 }
+
+/**
+ * This machine's machine field of an owner label, read here independently of both writers:
+ * `mid:<32 hex>` from /etc/machine-id, else /var/lib/dbus/machine-id (exactly 32 lowercase hex
+ * digits, a newline at most after them), else `mid:-`.
+ */
+export function machineIdField(): string {
+  for (const file of ['/etc/machine-id', '/var/lib/dbus/machine-id']) {
+    try {
+      const text = readFileSync(file, 'latin1')
+      if (/^[0-9a-f]{32}\n?$/.test(text)) return `mid:${text.slice(0, 32)}`
+    } catch {} // missing or unreadable: the next one
+  }
+  return 'mid:-'
+}

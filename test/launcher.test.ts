@@ -1,7 +1,7 @@
 // bin/reapkit, the sh launcher: it finds the supervisor in every layout npm makes (a clone, a local
 // install's node_modules/.bin symlink, a global install's PREFIX/bin symlink, any other symlink) and
-// starts no process of its own on the way there; `--help` names the subcommands and their README
-// sections.
+// starts no process of its own on the way there; `--help` names the subcommands and the docs/
+// pages and sections that document them.
 import { spawnSync } from 'node:child_process'
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -65,15 +65,17 @@ describe.runIf(linux)('bin/reapkit, the launcher', () => {
     expect(commandPid(layouts['a link to the link']!)).toBeGreaterThanOrEqual(2)
   })
 
-  it('--help lists the subcommands and the README sections that document them', () => {
+  it('--help lists the subcommands and the docs pages and sections that document them', () => {
     const r = spawnSync(BIN, ['--help'], { encoding: 'utf8', timeout: 20_000 })
     expect(r.status).toBe(0)
     expect(r.stdout).toMatch(/^usage: reapkit \[options\] -- command/)
     expect(r.stdout).toMatch(/^ {7}reapkit doctor /m)
     expect(r.stdout).toMatch(/^ {2}reapkit-win -- command /m)
-    const sections = [...r.stdout.matchAll(/README: "([^"]+)"/g)].map((m) => m[1]!)
+    const sections = [...r.stdout.matchAll(/(docs\/[\w-]+\.md): "([^"]+)"/g)].map((m) => ({ page: m[1]!, section: m[2]! }))
     expect(sections).toHaveLength(4)
-    const headings = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').filter((l) => l.startsWith('#'))
-    for (const section of sections) expect(headings.some((h) => h.includes(section)), section).toBe(true)
+    for (const { page, section } of sections) {
+      const headings = readFileSync(join(ROOT, page), 'utf8').split('\n').filter((l) => l.startsWith('#'))
+      expect(headings.some((h) => h.includes(section)), `${page}: "${section}"`).toBe(true)
+    }
   })
 })

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { canUnshare, commandPid, FIXTURES, ROOT } from './helpers'
-import { readmeBlocks } from './readme/blocks'
+import { docBlocks } from './readme/blocks'
 import { ensureNodeVersions, NODE_VERSIONS, nodeBinary, npm, npmCli } from './node-versions'
 
 /**
@@ -83,14 +83,17 @@ describe.runIf(linuxX64)('the packed tarball', () => {
 
   it('ships the prebuild, the ESM and CJS entries with types, and no build folder', () => {
     const dir = join(project, 'node_modules', 'reapkit')
-    for (const f of ['prebuilds/linux-x64/reapkit.node', 'prebuilds/linux-x64/reapkit-exec', 'prebuilds/linux-x64/reapkit-supervise', 'bin/reapkit', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'dist/cjs/testing.js', 'dist/esm/testing.mjs', 'dist/cjs/testing.d.ts', 'binding.gyp']) {
+    for (const f of ['prebuilds/linux-x64/reapkit.node', 'prebuilds/linux-x64/reapkit-exec', 'prebuilds/linux-x64/reapkit-supervise', 'bin/reapkit', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'dist/cjs/testing.js', 'dist/esm/testing.mjs', 'dist/cjs/testing.d.ts', 'binding.gyp', 'scripts/install-addon.js']) {
       expect(existsSync(join(dir, f)), f).toBe(true)
     }
     expect(existsSync(join(dir, 'build'))).toBe(false)
   })
 
-  it('says what it is: the MIT LICENSE, and the example process server with its command (no tests of it)', () => {
+  it('says what it is: the MIT LICENSE, the README and the docs/ pages it links to, and the example process server with its command (no tests of it)', () => {
     expect(tarballFiles).toContain('package/LICENSE')
+    // `reapkit --help` sends its reader to docs/ pages: they ship, every one.
+    expect(tarballFiles).toContain('package/README.md')
+    for (const page of readdirSync(join(ROOT, 'docs'))) expect(tarballFiles).toContain(`package/docs/${page}`)
     const license = readFileSync(join(project, 'node_modules', 'reapkit', 'LICENSE'), 'utf8')
     expect(license).toMatch(/^MIT License\n\nCopyright \(c\) 2026 the reapkit authors\n/)
     for (const f of ['server.mjs', 'tools.mjs', 'http.mjs', 'usage.mjs', 'container.mjs']) expect(tarballFiles).toContain(`package/examples/process-server/${f}`)
@@ -133,7 +136,7 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(spawnSync(bin, ['doctor', '--bogus'], { env, encoding: 'utf8', timeout: 60_000 }).status).toBe(2)
   })
 
-  it('installs reapkit-process-server: --help from npx; a clear error without the MCP SDK; with it (copied from this checkout, no registry), an MCP initialize over stdio, also through the host configuration in the README', () => {
+  it('installs reapkit-process-server: --help from npx; a clear error without the MCP SDK; with it (copied from this checkout, no registry), an MCP initialize over stdio, also through the host configuration in the docs', () => {
     const env = { PATH: nodeOnlyPath, HOME: process.env.HOME }
     // npx runs its command through sh: the system's PATH after node's.
     const npx = join(dirname(npmCli()), 'npx-cli.js')
@@ -152,9 +155,9 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     expect(r.status, r.stderr).toBe(0) // stdin end: it drains and leaves
     expect(JSON.parse(r.stdout.split('\n')[0]!)).toMatchObject({ id: 1, result: { serverInfo: { name: 'reapkit-process-server' } } })
     expect(r.stderr).toMatch(/"event":"shutdown","reason":"stdin-end"/)
-    // The README's host configuration for it, as a host would run it (npx finds both packages
-    // installed here, offline).
-    const config = readmeBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8')).find((b) => b.lang === 'json' && b.code.includes('reapkit-process-server'))
+    // The docs' host configuration for it (docs/process-server.md), as a host would run it (npx
+    // finds both packages installed here, offline).
+    const config = docBlocks(ROOT).find((b) => b.lang === 'json' && b.code.includes('reapkit-process-server'))
     const entry = Object.values(JSON.parse(config!.code).mcpServers as Record<string, { command: string; args: string[] }>)[0]!
     expect(entry.command).toBe('npx')
     const host = spawnSync(process.execPath, [npx, '--offline', ...entry.args], { cwd: project, env: npxEnv, encoding: 'utf8', timeout: 60_000, input: JSON.stringify(initialize) + '\n' })

@@ -1,25 +1,27 @@
-// Every README snippet runs as written. Each fenced block of README.md is run in a process of its
-// own (JavaScript under this Node, against the built package, imported as a user imports
-// 'reapkit'; shell with bash), in a project of its own, and the JavaScript blocks are
-// type-checked with `strict`. What the test changes or adds is listed in test/readme/fixtures.ts;
-// a block that cannot run here says why in the README (`<!-- doctest: skip (reason) -->`).
+// Every snippet of the docs runs as written. Each fenced block of README.md and of every docs/*.md
+// page is run in a process of its own (JavaScript under this Node, against the built package,
+// imported as a user imports 'reapkit'; shell with bash; a host configuration's servers as a host
+// starts them), in a project of its own, and the JavaScript blocks are type-checked with `strict`.
+// What the test changes or adds is listed in test/readme/fixtures.ts; a block that cannot run here
+// says why on its page (`<!-- doctest: skip (reason) -->`). The pages' relative links must lead to
+// a page and a heading that exist.
 //
 // A run passes when the block's last line has run (the runner says so on fd 3), and the process
 // then leaves: at its stdin's end, or at a SIGTERM 1 s later (a server), within bounds. Every
 // process it started must be gone by the end of its test (the suite's leak guard, test/setup.ts).
 import { type ChildProcess, spawnSync } from 'node:child_process'
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Block, isEsm, isVitestSetup, OUTPUT, readmeBlocks, RUNNABLE, withoutComments } from './readme/blocks'
+import { type Block, docBlocks, docPages, hostServers, isEsm, isVitestSetup, OUTPUT, RUNNABLE, withoutComments } from './readme/blocks'
 import { BINDINGS, COMMANDS, ENV, SUBSTITUTIONS, type Targets, VITEST_TESTS } from './readme/fixtures'
 import { spawn } from '../lib/index'
 import { captureProcesses } from '../lib/testing'
 import { exitOf, ROOT, spawnGroup, trackGroup, waitFor } from './helpers'
 
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
-const blocks = readmeBlocks(README)
+const pages = docPages(ROOT)
+const blocks = docBlocks(ROOT)
 const linux = process.platform === 'linux'
 
 /** How long a block may take to reach its last line, and to leave after its stdin ends / a SIGTERM. */
@@ -47,12 +49,15 @@ function bindingsOf(code: string): string[] {
   })
 }
 
+/** A file name of the project for a block: its page and line (README-md-L75, docs-cli-md-L20). */
+const nameOf = (b: Block): string => `${b.file.replace(/[/.]/g, '-')}-L${b.line}`
+
 /** The block as a file of the project: its fixtures first, then the block with its substitutions. */
 function writeBlock(block: Block, targets: Targets): string {
   const esm = isEsm(block.code)
   const load = (m: string): string => (esm ? `(await import(${JSON.stringify(m)}))` : `require(${JSON.stringify(m)})`)
   const prelude = bindingsOf(block.code).map((name) => `const ${name} = ${BINDINGS[name]!.code(load, targets)} // doc test fixture\n`)
-  const file = join(project, `readme-L${block.line}.${esm ? 'mjs' : 'cjs'}`)
+  const file = join(project, `${nameOf(block)}.${esm ? 'mjs' : 'cjs'}`)
   writeFileSync(file, prelude.join('') + substitute(block.code, targets))
   return file
 }
@@ -144,9 +149,44 @@ function startTargets(): Targets {
   return { pid: spawnGroup('sleep', ['4']).pid!, pgid: spawnGroup('sleep', ['30']).pid! }
 }
 
-const title = (b: Block): string => `README.md:${b.line} (${b.lang}, ${b.heading})`
+const title = (b: Block): string => `${b.file}:${b.line} (${b.lang}, ${b.heading})`
 
-describe.runIf(linux)('README', () => {
+/** A word for bash, quoted. */
+const shellWord = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
+const slug = (heading: string): string => heading.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, '').replace(/ /g, '-')
+
+/** The anchors of a page's headings (outside code blocks), a repeated one with GitHub's -1, -2... */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>()
+  const seen = new Map<string, number>()
+  let fence = false
+  for (const line of markdown.split('\n')) {
+    if (/^\s*```/.test(line)) fence = !fence
+    const m = /^#{1,6} (.*)$/.exec(line)
+    if (!m || fence) continue
+    const base = slug(m[1]!)
+    const n = seen.get(base) ?? 0
+    seen.set(base, n + 1)
+    anchors.add(n === 0 ? base : `${base}-${n}`)
+  }
+  return anchors
+}
+
+/** The `[text](target)` links of a page, outside its code blocks and inline code. */
+function linksOf(markdown: string): Array<{ line: number; target: string }> {
+  const links: Array<{ line: number; target: string }> = []
+  let fence = false
+  markdown.split('\n').forEach((line, i) => {
+    if (/^\s*```/.test(line)) fence = !fence
+    if (fence) return
+    for (const m of line.replace(/`[^`]*`/g, '``').matchAll(/\]\(([^)\s]+)\)/g)) links.push({ line: i + 1, target: m[1]! })
+  })
+  return links
+}
+
+describe.runIf(linux)('the docs: README.md and docs/*.md', () => {
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'reapkit-readme-'))
     project = join(work, 'app')
@@ -192,16 +232,34 @@ describe.runIf(linux)('README', () => {
   })
 
   it('every block is run, or says why not: no untagged block, no unknown language without a marker', () => {
+    expect(pages.length, 'the README and the docs/ pages').toBeGreaterThan(10)
     const unclassified = blocks.filter((b) => !b.skip && !RUNNABLE.has(b.lang) && b.lang !== OUTPUT && b.lang !== 'json')
     expect(unclassified.map(title)).toEqual([])
-    expect(blocks.filter((b) => b.lang === 'json' && !b.skip).map(title), 'a JSON block is a host configuration: mark it').toEqual([])
     for (const b of blocks.filter((b) => b.lang === 'json')) expect(() => JSON.parse(b.code), title(b)).not.toThrow()
+    const notHostConfigs = blocks.filter((b) => b.lang === 'json' && !b.skip && !hostServers(b.code))
+    expect(notHostConfigs.map(title), 'a JSON block that is no host configuration (stdio servers with a command and args): mark it').toEqual([])
     expect(blocks.filter((b) => b.lang === 'js' && !b.skip).length).toBeGreaterThan(10)
+  })
+
+  it('every relative link leads to a file that exists, and an anchor to a heading of that page', () => {
+    const broken: string[] = []
+    for (const page of pages) {
+      for (const { line, target } of linksOf(readFileSync(join(ROOT, page), 'utf8'))) {
+        if (/^[a-z]+:/i.test(target)) continue // https:, mailto:
+        const [path, anchor] = target.split('#') as [string, string | undefined]
+        const file = path === '' ? join(ROOT, page) : join(ROOT, dirname(page), path)
+        if (!existsSync(file)) broken.push(`${page}:${line}: ${target} (no such file)`)
+        else if (anchor !== undefined && file.endsWith('.md') && !anchorsOf(readFileSync(file, 'utf8')).has(anchor)) {
+          broken.push(`${page}:${line}: ${target} (no such heading)`)
+        }
+      }
+    }
+    expect(broken).toEqual([])
   })
 
   for (const block of blocks.filter((b) => b.lang === 'js' && !b.skip && isVitestSetup(b.code))) {
     it(`${title(block)} runs as a vitest setup file: a clean test passes, a leaking one fails`, async () => {
-      const dir = join(project, `vitest-L${block.line}`)
+      const dir = join(project, `vitest-${nameOf(block)}`)
       mkdirSync(dir)
       writeFileSync(join(dir, 'setup.mjs'), substitute(block.code, startTargets()))
       writeFileSync(join(dir, 'leak.test.mjs'), VITEST_TESTS)
@@ -231,12 +289,25 @@ describe.runIf(linux)('README', () => {
       // The project's node_modules are links into this checkout's: an npm command that changes them
       // would change the checkout's. Such a block is for a user's machine: mark it skip.
       expect(/\bnpm\s+(install|i|ci|test|t|uninstall|update|link|prune|dedupe)\b/.test(block.code), 'an npm command that changes node_modules').toBe(false)
-      const file = join(project, `readme-L${block.line}.sh`)
+      const file = join(project, `${nameOf(block)}.sh`)
       writeFileSync(file, `set -eo pipefail\n${substitute(block.code, startTargets())}echo evaluated >&3\n`)
       const r = await run('bash', [file], true)
       expect(r.evaluated, `did not run to its end:\n${r.output}`).toBe(true)
       expect(r.code, r.output).toBe(0)
     })
+  }
+
+  for (const block of blocks.filter((b) => b.lang === 'json' && !b.skip)) {
+    for (const server of hostServers(block.code) ?? []) {
+      it(`${title(block)}: server "${server.name}" starts and leaves as a host runs it (stdin a pipe, ended)`, async () => {
+        // A host starts the command with its stdin and stdout as pipes, and closes stdin to stop it.
+        const file = join(project, `${nameOf(block)}-${server.name.replace(/\W/g, '_')}.sh`)
+        writeFileSync(file, `set -eo pipefail\n${[server.command, ...server.args].map(shellWord).join(' ')}\necho evaluated >&3\n`)
+        const r = await run('bash', [file], true)
+        expect(r.evaluated, `did not run to its end:\n${r.output}`).toBe(true)
+        expect(r.code, r.output).toBe(0)
+      })
+    }
   }
 
   it('every JavaScript and TypeScript block type-checks under strict (checkJs, as a user\'s editor sees it)', () => {
@@ -245,7 +316,7 @@ describe.runIf(linux)('README', () => {
     const targets: Targets = { pid: 1234, pgid: 1234 }
     for (const b of blocks.filter((b) => (b.lang === 'js' || b.lang === 'ts') && !b.skip)) {
       const ext = b.lang === 'ts' ? (isEsm(b.code) ? 'mts' : 'cts') : isEsm(b.code) ? 'mjs' : 'cjs'
-      writeFileSync(join(dir, `readme-L${b.line}.${ext}`), substitute(b.code, targets))
+      writeFileSync(join(dir, `${nameOf(b)}.${ext}`), substitute(b.code, targets))
     }
     const declarations = Object.entries(BINDINGS).map(([name, b]) => `declare const ${name}: ${b.type}\n`)
     writeFileSync(join(dir, 'fixtures.d.ts'), declarations.join(''))

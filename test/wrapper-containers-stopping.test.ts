@@ -14,8 +14,8 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { containersWith, containerState, enginesSkipReason, engineRun, removeLabelledAndWait, testEngines, testLabel, type TestEngine, waitForEngine } from './containers'
+import { afterEach, beforeEach, expect, it } from 'vitest'
+import { containerState, containersWith, describeWithEngines, engineRun, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
 import { IGNORES_TERM } from './containers-lib'
 import { type FakeCall, writeFakeEngine } from './fake-engine'
 import { exitOf, isGone, jsonLines, procStat, ROOT, spawnGroup, trackGroup } from './helpers'
@@ -57,7 +57,7 @@ function podmanCutShort(engine: TestEngine, kill: 'slow' | 'fail') {
   return { ...fake, calls: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []) }
 }
 
-describe.skipIf(skip !== null)(`reapkit -- podman run: a container 'stopping' is not gone${skip ? ` (skipped: ${skip})` : ''}`, () => {
+describeWithEngines(`reapkit -- podman run: a container 'stopping' is not gone`, skip, () => {
   const engine = podman!
   let label = ''
   beforeEach(() => {
@@ -179,7 +179,7 @@ if [ $n = ${n} ]; then
   printf "%s\n" "$out"; exit $rc
 fi`
 
-describe.skipIf(enginesSkipReason() !== null)('reapkit -- docker|podman run: never-started containers, failed looks, failed removals', () => {
+describeWithEngines('reapkit -- docker|podman run: never-started containers, failed looks, failed removals', enginesSkipReason(), () => {
   let label = ''
   beforeEach(() => {
     label = testLabel()

@@ -1,12 +1,16 @@
 /**
  * Loads the addon (a prebuild when present, the local build otherwise, through node-gyp-build) and
  * describes what this platform and build support. If the addon cannot load, reapkit still works
- * where JavaScript alone can (ChildProcess exits, a getppid poll for parent death) and every
- * native-only call fails with ENOTSUP carrying the load error as its `cause`.
+ * where JavaScript alone can (ChildProcess exits, a getppid poll for parent death), every
+ * native-only call fails with ENOTSUP carrying the load error as its `cause`, capabilities() lists
+ * the fallbacks in use (`missing`) and why (`loadError`), and the first call that runs on a
+ * fallback warns once (warnNoNative). The install step never fails for want of an addon
+ * (scripts/install-addon.js), so this is what a user without a prebuild or a compiler gets.
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, isAbsolute, join } from 'node:path'
 import { systemError } from './errors'
+import { explainLoadFailure, missingGuarantees } from './native-missing'
 
 /**
  * The native handle class: a pidfd (Linux), a pid (kqueue platforms, native/process_handle.cc) or
@@ -149,7 +153,13 @@ export interface Capabilities {
   execHelper: boolean
   /** The native supervisor of the `reapkit` command is present (supervisorPath()). */
   supervisor: boolean
-  /** Why the addon did not load, when it did not. */
+  /**
+   * The guarantees this platform has that this process runs without, each as `name: what happens
+   * instead` (e.g. `parentDeathSignal: spawn() arms none, ...`); [] when none is missing. Without
+   * the addon, `loadError` says why.
+   */
+  missing: string[]
+  /** Why the addon did not load, when it did not: the loader's error, what the package carries, what the install step did, how to get it. */
   loadError?: string
 }
 
@@ -226,6 +236,7 @@ function loadAddon(root: string): { binding: Binding; file: string } {
   return { binding: require(file) as Binding, file }
 }
 
+let loadSummary = ''
 try {
   const found = loadAddon(packageRoot())
   loaded = found.binding
@@ -233,18 +244,11 @@ try {
   addonDir = dirname(found.file)
 } catch (err) {
   const cause = err instanceof Error ? err : new Error(String(err))
-  // npm 11 skips dependencies' install scripts unless approved, so on a platform without a
-  // prebuild nothing built the addon: say how to get one.
-  const here = `${process.platform}-${process.arch}`
-  const where = ['linux-x64', 'win32-x64'].includes(here) ? `the ${here} one is missing or did not load here (musl, for one, needs a build of its own), so` : `on ${here}`
-  loadError = new Error(
-    `${cause.message.trimEnd()}. reapkit's package carries prebuilds for linux-x64 (glibc) and win32-x64 only; ` +
-      `${where} the addon is built at install time by node-gyp (node-gyp-build's fallback), ` +
-      'which needs Python 3, make and a C++17 compiler (on macOS: xcode-select --install). Install those, ' +
-      'allow the install script (npm 11 skips dependencies\' scripts unless approved: npm install-scripts approve reapkit) ' +
-      'and reinstall (or run `npm rebuild reapkit`).',
-    { cause },
-  )
+  // What the package carries, what its install step did (or that it never ran: --ignore-scripts,
+  // pnpm 10, Bun, an npm allowScripts denial) and how to get the addon: native-missing.ts.
+  const story = explainLoadFailure(packageRoot(), cause)
+  loadSummary = story.summary
+  loadError = new Error(story.message, { cause })
 }
 
 /** The addon, or null when it could not load (see capabilities().loadError). */
@@ -364,7 +368,32 @@ export function capabilities(): Capabilities {
     job: native?.job === true,
     execHelper: (process.platform === 'win32' ? jobLauncherPath() : execHelperPath()) !== null,
     supervisor: supervisorPath() !== null,
+    missing: [],
     ...(loadError ? { loadError: loadError.message } : {}),
   }
-  return { ...caps }
+  caps.missing = missingGuarantees(caps)
+  return { ...caps, missing: [...caps.missing] }
+}
+
+// Once per thread, across every copy of reapkit's JavaScript that the program loaded (the CJS and
+// ESM entries, two versions in one dependency tree): a registry symbol on the global object.
+const WARNED = Symbol.for('reapkit.noNativeWarning')
+
+/**
+ * Where the addon did not load, the first call that needs one of its guarantees says so, once, as
+ * a process warning with code REAPKIT_NO_NATIVE: `lost` says what that call does without it. The
+ * fallbacks keep working; a silent downgrade would hide that a child may outlive its parent.
+ * A no-op when the addon loaded.
+ */
+export function warnNoNative(lost: string): void {
+  if (loaded) return
+  const g = globalThis as { [WARNED]?: boolean }
+  if (g[WARNED]) return
+  g[WARNED] = true
+  process.emitWarning(`reapkit's native addon is not loaded, so ${lost}. ${loadSummary}`, {
+    code: 'REAPKIT_NO_NATIVE',
+    detail:
+      'capabilities().missing lists every fallback in use, capabilities().loadError says why and how to get the addon. ' +
+      'Shown once per process; silence it with node --disable-warning=REAPKIT_NO_NATIVE.',
+  })
 }

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs'
 import { envMs, EXIT_POLL_MS_DEFAULT } from '../ground/config'
 import { ReapkitError, rangeError, systemError } from '../ground/errors'
-import { addonFile, binding, capabilities, type NativeProcessHandle } from '../ground/native'
+import { addonFile, binding, capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
 import { isSelf, type SignalLike, signalName, signalNumber, validatePid, validateOptions } from '../ground/validate'
 
 /** What is known about a process's end. `code`/`signal` are null where the kernel does not say. */
@@ -382,5 +382,6 @@ export function openProcess(pid: number, options: OpenProcessOptions = {}): Proc
     return new ProcessHandle(constructing, p, new binding.ProcessHandle(p))
   }
   if (!isRunning(p)) throw systemError('ESRCH', 'kill', 'no such process')
+  warnNoNative('process handles are not pinned: a handle polls for the exit and signals by pid, which may have been recycled by then')
   return new ProcessHandle(constructing, p, null)
 }

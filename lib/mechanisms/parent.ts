@@ -25,7 +25,7 @@
 import { parentPollMs } from '../ground/config'
 import { rangeError, typeError } from '../ground/errors'
 import { type ExitWatch, watchNative } from './handle'
-import { binding, capabilities, type NativeProcessHandle } from '../ground/native'
+import { binding, capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalName, signalNumber, validateMs, validateOptions } from '../ground/validate'
 
 export type ParentWatchMechanism = 'pdeathsig' | 'pidfd' | 'kqueue' | 'handle' | 'poll'
@@ -145,6 +145,9 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
         : caps.exitWatch === 'handle'
           ? 'handle'
           : 'poll'
+  if (!binding) {
+    warnNoNative(`watchParent() polls the parent every ${pollMs} ms instead of a kernel event${deathSig !== 0 ? ', and arms no death signal' : ''}`)
+  }
 
   const stop = (): void => {
     watch?.cancel()

@@ -37,7 +37,7 @@ import { engineOf } from './container/engine-name'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { nodeSpawn } from './node-spawn'
-import { binding, capabilities, execHelperPath, launcherPath, supervisorPath } from '../ground/native'
+import { binding, capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
@@ -374,6 +374,10 @@ export function spawn(
   if (typeof container !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "container" option must be a boolean. Received ${describe(container)}`)
   const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = capabilities().pdeathsig ? wanted : 0
+  if (!binding) {
+    if (process.platform === 'linux' && wanted > 0) warnNoNative('spawn() arms no parent-death signal: the child outlives this process if it is SIGKILLed')
+    else if (process.platform === 'win32' && group) warnNoNative('spawn() starts the child outside a kill-on-close Job object: what it starts can outlive this process')
+  }
 
   // A container run gets its labels, and its record once the client runs (container/child.ts).
   // The container code loads only for a program named like an engine (the parser decides the rest).

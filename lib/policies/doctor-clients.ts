@@ -12,12 +12,20 @@
  *
  * Anything else cannot be told (the client is listed, saying so; nothing is stopped blind). Linux
  * only: the client's argv, environment and working directory are read from /proc.
+ *
+ * Whose word each clue is (issue 28): a client of doctor's own user is reached as it reached its
+ * engine, and its --cidfile is read (by the trusted-file rules: no link, no FIFO, ours, bounded).
+ * Another user's is reached by doctor's own client, run as that user (./doctor-client-user.ts); its
+ * --cidfile is never opened (a file they wrote proves nothing), and what the other clues name is
+ * taken only where the engine's own record ties it to the client (doctor-containers.ts).
  */
 import { readFileSync, readlinkSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
 import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../mechanisms/container/command'
 import type { EngineClient } from '../mechanisms/container/engine'
+import { processStartTime } from '../mechanisms/container/owner'
 import type { OrphanProcess, OrphanTree } from './doctor'
+import { type ClientUser, clientUser, engineClientAs } from './doctor-client-user'
 
 /** How a client's container was told, and what names it. */
 export type ClientClue = { via: 'run-label'; runId: string } | { via: 'cidfile'; path: string } | { via: 'conmon'; conmonPid: number; id: string }
@@ -27,10 +35,14 @@ export interface ClientFinding {
   pid: number
   root: number
   run: ContainerRun
-  /** The engine as the client reached it: its binary, globals, environment and working directory. */
-  client: EngineClient
+  /** How doctor reaches its engine: as the client did (doctor's own user's), or doctor's own client as its user; null: it cannot. */
+  client: EngineClient | null
+  /** Whose it is: doctor's own user's, another user's, or mixed. */
+  user: ClientUser
   /** How its container can be told; null when it cannot. */
   clue: ClientClue | null
+  /** Why its clue is not followed (another user's --cidfile, mixed uids, its engine not reachable as its user); null: followed. */
+  refused: string | null
 }
 
 const procFile = (pid: number, name: string): string | null => {
@@ -126,6 +138,44 @@ function conmonOf(tree: OrphanTree, client: OrphanProcess, podmanClients: number
   return id ? { via: 'conmon', conmonPid: found[0]!.pid, id } : null
 }
 
+/** What tells a client's container: its run label, its --cidfile (under its cwd), or podman's conmon. */
+function clueOf(tree: OrphanTree, pid: number, run: ContainerRun, argvs: Map<number, string[] | null>, podmanClients: number, cwd: string | undefined): ClientClue | null {
+  const runId = reapkitRunId(run)
+  if (runId !== null) return { via: 'run-label', runId }
+  const cidfile = cidfileOf(run.bin, argvs.get(pid)!.slice(1), run.runAt)
+  if (cidfile !== null) return { via: 'cidfile', path: isAbsolute(cidfile) || !cwd ? cidfile : join(cwd, cidfile) }
+  return run.engine === 'podman' ? conmonOf(tree, tree.processes.find((p) => p.pid === pid)!, podmanClients, argvs) : null
+}
+
+/** How doctor reaches a client's engine (see the file's comment), or why it cannot. */
+function reachOf(user: ClientUser, pid: number, run: ContainerRun, cwd: string | undefined, doctorEnv: NodeJS.ProcessEnv): EngineClient | string {
+  const env = envOf(pid)
+  if (user.kind === 'self') return { engine: run.engine, bin: run.bin, globals: run.globals, env: env ?? doctorEnv, ...(cwd ? { cwd } : {}) }
+  if (user.kind === 'mixed') return `its uids differ (${user.uids.join(', ')}): it is no one user's, so nothing it names is looked up`
+  if (user.kind === 'elsewhere') return `it runs in another ${user.namespace === 'unreadable' ? 'namespace (unreadable)' : `${user.namespace} namespace`} than doctor (a container?): its program, paths and environment are not this system's, so nothing it names is looked up`
+  const client = engineClientAs(user, run, env ?? {}, doctorEnv)
+  return typeof client === 'string' ? `it is uid ${user.uid}'s, and its engine cannot be reached as that user: ${client}` : client
+}
+
+/** One client: whose it is, how its engine is reached, what tells its container; null when it went away. */
+function clientFinding(tree: OrphanTree, pid: number, run: ContainerRun, argvs: Map<number, string[] | null>, podmanClients: number, doctorEnv: NodeJS.ProcessEnv): ClientFinding | null {
+  const started = tree.processes.find((p) => p.pid === pid)?.start
+  const user = clientUser(pid)
+  if (user === null) return null
+  const cwd = user.kind === 'self' ? cwdOf(pid) : undefined // another user's cwd is not ours to resolve paths in
+  const base = { pid, root: tree.root, run, user, clue: clueOf(tree, pid, run, argvs, podmanClients, cwd) }
+  const client = reachOf(user, pid, run, cwd, doctorEnv)
+  // Its argv (the tree's), uids, environment and cwd were read one after the other: all of one
+  // process only if the pid still names the process the tree saw start.
+  if (started === undefined || processStartTime(pid) !== started) return null
+  if (typeof client === 'string') return { ...base, client: null, refused: client }
+  const refused =
+    user.kind === 'other' && base.clue?.via === 'cidfile'
+      ? `its --cidfile is uid ${user.uid}'s file, no proof of which container is its: not opened; run \`reapkit doctor\` as that user to stop it`
+      : null
+  return { ...base, client, refused }
+}
+
 /** The container clients in the trees, each with what tells its container (Linux; elsewhere none). */
 export function findClients(trees: readonly OrphanTree[], fallbackEnv: NodeJS.ProcessEnv): ClientFinding[] {
   if (process.platform !== 'linux') return []
@@ -141,16 +191,8 @@ export function findClients(trees: readonly OrphanTree[], fallbackEnv: NodeJS.Pr
     }
     const podmanClients = [...runs.values()].filter((r) => r.engine === 'podman').length
     for (const [pid, run] of runs) {
-      const args = argvs.get(pid)!.slice(1)
-      const cwd = cwdOf(pid)
-      const client: EngineClient = { engine: run.engine, bin: run.bin, globals: run.globals, env: envOf(pid) ?? fallbackEnv, ...(cwd ? { cwd } : {}) }
-      const runId = reapkitRunId(run)
-      const cidfile = runId === null ? cidfileOf(run.bin, args, run.runAt) : null
-      let clue: ClientClue | null = null
-      if (runId !== null) clue = { via: 'run-label', runId }
-      else if (cidfile !== null) clue = { via: 'cidfile', path: isAbsolute(cidfile) || !cwd ? cidfile : join(cwd, cidfile) }
-      else if (run.engine === 'podman') clue = conmonOf(tree, tree.processes.find((p) => p.pid === pid)!, podmanClients, argvs)
-      out.push({ pid, root: tree.root, run, client, clue })
+      const finding = clientFinding(tree, pid, run, argvs, podmanClients, fallbackEnv)
+      if (finding) out.push(finding)
     }
   }
   return out

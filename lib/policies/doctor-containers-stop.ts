@@ -37,6 +37,8 @@ export interface StoppedContainer {
   engine: ContainerEngine
   id: string
   name: string
+  /** Stopped through another user's endpoint, as that user (LeakedContainer.asUser): its state is what that endpoint said. */
+  asUser?: number
   /** 'gone': confirmed by the engine; 'survived': still there at the end; 'uncertain': the engine did not answer. */
   state: 'gone' | 'survived' | 'uncertain'
   /** The engine's error behind 'uncertain' or 'survived'. */
@@ -58,19 +60,26 @@ function checkOptions(options: StopContainersOptions): Bounds {
  * say. It has no spawn record and may have no `reapkit.run` label (found by --cidfile or conmon):
  * the unit is given its id and never looks by the label.
  */
-function recordOf(c: LeakedContainer): ContainerRecord {
-  const client = engineClientOf(c) ?? { engine: c.engine, bin: c.engine, globals: [], env: process.env }
+function recordOf(c: LeakedContainer): ContainerRecord | null {
+  const found = engineClientOf(c)
+  // One found as another user (a copy of a report: JSON, a spread) is never stopped with our own rights.
+  if (found === undefined && c.asUser !== undefined) return null
+  const client = found ?? { engine: c.engine, bin: c.engine, globals: [], env: process.env }
   return { ...client, runId: c.runId ?? '', owner: c.owner ? formatOwner(c.owner) : '', autoRemove: c.autoRemove }
 }
 
 /** The unit's outcome in doctor's words (its --json `stoppedContainers[]`). */
-function reportOf(c: LeakedContainer, outcome: ContainerOutcome): StoppedContainer {
-  const base = { engine: c.engine, id: c.id, name: c.name, state: outcome.state }
+function reportOf(c: LeakedContainer, outcome: Pick<ContainerOutcome, 'state' | 'error'>): StoppedContainer {
+  const base = { engine: c.engine, id: c.id, name: c.name, ...(c.asUser !== undefined ? { asUser: c.asUser } : {}), state: outcome.state }
   return outcome.state !== 'gone' && outcome.error ? { ...base, error: outcome.error.message } : base
 }
 
 async function stopOne(c: LeakedContainer, bounds: Bounds): Promise<StoppedContainer> {
-  return reportOf(c, await stopContainerRun(recordOf(c), { ...bounds, ids: [c.id] }))
+  const record = recordOf(c)
+  if (record === null) {
+    return reportOf(c, { state: 'uncertain', error: new Error(`found as uid ${c.asUser}, and this is not the report that found it (a copy): not stopped with doctor's own rights`) })
+  }
+  return reportOf(c, await stopContainerRun(record, { ...bounds, ids: [c.id] }))
 }
 
 /** Stops one leaked container (findLeakedContainers().leaked[i]). Never rejects once the options are read: the result says what is known. */

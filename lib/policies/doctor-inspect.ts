@@ -1,7 +1,7 @@
 /**
  * What doctor needs to know of a container, from the engine's `inspect` (docker, podman and nerdctl
- * give the same fields: Id, Name, Config.Image/ImageName, Config.Labels, State.Status,
- * HostConfig.AutoRemove). Bounded like every engine call.
+ * give the same fields: Id, Name, Created, Config.Image/ImageName, Config.Labels, State.Status,
+ * HostConfig.AutoRemove; podman also State.ConmonPid). Bounded like every engine call.
  */
 import { type EngineClient, engineCall, isNoSuchContainer } from '../mechanisms/container/engine'
 
@@ -12,6 +12,10 @@ export interface InspectedContainer {
   state: string
   autoRemove: boolean
   labels: Record<string, string>
+  /** When the engine created it (ms since the epoch), from the engine's own record; undefined when it gave none. */
+  createdMs?: number
+  /** podman: the pid of the conmon that monitors it (the engine's record); undefined elsewhere. */
+  conmonPid?: number
 }
 
 function read(raw: unknown): InspectedContainer | null {
@@ -19,9 +23,10 @@ function read(raw: unknown): InspectedContainer | null {
   const r = raw as {
     Id?: unknown
     Name?: unknown
+    Created?: unknown
     ImageName?: unknown
     Config?: { Image?: unknown; Labels?: unknown }
-    State?: { Status?: unknown }
+    State?: { Status?: unknown; ConmonPid?: unknown }
     HostConfig?: { AutoRemove?: unknown }
   }
   if (typeof r.Id !== 'string') return null
@@ -30,6 +35,8 @@ function read(raw: unknown): InspectedContainer | null {
   if (typeof r.Config?.Labels === 'object' && r.Config.Labels !== null) {
     for (const [k, v] of Object.entries(r.Config.Labels)) if (typeof v === 'string') labels[k] = v
   }
+  const created = Date.parse(str(r.Created))
+  const conmon = r.State?.ConmonPid
   return {
     id: r.Id,
     name: str(r.Name).replace(/^\//, ''), // docker writes "/name"
@@ -37,6 +44,8 @@ function read(raw: unknown): InspectedContainer | null {
     state: str(r.State?.Status),
     autoRemove: r.HostConfig?.AutoRemove === true,
     labels,
+    ...(Number.isFinite(created) ? { createdMs: created } : {}),
+    ...(typeof conmon === 'number' && Number.isSafeInteger(conmon) && conmon > 0 ? { conmonPid: conmon } : {}),
   }
 }
 

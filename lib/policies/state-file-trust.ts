@@ -13,6 +13,10 @@
  *   opened descriptor (fstat), never by path: a regular file, owned by the effective user or root,
  *   writable by nobody else.
  * Anything else is refused with ERR_REAPKIT_STATE_FILE_UNSAFE before anything is read or signalled.
+ *
+ * The same rules serve every file whose content steers what we stop: doctor reads a container
+ * client's `--cidfile` by them too (TrustedFile CIDFILE; only a client of doctor's own user's, whose
+ * word is ours: another user's file is never opened), with its own words and bound.
  */
 import { closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readSync, realpathSync, type Stats } from 'node:fs'
 import { basename, dirname, join, parse } from 'node:path'
@@ -20,13 +24,41 @@ import { ReapkitError } from '../ground/errors'
 
 const GROUP_OR_OTHER_WRITE = 0o022
 const STICKY = 0o1000
-const MAX_STATE_BYTES = 16 * 1024 * 1024
 
-function unsafe(file: string, why: string): ReapkitError {
-  return new ReapkitError(
-    'ERR_REAPKIT_STATE_FILE_UNSAFE',
-    `Refusing the state file ${file}: ${why}. A state file steers signals, so only this user (or root) may be able to write it or its folders; choose a path in a folder of your own (e.g. mode 0700)`,
-  )
+/** A kind of file that steers what we stop: its name in errors, its code, why it must be ours, its bound. */
+export interface TrustedFile {
+  what: string
+  code: string
+  why: string
+  maxBytes: number
+  /**
+   * Its own folder may be sticky and writable by others (/tmp): only for a file we read and never
+   * write, which must then be ours (or root's) and is never followed through a link (and
+   * protected_hardlinks keeps others from linking our files in). A state file may not: we write it,
+   * and anyone could put a file at its name first.
+   */
+  stickyFolder: boolean
+}
+
+export const STATE_FILE: TrustedFile = {
+  what: 'the state file',
+  code: 'ERR_REAPKIT_STATE_FILE_UNSAFE',
+  why: 'A state file steers signals, so only this user (or root) may be able to write it or its folders; choose a path in a folder of your own (e.g. mode 0700)',
+  maxBytes: 16 * 1024 * 1024,
+  stickyFolder: false,
+}
+
+/** A container client's `--cidfile` (a container id: 64 hex digits and a newline at most). */
+export const CIDFILE: TrustedFile = {
+  what: 'the --cidfile',
+  code: 'ERR_REAPKIT_CIDFILE_UNSAFE',
+  why: 'A --cidfile names the container doctor stops, so only this user (or root) may be able to write it or its folders',
+  maxBytes: 256,
+  stickyFolder: true,
+}
+
+function unsafe(file: string, why: string, kind: TrustedFile = STATE_FILE): ReapkitError {
+  return new ReapkitError(kind.code, `Refusing ${kind.what} ${file}: ${why}. ${kind.why}`)
 }
 
 function euid(): number {
@@ -58,32 +90,34 @@ function realFolders(dir: string): string[] {
  * use that path: the given one may pass through a symlink that someone else owns and could retarget
  * after this check.
  */
-export function checkStateFolder(file: string): string {
+export function checkStateFolder(file: string, kind: TrustedFile = STATE_FILE): string {
   if (process.platform === 'win32') return file // no state file on Windows (the Supervisor says so first)
   let folders: string[]
   try {
     folders = realFolders(dirname(file))
   } catch (err) {
-    throw unsafe(file, `its folder cannot be resolved (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') throw unsafe(file, `its folder ${dirname(file)} does not exist`, kind)
+    throw unsafe(file, `its folder cannot be resolved (${code ?? (err as Error).message})`, kind)
   }
   folders.forEach((folder, i) => {
     const st = lstatSync(folder)
-    if (!st.isDirectory()) throw unsafe(file, `${folder} is not a folder`)
-    if (!ownedBySelfOrRoot(st)) throw unsafe(file, `the folder ${folder} belongs to uid ${st.uid}`)
+    if (!st.isDirectory()) throw unsafe(file, `${folder} is not a folder`, kind)
+    if (!ownedBySelfOrRoot(st)) throw unsafe(file, `the folder ${folder} belongs to uid ${st.uid}`, kind)
     const writableByOthers = (st.mode & GROUP_OR_OTHER_WRITE) !== 0
-    const stickyAbove = i > 0 && (st.mode & STICKY) !== 0
+    const stickyAbove = (i > 0 || kind.stickyFolder) && (st.mode & STICKY) !== 0
     if (writableByOthers && !stickyAbove) {
-      throw unsafe(file, `the folder ${folder} can be written by others (mode ${(st.mode & 0o7777).toString(8)})`)
+      throw unsafe(file, `the folder ${folder} can be written by others (mode ${(st.mode & 0o7777).toString(8)})`, kind)
     }
   })
   return join(folders[0]!, basename(file))
 }
 
-function checkOpened(file: string, st: Stats): void {
-  if (!st.isFile()) throw unsafe(file, 'it is not a regular file')
-  if (!ownedBySelfOrRoot(st)) throw unsafe(file, `it belongs to uid ${st.uid}`)
-  if ((st.mode & GROUP_OR_OTHER_WRITE) !== 0) throw unsafe(file, `others can write it (mode ${(st.mode & 0o777).toString(8)})`)
-  if (st.size > MAX_STATE_BYTES) throw unsafe(file, `it is ${st.size} bytes, more than any state file`)
+function checkOpened(file: string, st: Stats, kind: TrustedFile): void {
+  if (!st.isFile()) throw unsafe(file, 'it is not a regular file', kind)
+  if (!ownedBySelfOrRoot(st)) throw unsafe(file, `it belongs to uid ${st.uid}`, kind)
+  if ((st.mode & GROUP_OR_OTHER_WRITE) !== 0) throw unsafe(file, `others can write it (mode ${(st.mode & 0o777).toString(8)})`, kind)
+  if (st.size > kind.maxBytes) throw unsafe(file, `it is ${st.size} bytes, more than any ${kind.what.replace(/^the /, '')}`, kind)
 }
 
 /**
@@ -92,20 +126,33 @@ function checkOpened(file: string, st: Stats): void {
  * Throws ERR_REAPKIT_STATE_FILE_UNSAFE when the file may not be trusted; other read errors are
  * thrown as they are.
  */
-export function readTrustedStateFile(file: string): string | null {
+export function readTrustedStateFile(file: string, kind: TrustedFile = STATE_FILE): string | null {
+  // What is at the name, before it is opened: opening a device has effects of its own (a watchdog,
+  // a tape), whatever O_NONBLOCK says; the opened file must then be this very one.
+  let before: Stats
+  try {
+    before = lstatSync(file)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
+  }
+  if (before.isSymbolicLink()) throw unsafe(file, 'its name is a symlink', kind)
+  if (!before.isFile()) throw unsafe(file, 'it is not a regular file', kind)
   let fd: number
   try {
-    // O_NONBLOCK: a FIFO planted at the name must not block the open (fstat then refuses it).
-    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK)
+    // O_NONBLOCK: a FIFO planted at the name must not block the open (fstat then refuses it);
+    // O_NOCTTY: a terminal there never becomes ours.
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY)
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'ENOENT') return null
-    if (code === 'ELOOP') throw unsafe(file, 'its name is a symlink')
+    if (code === 'ELOOP') throw unsafe(file, 'its name is a symlink', kind)
     throw err
   }
   try {
     const st = fstatSync(fd)
-    checkOpened(file, st)
+    if (st.dev !== before.dev || st.ino !== before.ino) throw unsafe(file, 'it was replaced while it was being opened', kind)
+    checkOpened(file, st, kind)
     const buf = Buffer.alloc(st.size)
     let off = 0
     while (off < buf.length) {
@@ -117,4 +164,9 @@ export function readTrustedStateFile(file: string): string | null {
   } finally {
     closeSync(fd)
   }
+}
+
+/** A file of `kind` read by the rules above (its folders, then the file itself); null when there is none. */
+export function readTrustedFile(file: string, kind: TrustedFile): string | null {
+  return readTrustedStateFile(checkStateFolder(file, kind), kind)
 }

@@ -146,7 +146,7 @@ function readRecords(file: string): FileContents {
 /**
  * Does process `pid` carry `token` in the environment it was started with? Linux reads
  * /proc/PID/environ (its owner and root only); elsewhere there is no such file and the answer is
- * 'unchecked' (pid and start time alone decide there; see the README).
+ * 'unchecked' (pid and start time alone decide there; see docs/supervisor.md, "Who may steer it").
  */
 function carriesToken(pid: number, token: string | null): 'proven' | 'unproven' | 'unchecked' {
   if (process.platform !== 'linux') return 'unchecked'

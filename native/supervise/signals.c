@@ -6,7 +6,7 @@
  *
  * Every catchable signal is handled (as tini and dumb-init do): a signal we left at its default
  * action would end the supervisor at once and leave the command to its parent-death SIGKILL and its
- * escaped descendants to nobody. What each one means (the README's table):
+ * escaped descendants to nobody. What each one means (the table in docs/cli.md):
  *
  * - stop, the signal itself forwarded: SIGTERM, SIGINT, SIGHUP, SIGQUIT;
  * - stop with --signal (default SIGTERM), as a request to end: the signals that end a process "in

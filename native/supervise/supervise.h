@@ -10,6 +10,8 @@
  *   host.c       watching the host and the launchers above us            (pidfd, kqueue)
  *   isolate.c    --isolate: a PID namespace under an init of ours        (Linux)
  *   container.c  a `docker run` (podman, nerdctl) recognized and labelled (portable)
+ *   run_grammar.c  its argv read by the library's grammar (run_grammar_table.h)  (portable, pure)
+ *   owner.c      the run's owner label: host, boot, pid, PID namespace, machine  (Linux; portable)
  *   engine.c     its container ended through the engine on every stop    (portable)
  *   looks.c      what the engine says of it: listed, at rest, gone      (portable)
  *   main.c       the event loop and start-up
@@ -38,6 +40,8 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "run_grammar.h"
 
 #if defined(__linux__) && !defined(REAPKIT_FORCE_KQUEUE)
 #define RK_LINUX 1
@@ -207,6 +211,7 @@ void finish(int survivors);
 void on_signal_received(int sig);
 
 /* container.c, engine.c, looks.c */
+#define OWNER_LABEL_SIZE 512 /* reapkit.owner=<value>: at most 441 bytes (owner.c) */
 typedef struct {
   int active;              /* the command is a container run of ours to end */
   const char *engine;      /* "docker", "podman", "nerdctl" */
@@ -216,7 +221,7 @@ typedef struct {
   int nglobals;
   int auto_remove;         /* --rm */
   char run_label[64];      /* reapkit.run=<32 hex> */
-  char owner_label[400];   /* reapkit.owner=<hostname>/<boot_id>/<pid>/<starttime>[/pidns:<inode>] */
+  char owner_label[OWNER_LABEL_SIZE]; /* reapkit.owner=<host>/<boot_id>/<pid>/<start>[/pidns:<inode>/mid:<machine id>] */
   int done;                /* the engine stop has run once */
   int seen;                /* a list has named a container of the run */
   int stopped_live;        /* a stop of ours began while the client was alive */
@@ -229,6 +234,7 @@ char **container_prepare(char **argv);
 int container_reaped(pid_t pid, int status);
 void containers_stop(const char *why, long grace_ms);
 void containers_last_look(void);
+void owner_label(char *buf, size_t size);
 
 #define ENGINE_CALL_MS 10000 /* a list, inspect, kill or rm: the engine answers in well under this */
 #define ENGINE_ERR_MAX 2048

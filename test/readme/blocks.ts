@@ -1,10 +1,14 @@
-// The README's fenced code blocks, as the doc test (test/readme.test.ts) sees them. A block's
-// language says what the test does with it; a `<!-- doctest: skip (reason) -->` comment on the
-// line before a block says why it is not run. Nothing is filtered silently: a block the test
-// cannot classify fails the test.
+// The fenced code blocks of the docs (README.md and every docs/*.md page), as the doc test
+// (test/readme.test.ts) sees them. A block's language says what the test does with it; a
+// `<!-- doctest: skip (reason) -->` comment on the line before a block says why it is not run.
+// Nothing is filtered silently: a block the test cannot classify fails the test.
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 
 export interface Block {
-  /** 1-based line of the opening fence in README.md. */
+  /** The page, relative to the repository: README.md, docs/cli.md... */
+  file: string
+  /** 1-based line of the opening fence in that page. */
   line: number
   lang: string
   code: string
@@ -20,7 +24,8 @@ export interface Block {
  *   one that imports from 'vitest' is a setup file, run by `vitest run` around a test file;
  * - ts: type-checked (strict);
  * - sh: run with bash;
- * - json: parsed; host configurations are skipped (marked) as runs;
+ * - json: a host configuration (`mcpServers`, or VS Code's `servers`): each server's command runs as
+ *   a host starts it, its stdin a pipe that ends at once; one that cannot run here is marked;
  * - text: output shown to the reader (a transcript, a report line): never run.
  * Any other language, and an untagged block, needs a skip marker.
  */
@@ -31,7 +36,18 @@ const FENCE = /^(\s*)```(\S*)\s*$/
 const MARKER = /^\s*<!--\s*doctest:\s*(.*?)\s*-->\s*$/
 const SKIP = /^skip \((.+)\)$/
 
-export function readmeBlocks(markdown: string): Block[] {
+/** The pages of the docs, relative to `root`: README.md, then docs/*.md in name order. */
+export function docPages(root: string): string[] {
+  const docs = readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).sort()
+  return ['README.md', ...docs.map((f) => `docs/${f}`)]
+}
+
+/** Every block of every page of the docs. */
+export function docBlocks(root: string): Block[] {
+  return docPages(root).flatMap((file) => readmeBlocks(readFileSync(join(root, file), 'utf8'), file))
+}
+
+export function readmeBlocks(markdown: string, file = 'README.md'): Block[] {
   const lines = markdown.split('\n')
   const blocks: Block[] = []
   let heading = ''
@@ -44,17 +60,17 @@ export function readmeBlocks(markdown: string): Block[] {
     const body: string[] = []
     let j = i + 1
     while (j < lines.length && !/^\s*```\s*$/.test(lines[j]!)) body.push(lines[j++]!.slice(indent))
-    if (j === lines.length) throw new Error(`README.md:${i + 1}: a code block that never closes`)
+    if (j === lines.length) throw new Error(`${file}:${i + 1}: a code block that never closes`)
     let k = i - 1
     while (k >= 0 && lines[k]!.trim() === '') k--
     const marker = k >= 0 ? MARKER.exec(lines[k]!) : null
     let skip: string | null = null
     if (marker) {
       const m = SKIP.exec(marker[1]!)
-      if (!m) throw new Error(`README.md:${k + 1}: unknown doctest marker "${marker[1]}" (only "skip (reason)" exists)`)
+      if (!m) throw new Error(`${file}:${k + 1}: unknown doctest marker "${marker[1]}" (only "skip (reason)" exists)`)
       skip = m[1]!
     }
-    blocks.push({ line: i + 1, lang: open[2]!, code: body.join('\n') + '\n', skip, heading })
+    blocks.push({ file, line: i + 1, lang: open[2]!, code: body.join('\n') + '\n', skip, heading })
     i = j
   }
   return blocks
@@ -62,6 +78,20 @@ export function readmeBlocks(markdown: string): Block[] {
 
 /** ESM when it has an import or export statement; CommonJS otherwise (where top-level await is an error, as for users). */
 export const isEsm = (code: string): boolean => /^\s*(import|export)\s/m.test(code)
+
+/** A host configuration's servers (`mcpServers`, or VS Code's `servers`), or null for other JSON. */
+export function hostServers(code: string): Array<{ name: string; command: string; args: string[] }> | null {
+  const config = JSON.parse(code) as Record<string, unknown>
+  const servers = (config.mcpServers ?? config.servers) as Record<string, { command?: unknown; args?: unknown; type?: unknown }> | undefined
+  if (!servers || typeof servers !== 'object') return null
+  const entries = Object.entries(servers)
+  const valid = (s: { command?: unknown; args?: unknown; type?: unknown }): boolean =>
+    typeof s.command === 'string' &&
+    (s.type === undefined || s.type === 'stdio') &&
+    (s.args === undefined || (Array.isArray(s.args) && s.args.every((a) => typeof a === 'string')))
+  if (entries.length === 0 || !entries.every(([, s]) => s && valid(s))) return null
+  return entries.map(([name, s]) => ({ name, command: s.command as string, args: (s.args as string[] | undefined) ?? [] }))
+}
 
 export const isVitestSetup = (code: string): boolean => /\bfrom ['"]vitest['"]/.test(code)
 

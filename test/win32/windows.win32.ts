@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { argvDump, engineCalls, killTagged, newTag, winPath, ready, runFixture, stopWineserver, tagged, type WineRun, waitFor } from './wine'
+import { argvDump, engineCalls, killTagged, missing, newTag, winPath, runFixture, stopWineserver, tagged, type WineRun, waitFor } from './wine'
 
 const started: string[] = []
 function run(name: string, args: string[] = [], tag = newTag()): WineRun {
@@ -43,10 +43,12 @@ async function hostKillEndsAll(r: WineRun, parts: string[], what: string): Promi
   await waitFor(() => tagged(r.tag).length === 0, 30_000, what)
 }
 
-// Never a silent skip: without node.exe and the staged prebuild this suite has nothing to test.
-if (!ready) throw new Error('node.exe, the staged win32 prebuild or build-win32/argv-dump.exe is missing: run `npm run test:win32` (setup, build, stage)')
+// Never a silent skip. Run directly where Wine or what the win32 scripts make is missing (a fresh
+// clone), the suite skips and says what is missing; under `npm run test:win32`, which makes all of
+// it first, REAPKIT_WIN32_REQUIRED=1 turns the same lack into a failure.
+if (missing !== null && process.env.REAPKIT_WIN32_REQUIRED === '1') throw new Error(missing)
 
-describe('Windows under Wine (node.exe + the win32-x64 prebuild)', () => {
+describe.skipIf(missing !== null)(`Windows under Wine (node.exe + the win32-x64 prebuild)${missing ? ` (skipped: ${missing})` : ''}`, () => {
   it('exit watching, ESRCH, pinned handles, TerminateProcess, ENOTSUP', async () => {
     const tag = newTag()
     const pidFile = join(tmpdir(), `${tag}-other.pid`)

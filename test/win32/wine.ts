@@ -30,7 +30,17 @@ export const nodeExe = env.REAPKIT_WIN32_NODE_EXE!
 export const stagedReapkit = join(cache, 'stage', 'node_modules', 'reapkit')
 /** A stand-in for docker.exe and podman.exe (test/win32/argv-dump.c, built by scripts/win32/build.sh). */
 export const argvDump = join(root, 'build-win32', 'argv-dump.exe')
-export const ready = existsSync(nodeExe) && existsSync(join(stagedReapkit, 'prebuilds', 'win32-x64', 'reapkit.node')) && existsSync(argvDump)
+/** What this machine lacks for the suite, said as a skip reason; null when all of it is there. */
+export const missing: string | null = (() => {
+  const needs: Array<[what: string, path: string]> = [
+    ['Wine', env.REAPKIT_WINE!],
+    ['node.exe', nodeExe],
+    ['the staged win32-x64 prebuild', join(stagedReapkit, 'prebuilds', 'win32-x64', 'reapkit.node')],
+    ['build-win32/argv-dump.exe', argvDump],
+  ]
+  const lacking = needs.filter(([, path]) => !existsSync(path)).map(([what]) => what)
+  return lacking.length === 0 ? null : `missing ${lacking.join(', ')}: run \`npm run test:win32\` (setup, build, stage)`
+})()
 const runs = join(cache, 'runs')
 
 /** A Linux path as Wine's Z: drive sees it. */

@@ -12,15 +12,21 @@
  * else about the run changes.
  *
  * Parsing follows the clients' own flag parser (pflag): a value flag takes the next argument
- * unless written `--flag=value`; short flags may be clustered (`-it`, `-dit`, `-eFOO=1`); parsing of
- * the run's flags stops at the first positional argument (the image) or `--`. Whatever reapkit does
- * not know for certain is left alone: an unknown flag (global or run), `-d` (the user asked the
- * container to outlive its client), a `run` without an image, `--help`. Such a command is run as a
- * plain command, exactly as before.
+ * unless written `--flag=value` or `-f=value`; short flags may be clustered (`-it`, `-dit`,
+ * `-eFOO=1`); parsing of the run's flags stops at the first positional argument (the image) or
+ * `--`. Whatever reapkit does not know for certain is left alone: an unknown flag (global or run),
+ * `-d` (the user asked the container to outlive its client), a `run` without an image, `--help`.
+ * Such a command is run as a plain command, exactly as before.
+ *
+ * The C wrapper must read an argv exactly so, or the same command's container is stopped by one
+ * and left Up by the other: the tables are grammar.ts's, which native/supervise/run_grammar.c reads
+ * too (generated into a header), and test/container-grammar.test.ts feeds both the same argvs.
  */
-import { type ContainerEngine, engineOf } from './engine-name'
+import { engineOf } from './engine-name'
+import { BOOL_FALSE, BOOL_TRUE, type ContainerEngine, ENGINES, GLOBAL_FLAGS, type FlagLists, RUN_AUTO_REMOVE, RUN_FLAGS, RUN_LABEL_FLAGS, RUN_NOT_OURS } from './grammar'
 
-export { type ContainerEngine, engineOf } from './engine-name'
+export type { ContainerEngine } from './grammar'
+export { engineOf } from './engine-name'
 
 /** What a recognized `run` command says about its container. */
 export interface ContainerRun {
@@ -51,53 +57,13 @@ interface FlagTable {
   booleans: ReadonlySet<string>
 }
 
-const table = (values: string, booleans: string): FlagTable => ({
-  values: new Set(values.split(' ').filter(Boolean)),
-  booleans: new Set(booleans.split(' ').filter(Boolean)),
-})
+const table = (lists: FlagLists): FlagTable => ({ values: new Set(lists.values), booleans: new Set(lists.booleans) })
 
-/** Global flags, per client (the contract's lists; anything else before the subcommand: not ours). */
-const GLOBALS: Record<ContainerEngine, FlagTable> = {
-  docker: table('-H --host -c --context --config -l --log-level --tlscacert --tlscert --tlskey', '-D --debug --tls --tlsverify'),
-  podman: table(
-    '-c --connection --url --identity --root --runroot --storage-driver --storage-opt --cgroup-manager --runtime ' +
-      '--runtime-flag --log-level --events-backend --tmpdir --conmon --network-cmd-path --hooks-dir --module ' +
-      '--network-config-dir --volumepath --imagestore --ssh --registries-conf --db-backend --namespace',
-    '-r --remote --syslog --noout --transient-store',
-  ),
-  nerdctl: table('-n --namespace -a --address --host --snapshotter --storage-driver --cgroup-manager --data-root', '--debug --debug-full --insecure-registry --experimental'),
-}
-
-/**
- * The run flags of docker 20-28, podman 4-5 and nerdctl (one table for all three: where a name is
- * shared, it is of the same kind in each). An unknown one makes the command a plain one.
- */
-const RUN_FLAGS: FlagTable = table(
-  '-a -c -e -h -l -m -p -u -v -w ' +
-    '--add-host --annotation --arch --attach --authfile --blkio-weight --blkio-weight-device --cap-add --cap-drop ' +
-    '--cert-dir --cgroup-conf --cgroup-parent --cgroupns --cgroups --chrootdirs --cidfile --conmon-pidfile ' +
-    '--cpu-count --cpu-percent --cpu-period --cpu-quota --cpu-rt-period --cpu-rt-runtime --cpu-shares --cpus ' +
-    '--cpuset-cpus --cpuset-mems --credentialspec --creds --decryption-key --detach-keys --device ' +
-    '--device-cgroup-rule --device-read-bps --device-read-iops --device-write-bps --device-write-iops --dns ' +
-    '--dns-opt --dns-option --dns-search --domainname --entrypoint --env --env-file --env-merge --expose ' +
-    '--gidmap --gpus --group-add --group-entry --health-cmd --health-interval --health-log-destination ' +
-    '--health-max-log-count --health-max-log-size --health-on-failure --health-retries --health-start-interval ' +
-    '--health-start-period --health-startup-cmd --health-startup-interval --health-startup-retries ' +
-    '--health-startup-success --health-startup-timeout --health-timeout --hostname --hostuser --image-volume ' +
-    '--init-path --io-maxbandwidth --io-maxiops --ip --ip6 --ipc --isolation --kernel-memory --label ' +
-    '--label-file --link --link-local-ip --log-driver --log-opt --mac-address --memory --memory-reservation ' +
-    '--memory-swap --memory-swappiness --mount --name --net --net-alias --network --network-alias ' +
-    '--oom-score-adj --os --passwd-entry --personality --pid --pidfile --pids-limit --platform --pod ' +
-    '--pod-id-file --preserve-fd --preserve-fds --publish --pull --rdt-class --requires --restart --retry ' +
-    '--retry-delay --runtime --sdnotify --seccomp-policy --secret --security-opt --shm-size --shm-size-systemd ' +
-    '--stop-signal --stop-timeout --storage-opt --subgidname --subuidname --sysctl --systemd --timeout --tmpfs ' +
-    '--tz --uidmap --ulimit --umask --unsetenv --user --userns --uts --variant --volume --volume-driver ' +
-    '--volumes-from --workdir',
-  '-d -i -t -P -q ' +
-    '--detach --disable-content-trust --env-host --help --http-proxy --init --interactive --no-healthcheck ' +
-    '--no-hosts --oom-kill-disable --passwd --privileged --publish-all --quiet --read-only --read-only-tmpfs ' +
-    '--replace --rm --rmi --rootfs --sig-proxy --tls-verify --tty --unsetenv-all --use-api-socket',
-)
+/** The grammar's tables (grammar.ts: the C wrapper reads the same ones), as sets. */
+const GLOBALS = Object.fromEntries(ENGINES.map((engine) => [engine, table(GLOBAL_FLAGS[engine])])) as Record<ContainerEngine, FlagTable>
+const RUN = table(RUN_FLAGS)
+const NOT_OURS: ReadonlySet<string> = new Set(RUN_NOT_OURS)
+const LABELS: ReadonlySet<string> = new Set(RUN_LABEL_FLAGS)
 
 /** One flag as pflag reads it: its name(s), whether it was given a value inline, and where parsing resumes. */
 interface Flag {
@@ -123,19 +89,21 @@ function readFlag(args: readonly string[], i: number, flags: FlagTable): Flag | 
     if (eq >= 0) return { names: [name], values: [arg.slice(eq + 1)], next: i + 1 }
     return i + 1 < args.length ? { names: [name], values: [args[i + 1]!], next: i + 2 } : null
   }
-  // A short cluster: booleans, then at most one value flag, which takes the rest (or the next argument).
+  // A short cluster: booleans, then at most one value flag, which takes the rest (or the next
+  // argument). As pflag: `-f=V` gives V (a boolean too) when something follows the `=`; `-f=` gives
+  // a value flag "=" and leaves a boolean's `=` a flag of its own (unknown).
   const out: Flag = { names: [], values: [], next: i + 1 }
   for (let k = 1; k < arg.length; k++) {
     const name = `-${arg[k]}`
     if (flags.booleans.has(name)) {
-      if (arg[k + 1] === '=') return { names: [...out.names, name], values: [...out.values, arg.slice(k + 2)], next: i + 1 }
+      if (arg[k + 1] === '=' && k + 2 < arg.length) return { names: [...out.names, name], values: [...out.values, arg.slice(k + 2)], next: i + 1 }
       out.names.push(name)
       out.values.push('true')
       continue
     }
     if (!flags.values.has(name)) return null
     let rest = arg.slice(k + 1)
-    if (rest.startsWith('=')) rest = rest.slice(1)
+    if (rest.length > 1 && rest.startsWith('=')) rest = rest.slice(1)
     if (rest !== '') return { names: [...out.names, name], values: [...out.values, rest], next: i + 1 }
     if (i + 1 >= args.length) return null
     return { names: [...out.names, name], values: [...out.values, args[i + 1]!], next: i + 2 }
@@ -143,10 +111,10 @@ function readFlag(args: readonly string[], i: number, flags: FlagTable): Flag | 
   return out
 }
 
-/** pflag's reading of a boolean's inline value ('1', 't', 'true', 'TRUE', 'True'...); null if none of them. */
+/** pflag's reading of a boolean's inline value (Go's strconv.ParseBool: grammar.ts); null if none of them. */
 function boolValue(value: string): boolean | null {
-  if (/^(1|t|true)$/i.test(value)) return true
-  if (/^(0|f|false)$/i.test(value)) return false
+  if (BOOL_TRUE.includes(value)) return true
+  if (BOOL_FALSE.includes(value)) return false
   return null
 }
 
@@ -163,6 +131,22 @@ function findRun(args: readonly string[], globals: FlagTable): { runAt: number; 
   if (args[i] === 'run') return { runAt: i, globals: args.slice(0, i) }
   if (args[i] === 'container' && args[i + 1] === 'run') return { runAt: i + 1, globals: args.slice(0, i) }
   return null
+}
+
+/**
+ * The global flags of a run (ContainerRun.globals), read by the client's own grammar: each flag's
+ * long or short name and its value ('true'/'false' for a boolean), in order; null when one cannot
+ * be read (parseContainerRun never returns such globals).
+ */
+export function globalFlags(engine: ContainerEngine, globals: readonly string[]): { name: string; value: string }[] | null {
+  const out: { name: string; value: string }[] = []
+  for (let i = 0; i < globals.length; ) {
+    const flag = readFlag(globals, i, GLOBALS[engine])
+    if (flag === null) return null
+    flag.names.forEach((name, k) => out.push({ name, value: flag.values[k]! }))
+    i = flag.next
+  }
+  return out
 }
 
 interface RunFlags {
@@ -185,16 +169,16 @@ function readRunFlags(args: readonly string[], from: number): RunFlags | null {
       flagsEnd = i++
       break
     }
-    const flag = readFlag(args, i, RUN_FLAGS)
+    const flag = readFlag(args, i, RUN)
     if (flag === null) return null
     for (let k = 0; k < flag.names.length; k++) {
       const name = flag.names[k]!
-      if (name === '-l' || name === '--label') labels.push(flag.values[k]!)
-      if (!RUN_FLAGS.booleans.has(name)) continue
+      if (LABELS.has(name)) labels.push(flag.values[k]!)
+      if (!RUN.booleans.has(name)) continue
       const on = boolValue(flag.values[k]!)
       if (on === null) return null // `--rm=maybe`: the client refuses it; not ours to read
-      if (on && (name === '-d' || name === '--detach' || name === '--help')) return null
-      if (name === '--rm') autoRemove = on
+      if (on && NOT_OURS.has(name)) return null
+      if (name === RUN_AUTO_REMOVE) autoRemove = on
     }
     i = flag.next
   }

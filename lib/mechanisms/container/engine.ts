@@ -13,6 +13,7 @@ import type { ExecFileException } from 'node:child_process'
 import { TimeoutError } from '../../ground/errors'
 import { type ContainerEngine, RUN_LABEL } from './command'
 import { EngineError } from './engine-error'
+import { commandAs, type EngineUser } from './engine-user'
 
 export { EngineError } from './engine-error'
 
@@ -27,6 +28,8 @@ export interface EngineClient {
   env: NodeJS.ProcessEnv
   /** The run's working directory, absolute (spawn() records it at spawn time: a later process.chdir() changes nothing). */
   cwd?: string
+  /** Run every call as this user (doctor, for another user's client: ./engine-user.ts); absent: as ourselves. */
+  user?: EngineUser
 }
 
 /** Default bound of one engine call that does not wait on a container (list, inspect, kill, rm). */
@@ -44,10 +47,11 @@ export function engineCall(client: EngineClient, args: readonly string[], timeou
   const argv = [...client.globals, ...args]
   const what = `${client.bin} ${args[0] ?? ''}`.trim()
   const bound = Math.max(1, Math.ceil(timeoutMs))
+  const command = client.user ? commandAs(client.user, client.bin, argv) : { file: client.bin, args: argv }
   return new Promise((resolve, reject) => {
     execFile(
-      client.bin,
-      argv,
+      command.file,
+      command.args,
       { env: client.env, ...(client.cwd ? { cwd: client.cwd } : {}), ...(signal ? { signal } : {}), timeout: bound, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, windowsHide: true },
       (err: ExecFileException | null, stdout: string, stderr: string) => {
         if (!err) return resolve(stdout)

@@ -56,7 +56,7 @@ export interface KeepaliveOptions {
    * Start the drain when stdin ends (as a stdio server's host closing it). Default true. A server
    * that reads process.stdin drains at its 'end'; one that never reads it, when the writer side of
    * a stdin pipe or socket is gone and no byte is left unread (main thread, POSIX; never for a
-   * terminal or a file). See the README.
+   * terminal or a file). See docs/keepalive-and-mcp.md (When "stdin end" fires).
    */
   stdin?: boolean
   /** Start the drain when the parent process dies (watchParent, by kernel event). Default true. */
