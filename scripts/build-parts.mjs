@@ -112,13 +112,18 @@ function lazyAccessors(lib) {
     })
 }
 
-/** In the eager bundle, each lazy accessor requires its part on first call. */
+/**
+ * In the eager bundle, each lazy accessor requires its part on first call; node-gyp-build (the addon
+ * loader's fallback search, which native.ts requires only when the addon is in neither usual place)
+ * is a part of its own.
+ */
 function accessorPlugin(accessors, partOf, loader) {
   const byFile = new Map(accessors.map((a) => [a.file, a]))
   return {
     name: 'reapkit-lazy-accessors',
     setup(build) {
       build.onResolve({ filter: /^\.\/parts\// }, (args) => ({ path: args.path, external: true }))
+      build.onResolve({ filter: /^node-gyp-build$/ }, () => ({ path: './parts/node-gyp-build.js', external: true }))
       build.onLoad({ filter: /\.ts$/ }, (args) => {
         const a = byFile.get(args.path)
         if (!a) return undefined
@@ -300,6 +305,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
     await esbuild.build({ ...common, bundle: false, entryPoints: [join(esmDir, f)], outfile: join(partsDir, f), external: undefined })
     ownKeysOnly(join(partsDir, f))
   }
+  await esbuild.build({ ...common, entryPoints: [createRequire(join(root, 'package.json')).resolve('node-gyp-build')], outfile: join(partsDir, 'node-gyp-build.js') })
   // 3. The eager bundle, handing over the modules the parts take from it.
   await eagerBuild(used, true)
   ownKeysOnly(join(outDir, 'index.js'))
