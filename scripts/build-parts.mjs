@@ -150,7 +150,7 @@ function fromEagerPlugin(root, eager, used, buildId) {
     `if (internals?.build !== ${JSON.stringify(buildId)}) {`,
     "  throw new Error('reapkit: dist/cjs/parts/ is not from the build of the dist/cjs/index.js this process loaded (was the package replaced while the process ran?); restart the process')",
     '}',
-    'module.exports = internals.modules',
+    'module.exports = internals.modules()',
   ].join('\n')
   return {
     name: 'reapkit-from-eager',
@@ -219,11 +219,19 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
       lines.push([`Object.defineProperty(module.exports, ${JSON.stringify(e.name)}, { __proto__: null, enumerable: true, get: () => ${load}.${e.local} })`, ...at(e)])
     }
   }
-  const shared = [...handOver].sort()
-  shared.forEach((rel, i) => lines.push([`import * as m${i} from ${JSON.stringify(join(root, rel))}`, 0, 0]))
+  // The hand-over: each module's exports by name, as getters (live, as an ESM binding is), in objects
+  // made when the first part asks (namespace objects of `import *` would be built at every require).
+  const shared = [...handOver].sort(([a], [b]) => (a < b ? -1 : 1))
+  const objects = []
+  shared.forEach(([rel, names], i) => {
+    if (names.length === 0) return
+    lines.push([`import { ${names.map((n) => `${n} as h${i}_${n}`).join(', ')} } from ${JSON.stringify(join(root, rel))}`, 0, 0])
+    objects.push(`${JSON.stringify(rel)}: { __proto__: null, ${names.map((n) => `get ${n}() { return h${i}_${n} }`).join(', ')} }`)
+  })
+  lines.push(['let partsHandedOver', 0, 0])
+  lines.push([`const handOverToParts = () => (partsHandedOver ??= { ${objects.join(', ')} })`, 0, 0])
   // After every module has run (an entry's own statements come last): parts load later, on calls.
-  const modules = shared.map((rel, i) => `${JSON.stringify(rel)}: m${i}`).join(', ')
-  lines.push([`Object.defineProperty(module.exports, ${INTERNALS}, { __proto__: null, value: { build: ${JSON.stringify(buildId)}, modules: { ${modules} } } })`, 0, 0])
+  lines.push([`Object.defineProperty(module.exports, ${INTERNALS}, { __proto__: null, value: { build: ${JSON.stringify(buildId)}, modules: handOverToParts } })`, 0, 0])
   let prev = [0, 0]
   const mappings = lines.map(([, line, column]) => {
     const seg = 'A' + 'A' + vlq(line - prev[0]) + vlq(column - prev[1])
@@ -282,7 +290,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
       write,
     })
   // 1. What the eager bundle holds.
-  const first = await eagerBuild(new Set(), false)
+  const first = await eagerBuild(new Map(), false)
   const eager = new Set(Object.keys(first.metafile.inputs).filter((f) => f.startsWith('lib/')))
   for (const [file, part] of partOf) {
     if (eager.has(relative(root, file))) throw new Error(`build-parts: ${relative(root, file)} (part ${part}) is in the eager bundle: add it to EAGER or cut the import that pulls it in`)
@@ -306,8 +314,13 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
     ownKeysOnly(join(partsDir, f))
   }
   await esbuild.build({ ...common, entryPoints: [createRequire(join(root, 'package.json')).resolve('node-gyp-build')], outfile: join(partsDir, 'node-gyp-build.js') })
-  // 3. The eager bundle, handing over the modules the parts take from it.
-  await eagerBuild(used, true)
+  // 3. The eager bundle, handing over the modules the parts take from it (their exports by name).
+  const handOver = new Map()
+  for (const rel of used) {
+    const one = await esbuild.build({ entryPoints: [join(root, rel)], bundle: false, format: 'esm', write: false, metafile: true, outdir: scratch, logLevel: 'silent' })
+    handOver.set(rel, Object.values(one.metafile.outputs).flatMap((o) => o.exports ?? []).sort())
+  }
+  await eagerBuild(handOver, true)
   ownKeysOnly(join(outDir, 'index.js'))
   rmSync(join(scratch, 'parts-esm'), { recursive: true, force: true })
 
