@@ -162,6 +162,22 @@ describe('a part loaded when the process is out of descriptors', () => {
   })
 })
 
+describe('reapkit loaded afresh many times in one process (a test runner that resets its registry)', () => {
+  it('holds one spare descriptor and one exit listener in all, not one per copy', () => {
+    const r = fresh<{ fds: [number, number]; exitListeners: [number, number] }>(`
+      const path = require('node:path')
+      const count = () => require('node:fs').readdirSync('/proc/self/fd').length
+      const before = [count(), process.listenerCount('exit')]
+      for (let i = 0; i < 20; i++) {
+        for (const key of Object.keys(require.cache)) if (key.startsWith(distDir + path.sep) && !key.endsWith('.node')) delete require.cache[key]
+        require(${JSON.stringify(DIST)})
+      }
+      report({ fds: [before[0], count()], exitListeners: [before[1], process.listenerCount('exit')] })`)
+    expect(r.fds[1]).toBe(r.fds[0])
+    expect(r.exitListeners[1]).toBe(r.exitListeners[0])
+  })
+})
+
 describe('the ESM entry', () => {
   it('exports the same names', async () => {
     const esm = (await import(join(dirname(DIST), '..', 'esm', 'index.mjs'))) as Record<string, unknown>

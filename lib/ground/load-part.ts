@@ -7,7 +7,9 @@
  * cannot load would signal nothing at all. Node's require needs one descriptor at a time (it opens,
  * reads and closes each file in turn), so one is kept for it: /dev/null, opened when reapkit loads
  * (close-on-exec, as libuv opens every file), given back for a load that failed with EMFILE or
- * ENFILE, and taken again right after. A worker_thread closes its own when it ends.
+ * ENFILE, and taken again right after. One per process (per worker_thread, which closes its own
+ * when it ends), shared by every copy of reapkit loaded in it: a test runner that loads reapkit
+ * afresh for each test file holds one descriptor, not one per file.
  *
  * Only the bundle calls this (the code build-parts.mjs generates); from source, nothing is lazy.
  */
@@ -15,43 +17,56 @@ import { closeSync, openSync } from 'node:fs'
 
 const NULL_DEVICE = process.platform === 'win32' ? '\\\\.\\NUL' : '/dev/null'
 
-let spare: number | null = null
+interface Spare {
+  fd: number | null
+}
 
-function takeSpare(): void {
+function sharedSpare(): Spare {
+  const key = Symbol.for('reapkit.partsSpareDescriptor.v1')
+  const global = globalThis as unknown as Record<symbol, Spare | undefined>
+  const found = global[key]
+  if (found) return found
+  const fresh: Spare = { fd: null }
+  Object.defineProperty(globalThis, key, { value: fresh, enumerable: false })
+  // Registered before the descriptor is taken: a worker terminated in between leaks nothing.
+  process.once('exit', () => giveBack(fresh))
+  take(fresh)
+  return fresh
+}
+
+function take(spare: Spare): void {
   try {
-    spare = openSync(NULL_DEVICE, 'r')
+    spare.fd = openSync(NULL_DEVICE, 'r')
   } catch {
-    spare = null // out of descriptors now: the next load that needs it tries again
+    spare.fd = null // out of descriptors now: the next load that needs it tries again
   }
 }
 
-function giveBackSpare(): void {
-  if (spare === null) return
+function giveBack(spare: Spare): void {
+  if (spare.fd === null) return
   try {
-    closeSync(spare)
+    closeSync(spare.fd)
   } catch {
     // already closed: nothing to give back
   }
-  spare = null
+  spare.fd = null
 }
 
-// Registered first: a worker terminated between the two statements leaks nothing.
-process.once('exit', giveBackSpare)
-takeSpare()
+const spare = sharedSpare()
 
 /** `load()` (a require of a part), retried with the spare descriptor given back if it ran out of them. */
 export function loadPart<T>(load: () => T): T {
-  if (spare === null) takeSpare() // lost to a load that found its slot taken: descriptors may be back
+  if (spare.fd === null) take(spare) // lost to a load that found its slot taken: descriptors may be back
   try {
     return load()
   } catch (err) {
     const code = (err as { code?: unknown })?.code
-    if ((code !== 'EMFILE' && code !== 'ENFILE') || spare === null) throw err
-    giveBackSpare()
+    if ((code !== 'EMFILE' && code !== 'ENFILE') || spare.fd === null) throw err
+    giveBack(spare)
     try {
       return load()
     } finally {
-      takeSpare()
+      take(spare)
     }
   }
 }
