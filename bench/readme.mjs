@@ -78,7 +78,9 @@ export function rows(d) {
   if (d.require) {
     const r = stat(d.require.reapkit)
     const f = stat(d.require.floor)
-    add('`require(\'reapkit\')`, fresh process', r.text, `a one-line file: ${f.text}`, times(f.center, r.center) + ' of the floor')
+    // Since issue 32, reapkit holds Node's own spawn from require on: node:child_process is its floor too.
+    const c = d.require.childProcess ? `; the same and \`node:child_process\`: ${stat(d.require.childProcess).text}` : ''
+    add('`require(\'reapkit\')`, fresh process', r.text, `a one-line file: ${f.text}${c}`, times(f.center, r.center) + ' of the floor')
   }
   if (d.stop) {
     const r = stat(d.stop.reapkit.map((x) => x.ms))

@@ -180,26 +180,7 @@ async function idleCost() {
   return { baseline, reapkit: ours, poll100, poll10 }
 }
 
-async function requireTime() {
-  // Side by side, alternating, each in a fresh process: reapkit, and a one-line file (the loader's
-  // own first-require cost, which every package pays) as the floor.
-  const dir = mkdtempSync(join(os.tmpdir(), 'reapkit-require-'))
-  const trivial = join(dir, 'one-line.js')
-  writeFileSync(trivial, 'module.exports = 1\n')
-  const time = async (file) => {
-    const script = `const t = performance.now(); require(${JSON.stringify(file)}); console.log(performance.now() - t)`
-    const c = spawnTracked(process.execPath, ['-e', script])
-    return within(new Promise((resolve) => lines(c.stdout, (l) => resolve(Number(l)))), 15_000, 'require')
-  }
-  const samples = { reapkit: [], floor: [] }
-  for (let i = 0; i < N_REQUIRE; i++) {
-    samples.reapkit.push(await time(DIST))
-    samples.floor.push(await time(trivial))
-  }
-  rmSync(dir, { recursive: true, force: true })
-  return samples
-}
-
+const requireBench = await import('./require.mjs')
 const reaping = await import('./reaping.mjs')
 const keepaliveBench = await import('./keepalive.mjs')
 const httpDrainBench = await import('./http-drain.mjs')
@@ -219,7 +200,7 @@ const loadAtStart = os.loadavg()[0] // other work on the machine shifts every ab
 const exit = await exitLatency()
 const parent = await parentLatency()
 const idle = await idleCost()
-const req = await requireTime()
+const req = requireBench.requireFigures(N_REQUIRE)
 const spawnCost = process.platform === 'linux' ? await spawnCostBench.spawnCostFigures(quick ? 50 : 300) : null // (pgrp from /proc)
 const backstopCgroup = process.platform === 'linux' ? await backstopCgroupBench.backstopFigures(100, quick ? 2 : 5) : null
 const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
@@ -257,8 +238,6 @@ const E = { alone: stat(exit.alone), reapkit: stat(exit.reapkit), poll10: stat(e
 const P = Object.fromEntries(Object.entries(parent).map(([kind, v]) => [kind, {
   reapkit: stat(v.reapkit), signal: stat(v.reapkitSignal), kernel: stat(v.kernel), poll2000: stat(v.poll2000),
 }]))
-const R = stat(req.reapkit)
-const F = stat(req.floor)
 const ratio = (a, b) => `${fmt(b / a)}x`
 const cpu = os.cpus()[0]?.model ?? 'unknown cpu'
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
@@ -429,12 +408,7 @@ ${exitScale.table(exitscale)}
 
 ## \`require('reapkit')\` in a fresh process (addon included)
 
-| what | n | p50 ms | p99 ms |
-|---|---:|---:|---:|
-| \`require('reapkit')\` | ${R.n} | ${fmt(R.p50)} | ${fmt(R.p99)} |
-| \`require\` of a one-line file (the loader's own cost, paid by any package) | ${F.n} | ${fmt(F.p50)} | ${fmt(F.p99)} |
-
-Target < 5 ms → ${R.p50 < 5 ? 'met' : 'NOT met'} (p50); reapkit's own share above the floor: ${fmt(R.p50 - F.p50)} ms.
+${requireBench.requireMarkdown(req)}
 
 ## Stopping a three-level tree (\`sh\` → \`sh\` → \`sleep\`) and knowing it is gone
 

@@ -22,7 +22,7 @@ export { killProcessGracefully, type KillOptions, type KillResult, type SignalSe
 export type { ContainerEngine } from './mechanisms/container/command'
 export type { ContainerOutcome, ContainerRecord } from './mechanisms/container/stop'
 export type { ContainerResult } from './mechanisms/container/child'
-export { EngineError } from './mechanisms/container/engine'
+export { EngineError } from './mechanisms/container/engine-error'
 export { groupMembers } from './mechanisms/group'
 export { createJob, type Job } from './mechanisms/job'
 export { closeClient, type CloseClientOptions, type CloseReport } from './policies/close'
@@ -60,16 +60,15 @@ export {
 export { stopLeakedContainer, stopLeakedContainers, type StopContainersOptions, type StoppedContainer } from './policies/doctor-containers-stop'
 export type { ContainerOwner } from './mechanisms/container/owner'
 export { type Logger, silentLogger } from './ground/logger'
+export { createKeepalive, type KeepaliveMetrics } from './policies/keepalive'
 export {
-  createKeepalive,
   ShuttingDownError,
   SHUTTING_DOWN_JSONRPC_CODE,
   type Keepalive,
   type KeepaliveOptions,
   type KeepaliveState,
   type ShutdownReport as KeepaliveReport,
-  type KeepaliveMetrics,
-} from './policies/keepalive'
+} from './policies/keepalive/types'
 export { registerKeepaliveMetrics } from './policies/keepalive/prometheus'
 export { ReapkitError, TimeoutError, AbortError, type SystemError } from './ground/errors'
 export type { SignalLike } from './ground/validate'

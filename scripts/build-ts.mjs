@@ -1,8 +1,10 @@
 // Builds dist/:
 // - dist/cjs/*.d.ts: tsc type-checks lib/ and emits the declarations;
-// - dist/cjs/index.js: esbuild bundles lib/ (and node-gyp-build, the addon loader) into one
-//   CommonJS file: one file to resolve and compile keeps `require('reapkit')` fast. Not minified,
-//   with a source map (index.js.map) that maps every line back to lib/;
+// - dist/cjs/index.js: esbuild bundles what spawn() and watchExit() need (and node-gyp-build, the
+//   addon loader) into one CommonJS file, and the rest of lib/ into parts (dist/cjs/parts/), each
+//   loaded on first use (scripts/build-parts.mjs): one file to resolve and little to compile keeps
+//   `require('reapkit')` fast. Not minified, with source maps (*.js.map) that map every line back
+//   to lib/;
 // - dist/esm/index.mjs: a thin ESM wrapper over that same CommonJS module. One implementation means
 //   one copy of the process-global state (the exit watcher, the armed death signal) even when an
 //   application loads reapkit through both `import` and `require` (Node's "dual package hazard").
@@ -59,11 +61,11 @@ for (const entry of [...secondary, ...commands]) {
     }],
   })
 }
-await esbuild.build({
-  ...common,
-  entryPoints: [join(root, 'lib', 'index.ts')],
-  outfile: join(dist, 'cjs', 'index.js'),
-})
+// The main entry in parts: index.js holds what spawn() and watchExit() need, parts/ the rest, each
+// loaded on first use (scripts/build-parts.mjs says how, and what stays one instance).
+const { buildMain } = await import('./build-parts.mjs')
+await buildMain({ esbuild, root, outDir: join(dist, 'cjs'), scratch: join(dist, 'scratch'), common })
+rmSync(join(dist, 'scratch'), { recursive: true, force: true })
 writeFileSync(join(dist, 'cjs', 'package.json'), '{ "type": "commonjs" }\n')
 
 const require = createRequire(import.meta.url)

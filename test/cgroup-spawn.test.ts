@@ -69,7 +69,7 @@ describe('spawn({ cgroup })', () => {
   it.skipIf(noCgroup !== null)('fails the spawn when the child cannot be joined to its cgroup: the command never runs', async () => {
     // The very path spawn() takes, with a cgroup that is not there: the helper's join fails.
     const marker = join(tmpdir(), `reapkit-cgroup-never-${process.pid}`)
-    const started = spawnThroughHelper(childProcess, {
+    const started = spawnThroughHelper(childProcess.spawn, {
       helper: execHelperPath()!, group: true, sig: 0, cgroup: join(cgroupRoot, `reapkit-test-missing-${process.pid}`),
       file: 'sh', argv0: 'sh', argv: ['-c', `touch ${marker}`], nodeOptions: { stdio: 'ignore' },
     })!

@@ -12,13 +12,19 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
+/** The package's CommonJS bundle: index.js and the parts it loads on first use (node-gyp-build's search among them). */
+function copyBundle(pkg: string): void {
+  cpSync(join(ROOT, 'dist', 'cjs', 'index.js'), join(pkg, 'dist', 'cjs', 'index.js'))
+  cpSync(join(ROOT, 'dist', 'cjs', 'parts'), join(pkg, 'dist', 'cjs', 'parts'), { recursive: true })
+}
+
 describe('the addon loader, with no addon to load', () => {
   it('says that this copy carries no prebuild, that the install script did not run, and how to get the addon; supervisorPath() throws ENOTSUP', () => {
     // The package's CommonJS bundle in a package of its own with no build/ and no prebuilds/.
     const pkg = mkdtempSync(join(tmpdir(), 'reapkit-noaddon-'))
     dirs.push(pkg)
     mkdirSync(join(pkg, 'dist', 'cjs'), { recursive: true })
-    cpSync(join(ROOT, 'dist', 'cjs', 'index.js'), join(pkg, 'dist', 'cjs', 'index.js'))
+    copyBundle(pkg)
     writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'reapkit', version: '0.0.0' }))
     writeFileSync(join(pkg, 'binding.gyp'), '{}')
     const script = `
@@ -46,7 +52,7 @@ describe('the addon loader, with no addon to load', () => {
     const pkg = mkdtempSync(join(tmpdir(), 'reapkit-noaddon-'))
     dirs.push(pkg)
     mkdirSync(join(pkg, 'dist', 'cjs'), { recursive: true })
-    cpSync(join(ROOT, 'dist', 'cjs', 'index.js'), join(pkg, 'dist', 'cjs', 'index.js'))
+    copyBundle(pkg)
     writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'reapkit', version: '0.0.0' }))
     writeFileSync(join(pkg, 'binding.gyp'), '{}')
     // Prebuilds for other targets only (never loaded here: no platform matches this one).

@@ -3,8 +3,6 @@
  * and `syscall` (exactly like the errors of Node's own `process.kill`); argument errors are
  * TypeError / RangeError with Node's `ERR_*` codes; reapkit's own errors have a `code` too.
  */
-import { constants } from 'node:os'
-
 /** A Node-style system error: `code` ('ESRCH'), `errno` (negative, libuv's convention), `syscall`. */
 export interface SystemError extends Error {
   code: string
@@ -43,7 +41,9 @@ export class AbortError extends Error {
 
 /** Builds a system error for a condition found without a syscall (e.g. ENOTSUP, or ESRCH known). */
 export function systemError(code: string, syscall: string, detail?: string, cause?: unknown): SystemError {
-  const errno = (constants.errno as Record<string, number>)[code]
+  // node:os loads here, when an error is made, not with reapkit.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const errno = ((require('node:os') as typeof import('node:os')).constants.errno as Record<string, number>)[code]
   const message = `${syscall} ${code}${detail ? ` (${detail})` : ''}`
   const err = new Error(message, cause === undefined ? undefined : { cause }) as SystemError
   err.code = code

@@ -36,6 +36,7 @@ import type { ChildProcess, SpawnOptions as NodeSpawnOptions, StdioOptions } fro
 import { spawnReportMs } from '../ground/config'
 import { binding, type ExecReport } from '../ground/native'
 import { signalName } from '../ground/validate'
+import type { SpawnFunction } from './node-spawn'
 
 /** How the child's start was confirmed: see SpawnedInfo.startup. */
 export type Startup = 'exec' | 'timeout' | 'none'
@@ -100,7 +101,7 @@ function openPipe(): [number, number] | null {
  * be no report (stdio Node would refuse, no descriptor for the pipe): the caller then uses Node's
  * own spawn, whose group (setsid) is in place when it returns, rather than state an unconfirmed one.
  */
-export function spawnThroughHelper(childProcess: typeof import('node:child_process'), req: Request): HelperSpawn | null {
+export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): HelperSpawn | null {
   const stdio = stdioArray(req.nodeOptions.stdio)
   const pipe = stdio ? openPipe() : null
   if (!stdio || !pipe) return null
@@ -112,7 +113,7 @@ export function spawnThroughHelper(childProcess: typeof import('node:child_proce
     const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
     const join = req.cgroup !== undefined ? ['--cgroup', req.cgroup] : []
     const args = [...join, req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
-    child = childProcess.spawn(req.helper, args, options)
+    child = nodeSpawn(req.helper, args, options)
   } catch (err) {
     closeFd(pipe[0])
     throw err

@@ -28,6 +28,7 @@ import { basename, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { systemError } from '../ground/errors'
 import { jobLauncherPath } from '../ground/native'
+import type { SpawnFunction } from './node-spawn'
 
 /** A batch file by its name, as Windows opens it: trailing dots and spaces are dropped ("x.bat. ."). */
 const isBatch = (file: string): boolean => /\.(bat|cmd)$/i.test(file.replace(/[. ]+$/, ''))
@@ -66,7 +67,7 @@ function searchPath(command: string, options: NodeSpawnOptions): string | null {
  * command cannot be found (Node's own spawn then emits its ENOENT 'error', as on a direct spawn).
  */
 export function spawnInJob(
-  childProcess: typeof import('node:child_process'),
+  nodeSpawn: SpawnFunction,
   command: string,
   args: string[],
   options: NodeSpawnOptions,
@@ -100,7 +101,7 @@ export function spawnInJob(
   // Verbatim: libuv joins the arguments with spaces and quotes none, not even the program's own
   // name, so the paths are quoted here (the launcher's after_argv0 reads a quoted argv[0]).
   const quoted = (path: string): string => (verbatim && /[\s"]/.test(path) ? `"${path}"` : path)
-  const child = childProcess.spawn(launcher, [...own, quoted(program), ...argv], {
+  const child = nodeSpawn(launcher, [...own, quoted(program), ...argv], {
     ...options,
     shell: false,
     windowsVerbatimArguments: verbatim,

@@ -35,12 +35,14 @@ import { typeError } from '../ground/errors'
 import { type GroupListing, groupListingSoon } from './group'
 import { foregroundTerminal, followForeground } from './terminal'
 import { type ProcessHandle, openProcess } from './handle'
-import { spawnInJob } from './spawn-win32'
-import { attachContainer, prepareContainerRun } from './container/child'
+import win32SpawnPart from './lazy/spawn-win32'
+import containerPart from './lazy/containers'
+import { engineOf } from './container/engine-name'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { cgroupCapability } from './cgroup/where'
 import { isCgroupRemoved, makeChildCgroup, removeWhenEmpty, whyUncontained } from './cgroup/make'
+import { nodeSpawn } from './node-spawn'
 import { binding, capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -401,24 +403,20 @@ export function spawn(
     else if (process.platform === 'win32' && group) warnNoNative('spawn() starts the child outside a kill-on-close Job object: what it starts can outlive this process')
   }
 
-  // Loaded on first use: child_process pulls in streams and net, which would double the cost of
-  // require('reapkit') for programs that never spawn.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const childProcess = require('node:child_process') as typeof import('node:child_process')
-
   // A container run gets its labels, and its record once the client runs (container/child.ts).
-  const run = container && !nodeOptions.shell ? prepareContainerRun(command, args, nodeOptions) : null
+  // The container code loads only for a program named like an engine (the parser decides the rest).
+  const run = container && !nodeOptions.shell && engineOf(command) !== null ? containerPart().prepareContainerRun(command, args, nodeOptions) : null
   if (run) args = run.args
   const withContainer = (child: ChildProcess): ChildProcess => {
     const info = spawned.get(child)
-    if (run && info && child.pid !== undefined) attachContainer(child, (info.container = run.record))
+    if (run && info && child.pid !== undefined) containerPart().attachContainer(child, (info.container = run.record))
     return child
   }
 
   // Windows: no groups and no death signal, a kill-on-close Job object instead (spawn-win32.ts).
   if (process.platform === 'win32') {
-    const inJob = group ? spawnInJob(childProcess, command, args, nodeOptions, wanted > 0) : null
-    return withContainer(pinAndRegister(inJob ?? childProcess.spawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null, startup: 'none' }))
+    const inJob = group ? win32SpawnPart().spawnInJob(nodeSpawn, command, args, nodeOptions, wanted > 0) : null
+    return withContainer(pinAndRegister(inJob ?? nodeSpawn(command, args, nodeOptions), { pgid: null, parentDeathSignal: null, job: inJob !== null, startup: 'none' }))
   }
 
   // A shell command is run by the shell, as Node does it (the helper then execs the shell).
@@ -443,7 +441,7 @@ export function spawn(
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
     let started: HelperSpawn | null
     try {
-      started = spawnThroughHelper(childProcess, { helper, group, foreground: terminal !== null, sig, cgroup: cg, file, argv0, argv, nodeOptions })
+      started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, cgroup: cg, file, argv0, argv, nodeOptions })
     } catch (err) {
       // Node refused (a NUL byte in an argument or the environment...): no child of ours is in it,
       // removed now (or once empty, should a helper have got in before the throw).
@@ -465,7 +463,7 @@ export function spawn(
   // No helper, nothing to arm, a command execvp would not find, or no report possible: Node's own
   // spawn, so its own errors ('error' with ENOENT...) reach the caller unchanged. A group then comes
   // from setsid, which libuv applies before its exec, and its spawn returns after that exec: exact too.
-  const child = childProcess.spawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
+  const child = nodeSpawn(command, args, { ...nodeOptions, detached: nodeOptions.detached || group })
   const notContained = uncontained !== null ? { cgroupUnavailable: uncontained } : {}
   return withContainer(pinAndRegister(child, { pgid: group ? (child.pid ?? null) : null, parentDeathSignal: null, startup: 'none', ...notContained }))
 }

@@ -18,9 +18,8 @@
  * background job, as any shell would make it. `spawn(..., { foreground: false })` opts out.
  */
 import type { ChildProcess, StdioOptions } from 'node:child_process'
-import { constants } from 'node:os'
-import { isatty } from 'node:tty'
 import { binding } from '../ground/native'
+import { signalNumber } from '../ground/validate'
 
 interface ForegroundJob {
   child: ChildProcess
@@ -56,7 +55,10 @@ function ownGroup(): number | null {
  */
 export function foregroundTerminal(stdio: StdioOptions | undefined): number | null {
   if (process.platform === 'win32' || !binding?.tcgetpgrp) return null
-  if (!inherits(stdio, 0) || !isatty(0)) return null
+  if (!inherits(stdio, 0)) return null
+  // node:tty loads here, for a child that inherits our stdin, not with reapkit.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if (!(require('node:tty') as typeof import('node:tty')).isatty(0)) return null
   try {
     return binding.tcgetpgrp(0) === ownGroup() ? 0 : null
   } catch {
@@ -139,7 +141,7 @@ function onContinue(): void {
       // no terminal any more: the job goes on in the background
     }
     try {
-      binding!.killpg(job.pgid, constants.signals.SIGCONT)
+      binding!.killpg(job.pgid, signalNumber('SIGCONT'))
     } catch {
       // ESRCH: the group is gone
     }

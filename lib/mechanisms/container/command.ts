@@ -22,10 +22,11 @@
  * and left Up by the other: the tables are grammar.ts's, which native/supervise/run_grammar.c reads
  * too (generated into a header), and test/container-grammar.test.ts feeds both the same argvs.
  */
-
+import { engineOf } from './engine-name'
 import { BOOL_FALSE, BOOL_TRUE, type ContainerEngine, ENGINES, GLOBAL_FLAGS, type FlagLists, RUN_AUTO_REMOVE, RUN_FLAGS, RUN_LABEL_FLAGS, RUN_NOT_OURS } from './grammar'
 
 export type { ContainerEngine } from './grammar'
+export { engineOf } from './engine-name'
 
 /** What a recognized `run` command says about its container. */
 export interface ContainerRun {
@@ -63,14 +64,6 @@ const GLOBALS = Object.fromEntries(ENGINES.map((engine) => [engine, table(GLOBAL
 const RUN = table(RUN_FLAGS)
 const NOT_OURS: ReadonlySet<string> = new Set(RUN_NOT_OURS)
 const LABELS: ReadonlySet<string> = new Set(RUN_LABEL_FLAGS)
-
-/** The engine named by a program path (any directory, `/` or `\`; `.exe` and case ignored), or null. */
-export function engineOf(program: string): ContainerEngine | null {
-  // ASCII case only (the C wrapper's strncasecmp): no Unicode folding makes another name one of ours
-  const base = program.slice(Math.max(program.lastIndexOf('/'), program.lastIndexOf('\\')) + 1).replace(/[A-Z]+/g, (c) => c.toLowerCase())
-  const name = base.endsWith('.exe') ? base.slice(0, -4) : base
-  return (ENGINES as readonly string[]).includes(name) ? (name as ContainerEngine) : null
-}
 
 /** One flag as pflag reads it: its name(s), whether it was given a value inline, and where parsing resumes. */
 interface Flag {

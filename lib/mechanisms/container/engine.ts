@@ -10,9 +10,12 @@
  * path never blocks the event loop on an engine.
  */
 import type { ExecFileException } from 'node:child_process'
-import { ReapkitError, TimeoutError } from '../../ground/errors'
+import { TimeoutError } from '../../ground/errors'
 import { type ContainerEngine, RUN_LABEL } from './command'
+import { EngineError } from './engine-error'
 import { commandAs, type EngineUser } from './engine-user'
+
+export { EngineError } from './engine-error'
 
 /** How to reach the engine a run used. */
 export interface EngineClient {
@@ -27,18 +30,6 @@ export interface EngineClient {
   cwd?: string
   /** Run every call as this user (doctor, for another user's client: ./engine-user.ts); absent: as ourselves. */
   user?: EngineUser
-}
-
-/** The engine's client failed: `stderr` says why, `exitCode` how (null when it could not be run at all). */
-export class EngineError extends ReapkitError {
-  readonly stderr: string
-  readonly exitCode: number | null
-  constructor(message: string, stderr: string, exitCode: number | null, cause?: unknown) {
-    super('ERR_REAPKIT_ENGINE', message, cause === undefined ? undefined : { cause })
-    this.name = 'EngineError'
-    this.stderr = stderr
-    this.exitCode = exitCode
-  }
 }
 
 /** Default bound of one engine call that does not wait on a container (list, inspect, kill, rm). */

@@ -22,7 +22,8 @@ export interface FlagLists {
   booleans: readonly string[]
 }
 
-const lists = (values: string, booleans: string): FlagLists => ({
+// Pure (a bundler may drop the tables a file does not use: spawn() reads ENGINES alone at require).
+const lists = /* @__NO_SIDE_EFFECTS__ */ (values: string, booleans: string): FlagLists => ({
   values: values.split(' ').filter(Boolean),
   booleans: booleans.split(' ').filter(Boolean),
 })

@@ -1,0 +1,186 @@
+// What require('reapkit') loads (issue 29 item 6): spawn(), watchExit() and what they stand on, in
+// one file (dist/cjs/index.js); every other part of the library (the Supervisor, doctor, the
+// containers, the keepalive, Prometheus, the Windows code) loads from dist/cjs/parts/ on first use,
+// with the same exports, the same kinds of value and the same errors at the same moment as the
+// library in one piece (lib/index.ts, which this file imports). Counts files and modules, not
+// milliseconds: the time is the bench's (bench/require.mjs, beside the one-line-module floor).
+import { spawnSync } from 'node:child_process'
+import { dirname, join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import * as source from '../lib/index'
+import { DIST } from './helpers'
+
+/** Runs `body` in a fresh Node after `const rk = require(DIST)`; `report(x)` prints its answer. */
+function fresh<T>(body: string): T {
+  const script = `
+    const before = new Set(process.moduleLoadList)
+    const rk = require(${JSON.stringify(DIST)})
+    const distDir = ${JSON.stringify(dirname(DIST))}
+    const builtins = () => process.moduleLoadList.filter((m) => !before.has(m) && m.startsWith('NativeModule ')).map((m) => m.slice(13))
+    const files = () => Object.keys(require.cache).filter((f) => f.startsWith(distDir)).map((f) => f.slice(distDir.length + 1)).sort()
+    const report = (x) => console.log(JSON.stringify(x))
+    ;(async () => { ${body} })().catch((err) => { console.error(err); process.exit(1) })`
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 })
+  expect(r.status, r.stderr).toBe(0)
+  return JSON.parse(r.stdout.trim().split('\n').pop()!) as T
+}
+
+/** How a call with a bad argument ends: synchronously, or as a rejection; the error's shape. */
+const outcomeScript = `
+  async function outcome(fn) {
+    let r
+    try { r = fn(Symbol('bad')) } catch (e) { return ['throws', e.name, e.code ?? null, e.message] }
+    if (!r || typeof r.then !== 'function') return ['returns', typeof r]
+    try { await r; return ['resolves'] } catch (e) { return ['rejects', e.name, e.code ?? null, e.message] }
+  }`
+
+async function outcome(fn: (arg: unknown) => unknown): Promise<unknown[]> {
+  let r: unknown
+  try {
+    r = fn(Symbol('bad'))
+  } catch (e) {
+    const err = e as Error & { code?: string }
+    return ['throws', err.name, err.code ?? null, err.message]
+  }
+  if (!r || typeof (r as Promise<unknown>).then !== 'function') return ['returns', typeof r]
+  try {
+    await r
+    return ['resolves']
+  } catch (e) {
+    const err = e as Error & { code?: string }
+    return ['rejects', err.name, err.code ?? null, err.message]
+  }
+}
+
+const isClass = (v: unknown): boolean => typeof v === 'function' && /^class\b/.test(Function.prototype.toString.call(v))
+
+describe("require('reapkit')", () => {
+  it('loads one file and holds Node\'s spawn; the Supervisor, doctor, containers, keepalive and Prometheus load on first use', () => {
+    const r = fresh<{ files: string[]; builtins: string[] }>('report({ files: files(), builtins: builtins() })')
+    expect(r.files).toEqual(['index.js'])
+    // Taken at require so that `child_process.spawn = reapkit.spawn` cannot make spawn call itself.
+    expect(r.builtins).toContain('child_process')
+    // crypto: container run ids and the state file; perf_hooks: the keepalive; worker_threads: the
+    // keepalive's and the containers' checks; tty: the foreground hand-over; http, readline: none.
+    for (const m of ['crypto', 'perf_hooks', 'worker_threads', 'tty', 'http', 'readline']) expect(r.builtins, m).not.toContain(m)
+  })
+
+  it('exports what lib/index.ts exports, each of the same kind, name and length', () => {
+    const built = fresh<Record<string, { type: string; name?: string; length?: number; isClass?: boolean }>>(`
+      const out = {}
+      for (const n of Object.keys(rk)) {
+        if (n === '__esModule') continue
+        const v = rk[n]
+        out[n] = typeof v === 'function' ? { type: 'function', name: v.name, length: v.length, isClass: /^class\\b/.test(Function.prototype.toString.call(v)) } : { type: typeof v }
+      }
+      report(out)`)
+    const expected: Record<string, unknown> = {}
+    for (const [n, v] of Object.entries(source)) {
+      expected[n] = typeof v === 'function' ? { type: 'function', name: v.name, length: v.length, isClass: isClass(v) } : { type: typeof v }
+    }
+    expect(built).toEqual(expected)
+  })
+
+  it('every function fails a bad argument as lib/index.ts does, at the same moment (sync throw or rejection), lazily loaded ones too', async () => {
+    // Each is called once with a Symbol, which every one refuses or ignores (no process is touched).
+    const built = fresh<{ calls: Record<string, unknown[]>; before: string[]; after: string[] }>(`${outcomeScript}
+      const partsLoaded = () => files().filter((f) => f.startsWith('parts/'))
+      const before = partsLoaded()
+      const calls = {}
+      for (const n of Object.keys(rk).sort()) {
+        if (typeof rk[n] === 'function' && !/^class\\b/.test(Function.prototype.toString.call(rk[n]))) calls[n] = await outcome(rk[n])
+      }
+      report({ calls, before, after: partsLoaded() })`)
+    const expected: Record<string, unknown[]> = {}
+    for (const [n, v] of Object.entries(source).sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (typeof v === 'function' && !isClass(v)) expected[n] = await outcome(v as (a: unknown) => unknown)
+    }
+    expect(built.calls).toEqual(expected)
+    expect(built.before).toEqual([])
+    for (const part of ['mechanisms-kill', 'policies-close', 'policies-doctor', 'policies-keepalive', 'policies-supervisor-prometheus']) {
+      expect(built.after, part).toContain(`parts/${part}.js`)
+    }
+  })
+
+  it('Supervisor loads on first read and is the class itself: instanceof, constructor and extends hold', () => {
+    const r = fresh<{ before: string[]; after: string[]; checks: boolean[] }>(`
+      const partsLoaded = () => files().filter((f) => f.startsWith('parts/'))
+      const before = partsLoaded()
+      const { Supervisor } = rk
+      const s = new Supervisor()
+      class Mine extends rk.Supervisor {}
+      const m = new Mine()
+      report({ before, after: partsLoaded(), checks: [s instanceof rk.Supervisor, s.constructor === rk.Supervisor, m instanceof Supervisor, Supervisor === rk.Supervisor, typeof m.shutdownAll === 'function'] })`)
+    expect(r.before).toEqual([])
+    expect(r.after).toContain('parts/policies-supervisor.js')
+    expect(r.checks).toEqual([true, true, true, true, true])
+  })
+
+  it('a part shares the eager bundle\'s modules: a child spawned by spawn() is known to killProcessGracefully (one spawn registry)', () => {
+    const r = fresh<{ pid: number; pgid: number | null; sent: string[]; survivors: number[] }>(`
+      const child = rk.spawn('sleep', ['30'], { stdio: 'ignore' })
+      const result = await rk.killProcessGracefully(child, { graceMs: 5000 })
+      report({ pid: child.pid, pgid: result.pgid, sent: result.signalsSent.map((s) => s.signal), survivors: result.survivors })`)
+    // The part found the child's group and pin in spawn()'s registry: a copy of spawn.ts in the part
+    // would know neither, and stop the pid alone (pgid null).
+    expect(r.pgid).toBe(r.pid)
+    expect(r.sent).toEqual(['SIGTERM'])
+    expect(r.survivors).toEqual([])
+  })
+})
+
+describe('a part of another build', () => {
+  it('is refused with an error that says so (the package replaced on disk while a process ran)', () => {
+    const r = fresh<{ error: string }>(`
+      rk[Symbol.for('reapkit.internals')].build = 'another build' // what a newer index.js would carry
+      try { await rk.findOrphans(); report({ error: 'none' }) } catch (err) { report({ error: err.message }) }`)
+    expect(r.error).toMatch(/parts\/ is not from the build of the dist\/cjs\/index\.js this process loaded/)
+  })
+})
+
+describe('a part loaded when the process is out of descriptors', () => {
+  it('loads anyway: the first killProcessGracefully, with none free, still stops its target', () => {
+    const r = fresh<{ loaded: boolean; signalled: string[]; exited: boolean; error: string | null }>(`
+      const fs = require('node:fs')
+      const child = rk.spawn('sleep', ['30'], { stdio: 'ignore' })
+      const held = []
+      try { for (;;) held.push(fs.openSync('/dev/null', 'r')) } catch (err) { if (err.code !== 'EMFILE') throw err }
+      let result = null, error = null
+      try { result = await rk.killProcessGracefully(child, { graceMs: 300, confirmMs: 1000 }) } catch (err) { error = err.code || String(err) }
+      held.forEach((fd) => fs.closeSync(fd))
+      // Bounded: a stop that failed leaves the sleep running, killed here so the answer comes at once.
+      const exited = await new Promise((res) => {
+        if (child.exitCode !== null || child.signalCode !== null) return res(true)
+        const t = setTimeout(() => { child.kill('SIGKILL'); res(false) }, 2000)
+        child.once('exit', () => { clearTimeout(t); res(true) })
+      })
+      report({ loaded: files().includes('parts/mechanisms-kill.js'), signalled: result ? result.signalsSent.map((s) => s.signal) : [], exited, error })`)
+    expect(r.error).toBeNull()
+    expect(r.loaded).toBe(true)
+    expect(r.signalled[0]).toBe('SIGTERM')
+    expect(r.exited).toBe(true)
+  })
+})
+
+describe('reapkit loaded afresh many times in one process (a test runner that resets its registry)', () => {
+  it('holds one spare descriptor and one exit listener in all, not one per copy', () => {
+    const r = fresh<{ fds: [number, number]; exitListeners: [number, number] }>(`
+      const path = require('node:path')
+      const count = () => require('node:fs').readdirSync('/proc/self/fd').length
+      const before = [count(), process.listenerCount('exit')]
+      for (let i = 0; i < 20; i++) {
+        for (const key of Object.keys(require.cache)) if (key.startsWith(distDir + path.sep) && !key.endsWith('.node')) delete require.cache[key]
+        require(${JSON.stringify(DIST)})
+      }
+      report({ fds: [before[0], count()], exitListeners: [before[1], process.listenerCount('exit')] })`)
+    expect(r.fds[1]).toBe(r.fds[0])
+    expect(r.exitListeners[1]).toBe(r.exitListeners[0])
+  })
+})
+
+describe('the ESM entry', () => {
+  it('exports the same names', async () => {
+    const esm = (await import(join(dirname(DIST), '..', 'esm', 'index.mjs'))) as Record<string, unknown>
+    expect(Object.keys(esm).sort()).toEqual(Object.keys(source).sort())
+  })
+})
