@@ -349,8 +349,12 @@ export function supervisorCommand(): string {
 
 let caps: Capabilities | undefined
 
-/** What this platform and build support: `{ native, pidfd, pdeathsig, subreaper, kqueue, parentWatch, ... }`. */
-export function capabilities(): Capabilities {
+/**
+ * What this platform and build support: `{ native, pidfd, pdeathsig, subreaper, kqueue, parentWatch, ... }`.
+ * The public capabilities() (mechanisms/cgroup/capabilities.ts) adds `cgroup`; a name of its own
+ * here, since both sit in one bundle and a clash would rename the public one's `.name`.
+ */
+export function nativeCapabilities(): Capabilities {
   if (caps) return { ...caps }
   const native = loaded?.capabilities
   const pidfd = native?.pidfd === true

@@ -6,7 +6,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { AbortError, ReapkitError, TimeoutError, rangeError, typeError } from '../ground/errors'
 import { type ExitInfo, type ExitWatch, type NativeWatch, ProcessHandle, openProcess, registerExit } from './handle'
-import { binding, capabilities } from '../ground/native'
+import { binding, nativeCapabilities as capabilities } from '../ground/native'
 import { isSelf, signalName, validateAbortSignal, validateMs, validatePid, validateOptions } from '../ground/validate'
 
 export type { ExitInfo } from './handle'

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs'
 import { envMs, EXIT_POLL_MS_DEFAULT } from '../ground/config'
 import { ReapkitError, rangeError, systemError } from '../ground/errors'
-import { addonFile, binding, capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
+import { addonFile, binding, nativeCapabilities as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
 import { isSelf, type SignalLike, signalName, signalNumber, validatePid, validateOptions } from '../ground/validate'
 
 /** What is known about a process's end. `code`/`signal` are null where the kernel does not say. */

@@ -25,7 +25,7 @@
 import { parentPollMs } from '../ground/config'
 import { rangeError, typeError } from '../ground/errors'
 import { type ExitWatch, watchNative } from './handle'
-import { binding, capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
+import { binding, nativeCapabilities as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalName, signalNumber, validateMs, validateOptions } from '../ground/validate'
 
 export type ParentWatchMechanism = 'pdeathsig' | 'pidfd' | 'kqueue' | 'handle' | 'poll'

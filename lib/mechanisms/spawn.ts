@@ -43,7 +43,7 @@ import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { cgroupCapability } from './cgroup/where'
 import { isCgroupRemoved, makeChildCgroup, removeWhenEmpty, whyUncontained } from './cgroup/make'
 import { nodeSpawn } from './node-spawn'
-import { binding, capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
+import { binding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {

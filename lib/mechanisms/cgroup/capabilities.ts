@@ -2,7 +2,7 @@
  * The public capabilities(): the addon's and platform's (ground/native.ts), plus `cgroup`, where
  * spawn({ cgroup: true }) can contain a child (where.ts). Computed on the first call, not at require.
  */
-import { type Capabilities as BaseCapabilities, capabilities as baseCapabilities } from '../../ground/native'
+import { type Capabilities as BaseCapabilities, nativeCapabilities as baseCapabilities } from '../../ground/native'
 import { type CgroupCapability, cgroupCapability } from './where'
 
 export type { CgroupCapability } from './where'
