@@ -82,6 +82,15 @@ export function rows(d) {
     const c = d.require.childProcess ? `; the same and \`node:child_process\`: ${stat(d.require.childProcess).text}` : ''
     add('`require(\'reapkit\')`, fresh process', r.text, `a one-line file: ${f.text}${c}`, times(f.center, r.center) + ' of the floor')
   }
+  if (d.install) {
+    const i = d.install
+    add(
+      'install the tarball as a dependency (median s)',
+      `a prebuild fits: ${fmt(i.ms.prebuild / 1000)} s; tarball ${fmt(i.tarballBytes / 1e6)} MB, installed ${fmt(i.installedBytes / 1e6)} MB`,
+      `no fitting prebuild: with a compiler ${fmt(i.ms.compile / 1000)} s (node-gyp), without one ${fmt(i.ms.noCompiler / 1000)} s (the fallbacks)`,
+      times(i.ms.prebuild, i.ms.compile) + ' (compile)',
+    )
+  }
   if (d.stop) {
     const r = stat(d.stop.reapkit.map((x) => x.ms))
     const lag = stat(d.stop.reapkit.map((x) => x.lagMs))

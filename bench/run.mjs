@@ -181,6 +181,7 @@ async function idleCost() {
 }
 
 const requireBench = await import('./require.mjs')
+const installBench = await import('./install.mjs')
 const reaping = await import('./reaping.mjs')
 const keepaliveBench = await import('./keepalive.mjs')
 const httpDrainBench = await import('./http-drain.mjs')
@@ -217,9 +218,9 @@ const httpDrain = await httpDrainBench.httpDrainFigures(quick)
 const httpCost = process.platform === 'linux' ? await httpCostBench.httpCostFigures(quick) : null // (CPU from /proc)
 if (httpCost) httpCost.echo = await httpCostBench.httpCostFigures(quick, 'echo') // the drain's own cost, no SDK around it
 const packed = (await import('./installed.mjs')).installPacked()
-const cliStartup = (() => {
+const [cliStartup, install] = (() => {
   try {
-    return cliBench.startupLatency(quick ? 20 : 100, packed.bin)
+    return [cliBench.startupLatency(quick ? 20 : 100, packed.bin), installBench.installFigures(packed.tarball, { runs: quick ? 1 : 3 })]
   } finally {
     packed.cleanup()
   }
@@ -410,6 +411,19 @@ ${exitScale.table(exitscale)}
 
 ${requireBench.requireMarkdown(req)}
 
+## Installing the packed tarball (\`npm install\` into a fresh project)
+
+Median of ${install.runs} interleaved installs each (npm's cache warmed first, for all alike); "no fitting
+prebuild" is the same tarball with this platform's prebuilds taken out.
+
+| case | median s | |
+|---|---:|---|
+| a prebuild fits (the install step loads it, builds nothing) | ${fmt(install.ms.prebuild / 1000)} | |
+| no fitting prebuild, a compiler on \`PATH\` (node-gyp builds the addon) | ${fmt(install.ms.compile / 1000)} | ${fmt(install.ms.compile / install.ms.prebuild)}x the prebuild case |
+| no fitting prebuild, no compiler (only \`node\` and \`sh\` on \`PATH\`: the fallbacks) | ${fmt(install.ms.noCompiler / 1000)} | ${fmt(install.ms.noCompiler / install.ms.prebuild)}x |
+
+The tarball: ${fmt(install.tarballBytes / 1e6)} MB; the package as installed (every target's prebuilds inside): ${fmt(install.installedBytes / 1e6)} MB.
+
 ## Stopping a three-level tree (\`sh\` → \`sh\` → \`sleep\`) and knowing it is gone
 
 "Lag" is how long after the tree's last process really exited (seen here by pidfd) each method
@@ -556,7 +570,7 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, spawnCost, backstopCgroup, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows, containers, execa10, restart }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, install, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, spawnCost, backstopCgroup, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows, containers, execa10, restart }, null, 1))
 console.log(md)
 // A full run also rewrites the figures table of docs/figures.md from this very run (bench/readme.mjs).
 if (!quick) (await import('./readme.mjs')).writeReadme(join(outDir, 'latest.json'))
