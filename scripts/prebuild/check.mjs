@@ -29,7 +29,7 @@ export function fileProblems(target, name, facts) {
   if (name === target.addon) {
     if (target.libc === 'glibc') {
       if (facts.glibcMax && compareVersions(facts.glibcMax, GLIBC_BASELINE) > 0) {
-        const newer = Object.values(facts.versions).flat().filter((v) => /^GLIBC_\d/.test(v) && compareVersions(v.slice(6), GLIBC_BASELINE) > 0)
+        const newer = Object.values(facts.versions).flat().filter((v) => /^GLIBC_\d/.test(v) && compareVersions(v.slice(6), GLIBC_BASELINE) > 0).sort((a, b) => compareVersions(a.slice(6), b.slice(6)))
         problems.push(`${name}: needs glibc ${facts.glibcMax} (${newer.join(', ')}); the baseline is ${GLIBC_BASELINE}`)
       }
       const other = facts.needed.filter((lib) => !GLIBC_LIBS.test(lib))
