@@ -48,6 +48,20 @@ function readelf(file: string) {
   }
 }
 
+/** Dynamic symbols of `file`: the undefined ones it needs (strong only) and the ones it defines. */
+function dynamicSymbols(file: string): { undefined: string[]; defined: Set<string> } {
+  const r = spawnSync('readelf', ['-W', '--dyn-syms', file], { encoding: 'utf8', timeout: 30_000 })
+  const rows = r.stdout.split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length >= 8 && /^\d+:$/.test(f[0]!))
+  return {
+    undefined: rows.filter((f) => f[6] === 'UND' && f[4] === 'GLOBAL').map((f) => f[7]!.replace(/@.*/, '')),
+    defined: new Set(rows.filter((f) => f[6] !== 'UND').map((f) => f[7]!.replace(/@.*/, ''))),
+  }
+}
+
+// Debian's musl (musl-tools): what a musl libc.so exports (1.2.3, as Alpine 3.17; musl's API is the
+// same on every arch), to check the musl addons ask for nothing else.
+const MUSL_LIBC = '/lib/x86_64-linux-musl/libc.so'
+
 const READELF_MACHINE: Record<string, string> = { 'x86-64': 'Advanced Micro Devices X86-64', aarch64: 'AArch64' }
 
 function glibcVersions(versions: Record<string, string[]>): number[][] {
@@ -95,6 +109,15 @@ describe('prebuilds/, as readelf reads them', () => {
         // musl: no symbol versions at all, and only libc.so (musl's loader maps it to itself).
         expect(addon.versions).toEqual({})
         expect(addon.needed).toEqual(['libc.so'])
+        // Every symbol it needs is Node-API's (from Node) or musl's: nothing glibc-only.
+        if (existsSync(MUSL_LIBC)) {
+          const musl = dynamicSymbols(MUSL_LIBC).defined
+          const needs = dynamicSymbols(join(PREBUILDS, target.dir, target.addon)).undefined
+          expect(needs.length).toBeGreaterThan(0)
+          expect(needs.filter((sym) => !/^(napi|node_api)_/.test(sym) && !musl.has(sym))).toEqual([])
+        } else {
+          ctx.annotate(`${MUSL_LIBC} is not here (apt-get install musl-tools): the symbols were not checked against musl's`)
+        }
       }
       // The build's gate (check.mjs, run by prepack) reads the same facts and finds nothing wrong.
       expect(row.problems).toEqual([])
