@@ -18,6 +18,8 @@
 // mingw-w64), then check.mjs over every target, which fails naming anything missing.
 //
 // REAPKIT_PREBUILD_CACHE moves the cache (Zig, its compiled libc/libc++, stamps, staging).
+// REAPKIT_PREBUILD_KEEP=1 builds nothing and ships prebuilds/ as it is (the release workflow's pack
+// job: each folder there was built and checked on its own runner, and must not be rebuilt).
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -175,13 +177,16 @@ function buildNative() {
 
 const started = Date.now()
 try {
-  if (process.platform === 'linux') {
+  if (process.env.REAPKIT_PREBUILD_KEEP === '1') {
+    console.error('== prebuild: REAPKIT_PREBUILD_KEEP=1: nothing built, prebuilds/ is shipped as it is')
+  } else if (process.platform === 'linux') {
     const dirs = only.length ? only : [...new Set(TARGETS.filter((t) => t.how === 'zig').map((t) => t.dir))]
     const unknown = dirs.filter((d) => !TARGETS.some((t) => t.how === 'zig' && t.dir === d))
     if (unknown.length) throw new Error(`not a Linux prebuild folder: ${unknown.join(', ')}`)
     const zig = ensureZig(CACHE)
     for (const dir of dirs) buildLinuxDir(zig, dir)
-    if (all) run('bash', [join(ROOT, 'scripts', 'win32', 'prebuild.sh')])
+    // Its failure (no mingw-w64, no earlier win32-x64 here) is the check's to report, with the rest.
+    if (all) spawnSync('bash', [join(ROOT, 'scripts', 'win32', 'prebuild.sh')], { stdio: 'inherit' })
   } else {
     buildNative()
   }

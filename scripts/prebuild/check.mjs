@@ -6,7 +6,7 @@
 // either libc). `npm pack` runs it last (prepack): a tarball either carries every target or fails
 // naming the missing ones and where they come from.
 //
-//   node scripts/prebuild/check.mjs [--json]
+//   node scripts/prebuild/check.mjs [--json] [TARGET...]    (TARGET: a name or a folder; default all)
 //
 // REAPKIT_PREBUILD_ALLOW_MISSING=darwin-x64,darwin-arm64 (target names or folder names) accepts a
 // tarball without them, saying so; REAPKIT_PREBUILD_WIN32=skip implies win32-x64.
@@ -72,10 +72,12 @@ export function allowedMissing(env = process.env) {
 }
 
 /** Prints the state of every target; returns the process exit code (0: fit to ship). */
-export function report(prebuildsDir, { json = false, env = process.env } = {}) {
-  const rows = TARGETS.map((t) => inspectTarget(prebuildsDir, t))
+export function report(prebuildsDir, { json = false, env = process.env, only = [] } = {}) {
+  const rows = TARGETS.filter((t) => only.length === 0 || only.includes(t.name) || only.includes(t.dir)).map((t) => inspectTarget(prebuildsDir, t))
+  if (rows.length === 0) throw new Error(`no such target: ${only.join(', ')}`)
   const allowed = allowedMissing(env)
   let failed = 0
+  const absent = []
   const lines = []
   for (const { target, missing, files, problems } of rows) {
     const addon = files[target.addon]
@@ -87,6 +89,7 @@ export function report(prebuildsDir, { json = false, env = process.env } = {}) {
       if (allowed(target)) lines.push(`left out ${target.name}: allowed by the environment; ${target.dir} users build with node-gyp at install`)
       else {
         failed++
+        absent.push(target.name)
         lines.push(`MISSING  ${target.name}: ${howToGet(target)}`)
       }
     } else if (missing.length) {
@@ -98,11 +101,15 @@ export function report(prebuildsDir, { json = false, env = process.env } = {}) {
   }
   if (json) console.log(JSON.stringify(rows, null, 2))
   else console.error(['== prebuilds/ (scripts/prebuild/check.mjs)', ...lines].join('\n'))
-  if (failed) console.error(`prebuilds: ${failed} target(s) missing or unfit; set REAPKIT_PREBUILD_ALLOW_MISSING=<names> to pack without the missing ones`)
+  if (failed) {
+    const hint = absent.length ? `; to pack without the missing ones (their users then build with node-gyp at install): REAPKIT_PREBUILD_ALLOW_MISSING=${absent.join(',')}` : ''
+    console.error(`prebuilds: ${failed} target(s) missing or unfit${hint}`)
+  }
   return failed ? 1 : 0
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-  process.exitCode = report(join(root, 'prebuilds'), { json: process.argv.includes('--json') })
+  const args = process.argv.slice(2)
+  process.exitCode = report(join(root, 'prebuilds'), { json: args.includes('--json'), only: args.filter((a) => !a.startsWith('--')) })
 }

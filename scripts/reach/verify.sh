@@ -30,16 +30,15 @@ if [ "$(id -u)" != 0 ]; then
   echo "reach: needs root (debootstrap, chroot, a mount namespace per process); nothing was run" >&2
   exit 1
 fi
-[ -f dist/cjs/index.js ] || { echo "reach: no dist/ here: run npm run build:ts first" >&2; exit 1; }
-for f in reapkit.node reapkit-exec reapkit-supervise; do
-  [ -f "prebuilds/linux-$arch/$f" ] || { echo "reach: no prebuilds/linux-$arch/$f: run npm run prebuild first" >&2; exit 1; }
-done
+. scripts/reach/stage.sh
+require_built "$arch"
+case $(uname -m) in x86_64) host=x64 ;; aarch64) host=arm64 ;; *) host=$(uname -m) ;; esac
 
 # Tools from Debian where missing.
 missing=()
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v unshare >/dev/null || missing+=(util-linux)
-if [ "$arch" = arm64 ]; then
+if [ "$arch" != "$host" ]; then
   command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
   command -v update-binfmts >/dev/null || missing+=(binfmt-support)
 fi
@@ -51,7 +50,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 emulator=
-if [ "$arch" = arm64 ]; then
+if [ "$arch" != "$host" ]; then
+  [ "$arch" = arm64 ] || { echo "reach: linux-$arch on a $host machine is not set up here" >&2; exit 1; }
   # arm64 executables run through qemu-aarch64-static, registered with the kernel; the F flag opens
   # the interpreter now, so it is found from inside the chroot too.
   [ -e /proc/sys/fs/binfmt_misc/status ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
@@ -89,18 +89,7 @@ fi
 mkdir -p "$root/opt/node/bin"
 cmp -s "$node_bin" "$root/opt/node/bin/node" || cp "$node_bin" "$root/opt/node/bin/node"
 
-# The package as its tarball installs it (dist/ and prebuilds/ as they are: no scripts run), with
-# node-gyp-build, its one dependency, beside it; and the fixture.
-packs=$cache/packs
-rm -rf "$packs"
-mkdir -p "$packs"
-tarball=$(npm pack --ignore-scripts --silent --pack-destination "$packs" | tail -n 1)
-stage=$root/opt/reach
-rm -rf "$stage"
-mkdir -p "$stage/node_modules/reapkit"
-tar -xzf "$packs/$tarball" -C "$stage/node_modules/reapkit" --strip-components=1
-cp -r node_modules/node-gyp-build "$stage/node_modules/"
-cp test/reach/fixtures/native.cjs "$stage/"
+tarball=$(stage_package "$root/opt/reach" "$cache")
 step "staged $tarball and Node $(node -p "require('$nodes/node_modules/node-$arch/package.json').version") in the root"
 
 rc=0

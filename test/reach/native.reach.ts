@@ -9,22 +9,33 @@
 // pidfd_send_signal, the pidfd in epoll, waitid(P_PIDFD), setpgid and PR_SET_PDEATHSIG in the
 // exec helper, PR_SET_PDEATHSIG delivered, waitid(WSTOPPED), PR_SET_CHILD_SUBREAPER, the native
 // supervisor, and the addon's teardown in a worker. Run by `vitest --config vitest.reach.config.mts`
-// with REAPKIT_REACH_ROOT (the root), REAPKIT_REACH_ARCH (x64 | arm64) and, under emulation,
-// REAPKIT_REACH_EMULATOR (its name and version).
+// from scripts/reach/verify.sh (a root) and verify-here.sh (this system as it is: an Alpine
+// container, an arm64 runner), which set REAPKIT_REACH_ROOT (the root, or / for none),
+// REAPKIT_REACH_ARCH (x64 | arm64), REAPKIT_REACH_LIBC (glibc | musl), REAPKIT_REACH_GLIBC (the
+// root's glibc, empty on musl), REAPKIT_REACH_APP and REAPKIT_REACH_NODE (the staged package's
+// folder and the Node binary, as seen from the root) and, under emulation, REAPKIT_REACH_EMULATOR.
 import { spawn } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 import { exitOf, isGone, jsonLines, trackGroup, waitFor } from '../helpers'
 
-const root = process.env.REAPKIT_REACH_ROOT ?? ''
-const arch = process.env.REAPKIT_REACH_ARCH ?? ''
-const emulator = process.env.REAPKIT_REACH_EMULATOR ?? ''
+const env = process.env
+const root = env.REAPKIT_REACH_ROOT ?? ''
+const arch = env.REAPKIT_REACH_ARCH ?? ''
+const libc = env.REAPKIT_REACH_LIBC || 'glibc'
+const app = env.REAPKIT_REACH_APP || '/opt/reach'
+const node = env.REAPKIT_REACH_NODE || '/opt/node/bin/node'
+const emulator = env.REAPKIT_REACH_EMULATOR ?? ''
 // Emulated processes start in about 1.5 s (Node under qemu-user): bounds scale with it.
 const slow = emulator ? 4 : 1
 
-/** Runs `node /opt/reach/native.cjs MODE` (or a command) in the root, in a private mount namespace with /proc and /dev. */
+/**
+ * Runs a command in the root, in a private mount namespace with its own /proc and the host's /dev
+ * (gone with the namespace, whatever happens); with root /, directly.
+ */
 function inRoot(argv: string[]) {
   const script = 'mount -t proc proc "$R/proc" && mount --rbind /dev "$R/dev" && exec chroot "$R" "$@"'
-  const child = spawn('unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', script, 'sh', ...argv], {
+  const [cmd, args] = root === '/' ? [argv[0]!, argv.slice(1)] : ['unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', script, 'sh', ...argv]]
+  const child = spawn(cmd, args, {
     detached: true, // its own group, which the after-test cleanup kills (test/setup.ts)
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { R: root, PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', LANG: 'C' },
@@ -38,7 +49,7 @@ function inRoot(argv: string[]) {
   return { child, out, stdout: () => stdout, stderr: () => stderr }
 }
 
-const fixture = (mode: string) => inRoot(['/opt/node/bin/node', '/opt/reach/native.cjs', mode])
+const fixture = (mode: string) => inRoot([node, `${app}/native.cjs`, mode])
 
 /** Runs a fixture mode to its end and returns its JSON line. */
 async function run(mode: string): Promise<any> {
@@ -49,14 +60,15 @@ async function run(mode: string): Promise<any> {
   return out.seen[0]
 }
 
-const PREBUILD = `/opt/reach/node_modules/reapkit/prebuilds/linux-${arch}`
+const PREBUILD = `${app}/node_modules/reapkit/prebuilds/linux-${arch}`
+const ADDON = libc === 'musl' ? 'reapkit.musl.node' : 'reapkit.node'
 
-describe.runIf(root && arch)(`the linux-${arch} prebuild in ${root}${emulator ? ` under ${emulator}` : ''}`, () => {
-  it('loads: the tarball\'s prebuild for this arch, under that root\'s glibc, with every native capability', async () => {
+describe.runIf(root && arch)(`the linux-${arch} ${libc} prebuild in ${root}${emulator ? ` under ${emulator}` : ''}`, () => {
+  it(`loads: the tarball's ${ADDON} for this arch and libc, with every native capability`, async () => {
     const seen = await run('load')
-    expect(seen).toMatchObject({ arch, file: `${PREBUILD}/reapkit.node`, supervisor: `${PREBUILD}/reapkit-supervise` })
+    expect(seen).toMatchObject({ arch, file: `${PREBUILD}/${ADDON}`, supervisor: `${PREBUILD}/reapkit-supervise` })
     expect(seen.node).toMatch(/^v20\./)
-    expect(seen.glibc).toBe(process.env.REAPKIT_REACH_GLIBC)
+    expect(seen.glibc).toBe(env.REAPKIT_REACH_GLIBC || null)
     expect(seen.caps).toMatchObject({ native: true, pidfd: true, pdeathsig: true, exitWatch: 'pidfd', parentWatch: 'pdeathsig', execHelper: true, supervisor: true })
   })
 
