@@ -119,6 +119,8 @@ describe('prebuilds/, as readelf reads them', () => {
           ctx.annotate(`${MUSL_LIBC} is not here (apt-get install musl-tools): the symbols were not checked against musl's`)
         }
       }
+      // It exports what Node looks up and nothing else (not the static libc++ and compiler-rt in it).
+      expect([...dynamicSymbols(join(PREBUILDS, target.dir, target.addon)).defined].filter((sym) => sym && !/^(_init|_fini)$/.test(sym)).sort()).toEqual(['napi_register_module_v1', 'node_api_module_get_api_version_v1'])
       // The build's gate (check.mjs, run by prepack) reads the same facts and finds nothing wrong.
       expect(row.problems).toEqual([])
       const gate = row.files[target.addon]!
