@@ -61,6 +61,7 @@ function inputsHash(dir) {
   h.update(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version) // the supervisor's --version
   h.update(JSON.parse(readFileSync(join(ROOT, 'node_modules', 'node-addon-api', 'package.json'), 'utf8')).version)
   h.update(NODEDIR)
+  for (const cc of Object.values(HELPER_CC)) h.update(spawnSync(cc, ['-dumpfullversion'], { encoding: 'utf8' }).stdout ?? '')
   return h.digest('hex')
 }
 
@@ -89,13 +90,14 @@ function stage(name) {
   mkdirSync(join(dir, 'scripts'), { recursive: true })
   for (const s of SOURCES) cpSync(join(ROOT, s), join(dir, s), { recursive: true })
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+  mkdirSync(join(CACHE, 'logs'), { recursive: true })
+  writeFileSync(join(CACHE, 'logs', `${name}.log`), '') // this build's log only
   return dir
 }
 
 /** Runs a build step in `cwd`, its output to the log of `name` (printed in part when it fails). */
 function step(name, cwd, env, cmd, argv) {
   const log = join(CACHE, 'logs', `${name}.log`)
-  mkdirSync(dirname(log), { recursive: true })
   const r = spawnSync(cmd, argv, { cwd, env, encoding: 'utf8', maxBuffer: 64 << 20 })
   writeFileSync(log, `${r.stdout ?? ''}${r.stderr ?? ''}`, { flag: 'a' })
   if (r.status !== 0) {
