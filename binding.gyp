@@ -135,6 +135,14 @@
                     "-s"
                   ]
                 }
+              ],
+              [
+                "OS=='linux' and '<!(node scripts/probe-cc.js static)'=='1'",
+                {
+                  "ldflags": [
+                    "-static"
+                  ]
+                }
               ]
             ],
             "xcode_settings": {

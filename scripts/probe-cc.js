@@ -3,10 +3,11 @@
 // Prints 1 or 0, never fails:
 //   probe-cc.js header sys/event.h   can the compiler include the header? (picks the kqueue exit
 //                                    watcher by the header's presence rather than by OS name)
-//   probe-cc.js static               can it link a fully static executable? (the native supervisor
-//                                    is linked statically where it can: about half the resident
-//                                    memory, and it runs on any libc; Debian has libc.a in
-//                                    libc6-dev, other distributions may not)
+//   probe-cc.js static               can it link a fully static executable? (both helpers, the
+//                                    exec helper and the native supervisor, are linked statically
+//                                    where it can: about half the resident memory, and they run
+//                                    on any libc; Debian has libc.a in libc6-dev, other
+//                                    distributions may not)
 'use strict'
 const { spawnSync } = require('node:child_process')
 const { mkdtempSync, rmSync } = require('node:fs')

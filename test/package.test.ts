@@ -43,8 +43,10 @@ let tarballFiles: string[] = []
 describe.runIf(linuxX64)('the packed tarball', () => {
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'reapkit-pack-'))
-    // Pack from a copy of the sources, so that prebuildify's rebuild never replaces the .node file
-    // that other test files have loaded from this checkout.
+    // Pack from a copy of the sources, so that prepack's rebuild never replaces a file that other
+    // test files have loaded from this checkout. prebuilds/ is copied with them: prepack's build
+    // (scripts/prebuild/build.mjs) keeps a folder whose inputs and outputs match its last build in
+    // the shared cache, and rebuilds it otherwise (all four Linux targets on a fresh clone).
     const src = join(work, 'src')
     const skip = new Set(['node_modules', 'build', 'build-cmake', 'dist', '.git', '.cache'])
     cpSync(ROOT, src, {
@@ -53,12 +55,18 @@ describe.runIf(linuxX64)('the packed tarball', () => {
         const rel = relative(ROOT, from)
         if (rel === '') return true
         const top = rel.split('/')[0]!
-        return !skip.has(top) && !(top === 'prebuilds' && rel.endsWith('.node')) && !rel.endsWith('.tgz')
+        return !skip.has(top) && !rel.endsWith('.tgz')
       },
     })
     symlinkSync(join(ROOT, 'node_modules'), join(src, 'node_modules'))
-    // The Windows prebuild is test:win32's to pack and check (it needs the mingw-w64 cross compiler).
-    npm(['pack', '--pack-destination', work], src, { ...process.env, REAPKIT_PREBUILD_WIN32: 'skip' })
+    // What this machine builds: the four Linux targets. The Windows prebuild is test:win32's to pack
+    // and check (it needs the mingw-w64 cross compiler); the macOS ones come from macOS runners.
+    npm(['pack', '--pack-destination', work], src, {
+      ...process.env,
+      REAPKIT_PREBUILD_WIN32: 'skip',
+      REAPKIT_PREBUILD_ALLOW_MISSING: 'darwin-x64,darwin-arm64',
+      REAPKIT_PREBUILD_CACHE: join(ROOT, '.cache', 'prebuild'),
+    })
     const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!
     const listing = execFileSync('tar', ['-tzf', join(work, tarball)]).toString()
     if (!listing.includes('package/prebuilds/linux-x64/reapkit.node')) throw new Error('the tarball has no prebuild')
@@ -81,9 +89,10 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     if (work) rmSync(work, { recursive: true, force: true })
   })
 
-  it('ships the prebuild, the ESM and CJS entries with types, and no build folder', () => {
+  it('ships the Linux prebuilds (glibc and musl, x64 and arm64, helpers beside them), the ESM and CJS entries with types, and no build folder', () => {
     const dir = join(project, 'node_modules', 'reapkit')
-    for (const f of ['prebuilds/linux-x64/reapkit.node', 'prebuilds/linux-x64/reapkit-exec', 'prebuilds/linux-x64/reapkit-supervise', 'bin/reapkit', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'dist/cjs/testing.js', 'dist/esm/testing.mjs', 'dist/cjs/testing.d.ts', 'binding.gyp', 'scripts/install-addon.js']) {
+    const linux = ['x64', 'arm64'].flatMap((arch) => ['reapkit.node', 'reapkit.musl.node', 'reapkit-exec', 'reapkit-supervise'].map((f) => `prebuilds/linux-${arch}/${f}`))
+    for (const f of [...linux, 'bin/reapkit', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/esm/index.mjs', 'dist/esm/index.d.mts', 'dist/cjs/testing.js', 'dist/esm/testing.mjs', 'dist/cjs/testing.d.ts', 'binding.gyp', 'scripts/install-addon.js']) {
       expect(existsSync(join(dir, f)), f).toBe(true)
     }
     expect(existsSync(join(dir, 'build'))).toBe(false)

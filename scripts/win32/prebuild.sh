@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # prebuilds/win32-x64/ (reapkit.node, reapkit-job.exe): the Windows prebuild the packed tarball
-# carries, cross-built here with mingw-w64 (scripts/win32/build.sh). `prepack` runs this after
-# prebuildify. Without the cross compiler, an existing prebuilds/win32-x64 (the GitHub workflow's,
-# built with MSVC on windows-latest) is kept; with neither it fails: a package whose `os` says
-# win32 must carry a Windows prebuild. REAPKIT_PREBUILD_WIN32=skip leaves it out, saying so (the
-# Linux tarball test does, on machines without the cross compiler; test:win32 packs its own).
+# carries, cross-built here with mingw-w64 (scripts/win32/build.sh). `npm run prebuild:all` (and
+# so prepack) runs this after the Linux prebuilds. Without the cross compiler, an existing
+# prebuilds/win32-x64 (the GitHub workflow's, built with MSVC on windows-latest) is kept; with
+# neither it fails, and scripts/prebuild/check.mjs then names win32-x64 as missing: a package whose
+# `os` says win32 must carry a Windows prebuild. REAPKIT_PREBUILD_WIN32=skip leaves it out, saying
+# so (the Linux tarball test does, on machines without the cross compiler; test:win32 packs its own).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=prebuilds/win32-x64
