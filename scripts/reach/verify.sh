@@ -20,7 +20,7 @@ case $arch in
   *) echo "usage: $0 x64|arm64" >&2; exit 2 ;;
 esac
 cache=${REAPKIT_REACH_CACHE:-$PWD/.cache/reach}
-mirror=${REAPKIT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mirror=${REAPKIT_DEBIAN_MIRROR:-} # empty: debootstrap's own default mirror
 suite=bullseye glibc=2.31
 step() { echo "== reach linux-$arch: $1 ($((SECONDS - t)) s)"; t=$SECONDS; }
 t=$SECONDS
@@ -68,7 +68,7 @@ root=$cache/roots/$suite-$deb
 if [ ! -f "$root/.reapkit-root" ]; then
   rm -rf "$root" "$root.tmp"
   mkdir -p "$cache/roots"
-  debootstrap --variant=minbase --arch "$deb" "$suite" "$root.tmp" "$mirror" >"$cache/roots/$suite-$deb.log" 2>&1 ||
+  debootstrap --variant=minbase --arch "$deb" "$suite" "$root.tmp" ${mirror:+"$mirror"} >"$cache/roots/$suite-$deb.log" 2>&1 ||
     { tail -20 "$cache/roots/$suite-$deb.log" >&2; exit 1; }
   touch "$root.tmp/.reapkit-root"
   mv "$root.tmp" "$root"
