@@ -204,8 +204,18 @@ function fastAddonFile(root: string): string | null {
   const candidates = env.PREBUILDS_ONLY
     ? []
     : [join(root, 'build', 'Release', 'reapkit.node'), join(root, 'build', 'Debug', 'reapkit.node')]
-  candidates.push(join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'reapkit.node'))
+  const dir = join(root, 'prebuilds', `${process.platform}-${process.arch}`)
+  // On musl (Alpine) its own build first: the glibc one may even load there (gcompat), as the wrong one.
+  if (onMusl()) candidates.push(join(dir, 'reapkit.musl.node'))
+  candidates.push(join(dir, 'reapkit.node'))
   return candidates.find((file) => existsSync(file)) ?? null
+}
+
+/** Whether this Linux runs on musl: its dynamic loader is there (one stat; node-gyp-build asks /etc/alpine-release). */
+function onMusl(): boolean {
+  if (process.platform !== 'linux') return false
+  const arch = process.arch === 'x64' ? 'x86_64' : process.arch === 'arm64' ? 'aarch64' : process.arch
+  return existsSync(`/lib/ld-musl-${arch}.so.1`)
 }
 
 function loadAddon(root: string): { binding: Binding; file: string } {
