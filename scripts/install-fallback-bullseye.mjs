@@ -18,6 +18,7 @@
 import { execFileSync, spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { packFromCopy } from './pack-copy.mjs'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -91,35 +92,21 @@ function ensureJail() {
   check(node.status === 0 && /^v20\./.test(node.stdout), `Node 20 runs in it (${node.stdout.trim()})`, node.stderr)
 }
 
-/** The release tarball, as `npm pack` makes it (prebuild included), from a copy of the sources. */
+/** The release tarball, as `npm pack` makes it (prebuilds included), from a copy of the sources. */
 function packTarball(work) {
-  const src = join(work, 'src')
-  const skip = new Set(['node_modules', 'build', 'build-cmake', '.git', '.cache'])
-  cpSync(ROOT, src, {
-    recursive: true,
-    filter: (from) => {
-      const rel = relative(ROOT, from)
-      const top = rel.split('/')[0]
-      return rel === '' || (!skip.has(top) && !rel.endsWith('.tgz') && !(top === 'prebuilds' && rel.endsWith('.node')))
-    },
-  })
-  symlinkSync(join(ROOT, 'node_modules'), join(src, 'node_modules'))
-  const env = { ...process.env, REAPKIT_PREBUILD_WIN32: 'skip' }
-  if (!env.npm_config_nodedir && existsSync('/usr/include/node/node_api.h')) env.npm_config_nodedir = '/usr'
-  timed('pack', () => execFileSync('npm', ['pack', '--pack-destination', work], { cwd: src, env, stdio: ['ignore', 'ignore', 'inherit'] }))
-  return join(work, readdirSync(work).find((f) => f.endsWith('.tgz')))
+  return timed('pack', () => packFromCopy(ROOT, work))
 }
 
 /** The same tarball with the install script reapkit had before (node-gyp-build). */
-function controlTarball(tarball, work) {
-  const dir = join(work, 'control')
+function controlTarball(tarball, work, name = 'control') {
+  const dir = join(work, name)
   mkdirSync(dir)
   execFileSync('tar', ['-xzf', tarball, '-C', dir])
   const file = join(dir, 'package', 'package.json')
   const pkg = JSON.parse(readFileSync(file, 'utf8'))
   pkg.scripts.install = 'node-gyp-build'
   writeFileSync(file, JSON.stringify(pkg, null, 2))
-  const out = join(work, 'reapkit-control.tgz')
+  const out = join(work, `reapkit-${name}.tgz`)
   execFileSync('tar', ['-czf', out, '-C', dir, 'package'])
   return out
 }
@@ -134,6 +121,20 @@ function consumerInstall(npmVersion, tgz, name) {
   const npmCli = `${OPT}/node_modules/npm${npmVersion}/bin/npm-cli.js`
   const r = timed(`install:${name}`, () => inJail(['node', npmCli, 'install', '--offline', '--no-audit', '--no-fund', './reapkit.tgz'], { cwd: inside }))
   return { r, inside, dir }
+}
+
+/**
+ * `tarball` with the linux-x64 prebuilds taken out: what a target without a fitting prebuild meets
+ * (since the glibc 2.28 baseline, the linux-x64 one loads in this root).
+ */
+function unprebuiltTarball(tarball, work) {
+  const dir = join(work, 'unprebuilt')
+  mkdirSync(dir)
+  execFileSync('tar', ['-xzf', tarball, '-C', dir])
+  rmSync(join(dir, 'package', 'prebuilds', 'linux-x64'), { recursive: true, force: true })
+  const out = join(work, 'reapkit-unprebuilt.tgz')
+  execFileSync('tar', ['-czf', out, '-C', dir, 'package'])
+  return out
 }
 
 /** Checks the installed consumer; true when the packed prebuild loads in the jail. */
@@ -154,7 +155,7 @@ function checkFallbacks(label, inside, dir) {
   const out = JSON.parse(run.stdout.trim().split('\n').pop())
   const names = out.caps.missing.map((m) => m.split(':')[0])
   check(names.includes('parentDeathSignal') && names.includes('exitWatch'), `${label}: capabilities().missing names the death signal and the exit watch`, JSON.stringify(out.caps.missing))
-  check(/GLIBC_2\.\d+' not found/.test(out.caps.loadError) && out.caps.loadError.includes('carries prebuilds for linux-x64'), `${label}: loadError says the packed prebuild does not load here, and why`, out.caps.loadError)
+  check(/GLIBC_2\.\d+' not found|Cannot find module|No native build was found|no prebuild/i.test(out.caps.loadError) && out.caps.loadError.includes('carries prebuilds for'), `${label}: loadError says no prebuild fits here, and what the package carries`, out.caps.loadError)
   check(out.caps.loadError.includes("reapkit's install script could not build the addon: python3, make"), `${label}: loadError says what the install script found missing`, out.caps.loadError)
   const w = out.warnings
   check(out.warningsAtLoad === 0 && w.length === 1 && w[0].code === 'REAPKIT_NO_NATIVE' && /^reapkit's native addon is not loaded, so spawn\(\)/.test(w[0].message), `${label}: one REAPKIT_NO_NATIVE warning, from spawn()`, JSON.stringify(w))
@@ -162,6 +163,26 @@ function checkFallbacks(label, inside, dir) {
   check(out.spawned.pgid && out.spawned.parentDeathSignal === null && out.stopped.survivors === 0, `${label}: spawn() made a group (setsid), armed no death signal, and the stop left no survivor`, JSON.stringify(out))
   check(out.parentMechanism === 'poll' && out.prctl === 'ENOTSUP', `${label}: watchParent polls; setParentDeathSignal throws ENOTSUP`, JSON.stringify(out))
   return false
+}
+
+/** Installs `tarball` (and the control, the same with the old install script) with each npm, and checks both. */
+function installEach(tarball, control) {
+  for (const v of NPMS) {
+    const npmV = inJail(['node', `${OPT}/node_modules/npm${v}/bin/npm-cli.js`, '--version'])
+    const label = `npm ${npmV.stdout.trim()}`
+    const { r, inside, dir } = consumerInstall(v, tarball, `npm${v}`)
+    check(r.status === 0, `${label}: npm install of a consumer of reapkit exits 0`, r.stdout + r.stderr)
+    const prebuildLoads = r.status === 0 && checkFallbacks(label, inside, dir)
+    const c = consumerInstall(v, control, `npm${v}-control`)
+    if (prebuildLoads) {
+      // Nothing to build there, for either script: the control proves nothing, but must pass.
+      check(c.r.status === 0, `${label}: control: with a prebuild that loads, the old script installs too`, c.r.stdout + c.r.stderr)
+    } else {
+      check(c.r.status !== 0 && /gyp ERR!/.test(c.r.stderr), `${label}: control: the old install script (node-gyp-build) fails the same install (exit ${c.r.status})`, c.r.stdout + c.r.stderr)
+    }
+    rmSync(dir, { recursive: true, force: true })
+    rmSync(c.dir, { recursive: true, force: true })
+  }
 }
 
 function main() {
@@ -177,22 +198,10 @@ function main() {
     const tarball = given ?? packTarball(work)
     const listing = execFileSync('tar', ['-tzf', tarball]).toString()
     check(/package\/prebuilds\/linux-x64\/reapkit[.\w]*\.node/.test(listing), `the tarball carries a linux-x64 prebuild (${tarball})`)
-    const control = controlTarball(tarball, work)
-    for (const v of NPMS) {
-      const npmV = inJail(['node', `${OPT}/node_modules/npm${v}/bin/npm-cli.js`, '--version'])
-      const label = `npm ${npmV.stdout.trim()}`
-      const { r, inside, dir } = consumerInstall(v, tarball, `npm${v}`)
-      check(r.status === 0, `${label}: npm install of a consumer of reapkit exits 0`, r.stdout + r.stderr)
-      const prebuildLoads = r.status === 0 && checkFallbacks(label, inside, dir)
-      const c = consumerInstall(v, control, `npm${v}-control`)
-      if (prebuildLoads) {
-        // Nothing to build there, for either script: the control proves nothing, but must pass.
-        check(c.r.status === 0, `${label}: control: with a prebuild that loads, the old script installs too`, c.r.stdout + c.r.stderr)
-      } else {
-        check(c.r.status !== 0 && /gyp ERR!/.test(c.r.stderr), `${label}: control: the old install script (node-gyp-build) fails the same install (exit ${c.r.status})`, c.r.stdout + c.r.stderr)
-      }
-      rmSync(dir, { recursive: true, force: true })
-      rmSync(c.dir, { recursive: true, force: true })
+    // Where a prebuild fits (the real tarball), and where none does (its linux-x64 prebuilds taken out).
+    for (const [what, tgz] of [['the release tarball', tarball], ['no fitting prebuild', unprebuiltTarball(tarball, work)]]) {
+      console.log(`== ${what}`)
+      installEach(tgz, controlTarball(tgz, work, what === 'the release tarball' ? 'control' : 'control-unprebuilt'))
     }
   } finally {
     rmSync(work, { recursive: true, force: true })

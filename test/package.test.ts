@@ -4,8 +4,10 @@
 import { execFileSync, spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, relative } from 'node:path'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+// @ts-expect-error: a plain .mjs script of the project's, no types
+import { packFromCopy } from '../scripts/pack-copy.mjs'
 import { canUnshare, commandPid, FIXTURES, ROOT } from './helpers'
 import { docBlocks } from './readme/blocks'
 import { ensureNodeVersions, NODE_VERSIONS, nodeBinary, npm, npmCli } from './node-versions'
@@ -43,32 +45,9 @@ let tarballFiles: string[] = []
 describe.runIf(linuxX64)('the packed tarball', () => {
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'reapkit-pack-'))
-    // Pack from a copy of the sources, so that prepack's rebuild never replaces a file that other
-    // test files have loaded from this checkout. prebuilds/ is copied with them: prepack's build
-    // (scripts/prebuild/build.mjs) keeps a folder whose inputs and outputs match its last build in
-    // the shared cache, and rebuilds it otherwise (all four Linux targets on a fresh clone).
-    const src = join(work, 'src')
-    const skip = new Set(['node_modules', 'build', 'build-cmake', 'dist', '.git', '.cache'])
-    cpSync(ROOT, src, {
-      recursive: true,
-      filter: (from) => {
-        const rel = relative(ROOT, from)
-        if (rel === '') return true
-        const top = rel.split('/')[0]!
-        return !skip.has(top) && !rel.endsWith('.tgz')
-      },
-    })
-    symlinkSync(join(ROOT, 'node_modules'), join(src, 'node_modules'))
-    // What this machine builds: the four Linux targets. The Windows prebuild is test:win32's to pack
-    // and check (it needs the mingw-w64 cross compiler); the macOS ones come from macOS runners.
-    npm(['pack', '--pack-destination', work], src, {
-      ...process.env,
-      REAPKIT_PREBUILD_WIN32: 'skip',
-      REAPKIT_PREBUILD_ALLOW_MISSING: 'darwin-x64,darwin-arm64',
-      REAPKIT_PREBUILD_CACHE: join(ROOT, '.cache', 'prebuild'),
-    })
-    const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!
-    const listing = execFileSync('tar', ['-tzf', join(work, tarball)]).toString()
+    // scripts/pack-copy.mjs: from a copy of the sources, the prebuilds' cache the checkout's.
+    const tarball = packFromCopy(ROOT, work, { npm })
+    const listing = execFileSync('tar', ['-tzf', tarball]).toString()
     if (!listing.includes('package/prebuilds/linux-x64/reapkit.node')) throw new Error('the tarball has no prebuild')
     tarballFiles = listing.split('\n').filter(Boolean)
 
@@ -80,7 +59,7 @@ describe.runIf(linuxX64)('the packed tarball', () => {
     project = join(work, 'app')
     mkdirSync(project)
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }))
-    npm(['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball)], project, env)
+    npm(['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', tarball], project, env)
 
     ensureNodeVersions()
   }, 900_000)
