@@ -6,28 +6,11 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'n
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
-import { closeClient, killProcessGracefully, openProcess, spawn, spawnedInfo } from '../lib/index'
-import { cgroupRoot, noCgroup, removeCgroups } from './cgroup-lib'
+import { closeClient, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
+import { cgroupRoot, cleanupAfterEach, noCgroup } from './cgroup-lib'
 import { DIST, exitOf, isGone, waitFor } from './helpers'
 
-const made = new Set<string>()
-const strays = new Set<number>()
-afterEach(async () => {
-  const exits: Array<Promise<unknown>> = []
-  for (const pid of strays) {
-    try {
-      const h = openProcess(pid)
-      h.signal('SIGKILL')
-      exits.push(h.exited.finally(() => h.close()))
-    } catch {
-      // gone
-    }
-  }
-  strays.clear()
-  await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 5000))])
-  await removeCgroups(made)
-  made.clear()
-})
+const { made, strays } = cleanupAfterEach()
 
 /**
  * A worker that loads its own copy of the library and does what it is told: `spawn <cmd...>`

@@ -2,7 +2,8 @@
 // that removes a test's cgroups (killing what is left in them) pass or fail.
 import { existsSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { capabilities } from '../lib/index'
+import { afterEach } from 'vitest'
+import { capabilities, openProcess } from '../lib/index'
 
 const where = process.platform === 'linux' ? capabilities().cgroup : { available: false, reason: 'not Linux' }
 /** Why the cgroup tests skip here, or null when a writable v2 cgroup is ours. */
@@ -35,4 +36,31 @@ export async function removeCgroups(paths: Iterable<string>): Promise<void> {
     }
   }
   if (stuck.length > 0) throw new Error(`cgroups left behind: ${stuck.join('; ')}`)
+}
+
+/**
+ * A test file's cleanup, pass or fail: after each test, the processes it recorded in `strays` (its
+ * escapees, by pid, pinned before the kill) are SIGKILLed, then the cgroups it recorded in `made`
+ * are removed. Registers the afterEach; returns the two sets to fill.
+ */
+export function cleanupAfterEach(): { made: Set<string>; strays: Set<number> } {
+  const made = new Set<string>()
+  const strays = new Set<number>()
+  afterEach(async () => {
+    const exits: Array<Promise<unknown>> = []
+    for (const pid of strays) {
+      try {
+        const h = openProcess(pid)
+        h.signal('SIGKILL')
+        exits.push(h.exited.finally(() => h.close()))
+      } catch {
+        // gone
+      }
+    }
+    strays.clear()
+    await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 5000))])
+    await removeCgroups(made)
+    made.clear()
+  })
+  return { made, strays }
 }

@@ -3,11 +3,10 @@
 import { spawn as nodeSpawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
-import { openProcess } from '../lib/index'
+import { describe, expect, it } from 'vitest'
 import { StdioClientTransport } from '../lib/mcp-stdio-client'
 import { parseCgroupName } from '../lib/mechanisms/cgroup/make'
-import { cgroupRoot, noCgroup, removeCgroups } from './cgroup-lib'
+import { cgroupRoot, cleanupAfterEach, noCgroup } from './cgroup-lib'
 import { DIST, exitOf, isGone, waitFor } from './helpers'
 
 /** A server that setsids a helper and double-forks a daemon, prints their pids, then reads stdin. */
@@ -15,24 +14,7 @@ const SERVER = `setsid sh -c 'echo helper $$; exec sleep 300' &
 (setsid sh -c 'echo daemon $$; exec sleep 300' &)
 exec cat > /dev/null`
 
-const made = new Set<string>()
-const escapees = new Set<number>()
-afterEach(async () => {
-  const exits: Array<Promise<unknown>> = []
-  for (const pid of escapees) {
-    try {
-      const h = openProcess(pid)
-      h.signal('SIGKILL')
-      exits.push(h.exited.finally(() => h.close()))
-    } catch {
-      // gone
-    }
-  }
-  escapees.clear()
-  await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 5000))])
-  await removeCgroups(made)
-  made.clear()
-})
+const { made, strays: escapees } = cleanupAfterEach()
 
 const FREEZER = '/sys/fs/cgroup/freezer'
 const freezerV1 = process.geteuid?.() === 0 && existsSync(join(FREEZER, 'cgroup.procs'))

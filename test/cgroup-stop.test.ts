@@ -3,12 +3,12 @@
 // pid); spawned with { cgroup: true }, they are gone after it, and the report counts them.
 import type { ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { afterEach, describe, expect, it } from 'vitest'
-import { closeClient, killProcessGracefully, openProcess, spawn, spawnedInfo, Supervisor } from '../lib/index'
+import { describe, expect, it } from 'vitest'
+import { closeClient, killProcessGracefully, spawn, spawnedInfo, Supervisor } from '../lib/index'
 import { cgroupProcs } from '../lib/mechanisms/cgroup/make'
 import { CgroupUnit } from '../lib/mechanisms/stop/cgroup-unit'
 import { StopJournal } from '../lib/mechanisms/stop/journal'
-import { cgroupRoot, noCgroup, removeCgroups } from './cgroup-lib'
+import { cgroupRoot, cleanupAfterEach, noCgroup } from './cgroup-lib'
 import { exitOf, isGone, waitFor } from './helpers'
 
 /**
@@ -23,25 +23,7 @@ const SERVER = (trapTerm: boolean): string => {
 exec sleep 300`
 }
 
-const made = new Set<string>()
-const escapees = new Set<number>()
-afterEach(async () => {
-  // Whatever a failing test left: its escapees by pid (pinned first), then its cgroups.
-  const exits: Array<Promise<unknown>> = []
-  for (const pid of escapees) {
-    try {
-      const h = openProcess(pid)
-      h.signal('SIGKILL')
-      exits.push(h.exited.finally(() => h.close()))
-    } catch {
-      // gone
-    }
-  }
-  escapees.clear()
-  await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 5000))])
-  await removeCgroups(made)
-  made.clear()
-})
+const { made, strays: escapees } = cleanupAfterEach()
 
 /** Starts the server; resolves once both escapees have said who they are (and, contained, once its cgroup holds just the three). */
 async function server(cgroup: boolean, trapTerm = false): Promise<{ child: ChildProcess; helper: number; daemon: number }> {
