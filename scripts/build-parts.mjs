@@ -243,16 +243,25 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
 }
 
 /**
- * esbuild's __export helper walks its object of getters with for-in, which also walks a polluted
- * Object.prototype: a part that loads after a host polluted it would die on `Getter must be a
- * function`. Own keys only, as everything else reads options here.
+ * esbuild's helpers, made safe against a polluted Object.prototype: a part loads after the host
+ * ran, and whatever it polluted by then. __export walks its object of getters with for-in, which
+ * also walks Object.prototype (a part died on `Getter must be a function`): own keys only, as
+ * everything else reads options here. And every descriptor the helpers hand to defineProperty
+ * (__export, __copyProps, __toCommonJS, __toESM) has no prototype: an inherited `value`, `get`,
+ * `set` or `writable` made it an invalid descriptor, and every part failed to load.
  */
-function ownKeysOnly(file) {
+function safeHelpers(file) {
   const text = readFileSync(file, 'utf8')
   // (esbuild renames `name` when a module has one of its own: name2...)
   const unsafe = /for \(var (\w+) in all\)\n(\s+)__defProp\(target, \1, \{ get: all\[\1\], enumerable: true \}\);/g
-  const safe = text.replace(unsafe, 'for (var $1 of Object.keys(all))\n$2__defProp(target, $1, { get: all[$1], enumerable: true });')
+  let safe = text.replace(unsafe, 'for (var $1 of Object.keys(all))\n$2__defProp(target, $1, { get: all[$1], enumerable: true });')
   if (/\bin all\)/.test(safe)) throw new Error(`build-parts: ${file}: esbuild's __export helper changed; make it read own keys only again`)
+  // __defProp (or __defProp2...) with a literal descriptor: the helpers' calls, and only theirs
+  // (the library's own code calls Object.defineProperty by that name).
+  safe = safe.replace(/(\b__defProp\d*\((?:target|to|\{\}), (?:\w+|"\w+"), )\{ (?!__proto__)/g, '$1{ __proto__: null, ')
+  if (/\b__defProp\d*\([^;\n]*\{ (?!__proto__)(get|value)\b/.test(safe)) {
+    throw new Error(`build-parts: ${file}: an esbuild helper's descriptor still inherits from Object.prototype; give it \`__proto__: null\` again`)
+  }
   if (safe !== text) writeFileSync(file, safe)
 }
 
@@ -311,7 +320,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
   mkdirSync(partsDir, { recursive: true })
   for (const f of readdirSync(esmDir).filter((f) => f.endsWith('.js'))) {
     await esbuild.build({ ...common, bundle: false, entryPoints: [join(esmDir, f)], outfile: join(partsDir, f), external: undefined })
-    ownKeysOnly(join(partsDir, f))
+    safeHelpers(join(partsDir, f))
   }
   await esbuild.build({ ...common, entryPoints: [createRequire(join(root, 'package.json')).resolve('node-gyp-build')], outfile: join(partsDir, 'node-gyp-build.js') })
   // 3. The eager bundle, handing over the modules the parts take from it (their exports by name).
@@ -321,7 +330,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
     handOver.set(rel, Object.values(one.metafile.outputs).flatMap((o) => o.exports ?? []).sort())
   }
   await eagerBuild(handOver, true)
-  ownKeysOnly(join(outDir, 'index.js'))
+  safeHelpers(join(outDir, 'index.js'))
   rmSync(join(scratch, 'parts-esm'), { recursive: true, force: true })
 
   // The same names, and the same kind of value under each, as the bundle in one piece.
