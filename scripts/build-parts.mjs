@@ -3,7 +3,8 @@
 // require('reapkit') loads and compiles dist/cjs/index.js alone: what spawn() and watchExit() need,
 // and the small things any caller may touch at once (errors, signals, capabilities). Every other
 // module lib/index.ts exports from is a part, dist/cjs/parts/<name>.js, loaded on first use:
-// - a function of a part is, in index.js, a stub of the same name and length that loads the part on
+// - a function of a part is, in index.js, a stub of the same name and length (async where the
+//   function is) that loads the part on
 //   its first call and calls through: validation errors still throw synchronously, from the same
 //   code, before the function does anything (an ESM `import` of reapkit loads no part either);
 // - a class of a part (Supervisor) is a getter that loads the part when first read: a stand-in class
@@ -22,6 +23,7 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve } from 'node:path'
+import { types } from 'node:util'
 
 /**
  * The modules of lib/index.ts's exports that require('reapkit') loads at once: spawn() and
@@ -212,7 +214,11 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
     const isClass = typeof value === 'function' && /^class\b/.test(Function.prototype.toString.call(value))
     if (typeof value === 'function' && !isClass) {
       const params = Array.from({ length: value.length }, (_, i) => `a${i}`).join(', ')
-      lines.push([`export function ${e.name}(${params}) { return ${load}.${e.local}.apply(this, arguments) }`, ...at(e)])
+      // An async original (a stop, a doctor) never throws: it rejects, its part failing to load
+      // included, and is no constructor; its stub is async too. The others are plain functions,
+      // constructible as the originals are.
+      const kind = types.isAsyncFunction(value) ? 'async function' : 'function'
+      lines.push([`export ${kind} ${e.name}(${params}) { return ${load}.${e.local}.apply(this, arguments) }`, ...at(e)])
     } else {
       // A getter: module.exports is esbuild's (made before this module runs), extended here. A
       // descriptor without a prototype: a polluted Object.prototype adds nothing to it.
@@ -341,7 +347,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
   }
   for (const n of names(reference)) {
     const [a, b] = [built[n], reference[n]]
-    if (typeof a !== typeof b || (typeof b === 'function' && (a.name !== b.name || a.length !== b.length))) {
+    if (typeof a !== typeof b || (typeof b === 'function' && (a.name !== b.name || a.length !== b.length || types.isAsyncFunction(a) !== types.isAsyncFunction(b)))) {
       throw new Error(`build-parts: ${n} differs from lib/index.ts's: ${typeof a} ${a?.name}/${a?.length} against ${typeof b} ${b?.name}/${b?.length}`)
     }
   }

@@ -6,6 +6,7 @@
 // milliseconds: the time is the bench's (bench/require.mjs, beside the one-line-module floor).
 import { spawnSync } from 'node:child_process'
 import { dirname, join } from 'node:path'
+import { types } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import * as source from '../lib/index'
 import { DIST } from './helpers'
@@ -182,5 +183,38 @@ describe('the ESM entry', () => {
   it('exports the same names', async () => {
     const esm = (await import(join(dirname(DIST), '..', 'esm', 'index.mjs'))) as Record<string, unknown>
     expect(Object.keys(esm).sort()).toEqual(Object.keys(source).sort())
+  })
+})
+
+describe('the stubs of lazily loaded functions', () => {
+  it('are async where lib/index.ts\'s are, and constructible only where those are', () => {
+    const r = fresh<Record<string, [boolean, boolean]>>(`
+      const { types } = require('node:util')
+      const constructible = (f) => { try { Reflect.construct(String, [], f); return true } catch { return false } }
+      const out = {}
+      for (const name of Object.keys(rk)) if (typeof rk[name] === 'function' && !/^class\\b/.test(Function.prototype.toString.call(rk[name]))) out[name] = [types.isAsyncFunction(rk[name]), constructible(rk[name])]
+      report(out)`)
+    const constructible = (f: unknown): boolean => {
+      try {
+        Reflect.construct(String, [], f as new () => unknown)
+        return true
+      } catch {
+        return false
+      }
+    }
+    const expected: Record<string, [boolean, boolean]> = {}
+    for (const [name, value] of Object.entries(source)) if (typeof value === 'function' && !isClass(value)) expected[name] = [types.isAsyncFunction(value), constructible(value)]
+    expect(Object.values(expected).some(([isAsync]) => isAsync)).toBe(true)
+    expect(r).toEqual(expected)
+  })
+
+  it('an async function whose part fails to load rejects rather than throws; `new` on it throws TypeError', () => {
+    const r = fresh<{ findOrphans: string; closeClient: string; newStub: string }>(`
+      rk[Symbol.for('reapkit.internals')].build = 'another build'
+      const how = (f) => { try { const p = f(); p.catch(() => {}); return typeof p?.then === 'function' ? 'promise' : 'returns' } catch (err) { return 'throws ' + err.name } }
+      let newStub = 'no error'
+      try { new rk.killProcessGracefully(1) } catch (err) { newStub = err.name }
+      report({ findOrphans: how(() => rk.findOrphans()), closeClient: how(() => rk.closeClient({})), newStub })`)
+    expect(r).toEqual({ findOrphans: 'promise', closeClient: 'promise', newStub: 'TypeError' })
   })
 })
