@@ -4,9 +4,8 @@
 // and the small things any caller may touch at once (errors, signals, capabilities). Every other
 // module lib/index.ts exports from is a part, dist/cjs/parts/<name>.js, loaded on first use:
 // - a function of a part is, in index.js, a stub of the same name and length (async where the
-//   function is) that loads the part on
-//   its first call and calls through: validation errors still throw synchronously, from the same
-//   code, before the function does anything (an ESM `import` of reapkit loads no part either);
+//   function is) that loads the part on its first call and calls through: validation errors still
+//   throw synchronously, from the same code, before the function does anything (an ESM `import` of reapkit loads no part either);
 // - a class of a part (Supervisor) is a getter that loads the part when first read: a stand-in class
 //   would change what `instanceof`, `extends` and `.constructor` see. An ESM import reads every
 //   export, so it loads those parts;
@@ -19,6 +18,8 @@
 // (parts/chunk-*.js). A module the eager bundle holds is never copied into a part: the part reaches
 // it through index.js, which hands its modules over under Symbol.for('reapkit.internals'), so there
 // is one instance of each module, and of its process-global state (the exit watcher, the registries).
+// The copy of index.js that loads a part is the one it binds to (load-part.ts), whatever require's
+// cache holds by then.
 import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -148,7 +149,9 @@ function accessorPlugin(accessors, partOf, loader) {
 function fromEagerPlugin(root, eager, used, buildId) {
   const again = Symbol('resolving')
   const internals = [
-    `const internals = require('../index.js')[${INTERNALS}]`,
+    // The copy of index.js whose loadPart() is loading this (after a cache reset, require's cache
+    // may hold another); required only when a part is required by hand.
+    `const internals = globalThis[Symbol.for('reapkit.loadingInternals')] ?? require('../index.js')[${INTERNALS}]`,
     `if (internals?.build !== ${JSON.stringify(buildId)}) {`,
     "  throw new Error('reapkit: dist/cjs/parts/ is not from the build of the dist/cjs/index.js this process loaded (was the package replaced while the process ran?); restart the process')",
     '}',
@@ -196,7 +199,7 @@ function vlq(n) {
  * in lib/index.ts that exports what the line defines, so a stub's stack frame names lib/index.ts.
  */
 function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buildId) {
-  const lines = [[`import { loadPart } from ${JSON.stringify(join(root, 'lib', 'ground', 'load-part.ts'))}`, 0, 0]] // [code, index.ts line, column]
+  const lines = [[`import { bindInternals, loadPart } from ${JSON.stringify(join(root, 'lib', 'ground', 'load-part.ts'))}`, 0, 0]] // [code, index.ts line, column]
   const at = (e) => [e.line, e.column]
   for (const e of exports.filter((x) => eagerFiles.has(x.file))) {
     lines.push([`export { ${e.local === e.name ? e.name : `${e.local} as ${e.name}`} } from ${JSON.stringify(e.file)}`, ...at(e)])
@@ -238,6 +241,7 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
   lines.push([`const handOverToParts = () => (partsHandedOver ??= { ${objects.join(', ')} })`, 0, 0])
   // After every module has run (an entry's own statements come last): parts load later, on calls.
   lines.push([`Object.defineProperty(module.exports, ${INTERNALS}, { __proto__: null, value: { build: ${JSON.stringify(buildId)}, modules: handOverToParts } })`, 0, 0])
+  lines.push([`bindInternals(module.exports[${INTERNALS}])`, 0, 0])
   let prev = [0, 0]
   const mappings = lines.map(([, line, column]) => {
     const seg = 'A' + 'A' + vlq(line - prev[0]) + vlq(column - prev[1])

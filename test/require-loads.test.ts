@@ -186,6 +186,34 @@ describe('the ESM entry', () => {
   })
 })
 
+describe('a copy of reapkit loaded before the require cache was cleared (jest.resetModules, decache)', () => {
+  it('loads its parts bound to itself: the Supervisor and killProcessGracefully know the children it spawned', () => {
+    const r = fresh<{ first: boolean; second: boolean; otherKnows: boolean; pgid: number | null; pid: number }>(`
+      const path = require('node:path')
+      const clear = () => { for (const key of Object.keys(require.cache)) if (key.startsWith(distDir + path.sep) && !key.endsWith('.node')) delete require.cache[key] }
+      const supervisedIsKnown = async (lib, by) => {
+        const s = new lib.Supervisor()
+        const child = s.spawn('sleep', ['30'], { stdio: 'ignore' })
+        const known = by.spawnedInfo(child) !== undefined
+        await s.shutdownAll()
+        return known
+      }
+      clear()
+      const first = await supervisedIsKnown(rk, rk)
+      // Another copy, loaded now, whose parts load first: this copy's own must still be bound to it.
+      clear()
+      const other = require(${JSON.stringify(DIST)})
+      const otherKnows = await supervisedIsKnown(other, other)
+      await other.killProcessGracefully(other.spawn('sleep', ['30'], { stdio: 'ignore' }), { graceMs: 5000 })
+      clear()
+      const child = rk.spawn('sleep', ['30'], { stdio: 'ignore' })
+      const result = await rk.killProcessGracefully(child, { graceMs: 5000 })
+      report({ first, second: await supervisedIsKnown(rk, rk), otherKnows, pid: child.pid, pgid: result.pgid })`)
+    // A part bound to another copy holds another spawn registry: the child would be unknown there.
+    expect(r).toEqual({ first: true, second: true, otherKnows: true, pid: r.pid, pgid: r.pid })
+  })
+})
+
 describe('the stubs of lazily loaded functions', () => {
   it('are async where lib/index.ts\'s are, and constructible only where those are', () => {
     const r = fresh<Record<string, [boolean, boolean]>>(`
