@@ -23,7 +23,7 @@
 import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, join, relative, resolve, sep } from 'node:path'
 import { types } from 'node:util'
 
 /**
@@ -131,8 +131,9 @@ function accessorPlugin(accessors, partOf, loader) {
         const a = byFile.get(args.path)
         if (!a) return undefined
         const file = `./parts/${partOf.get(a.target)}.js`
+        // Relative, as the source maps keep this text: no folder of the building machine in them.
         return {
-          contents: `import { loadPart } from ${JSON.stringify(loader)}\nlet part\nexport default function ${a.fn}() {\n  return (part ??= loadPart(() => require(${JSON.stringify(file)})))\n}\n`,
+          contents: `import { loadPart } from ${JSON.stringify(relativeSpec(dirname(a.file), loader))}\nlet part\nexport default function ${a.fn}() {\n  return (part ??= loadPart(() => require(${JSON.stringify(file)})))\n}\n`,
           loader: 'js',
         }
       })
@@ -179,6 +180,12 @@ function fromEagerPlugin(root, eager, used, buildId) {
   }
 }
 
+/** `to` as an import specifier relative to the folder `from` (./x or ../x, forward slashes). */
+function relativeSpec(from, to) {
+  const rel = relative(from, to).split(sep).join('/')
+  return rel.startsWith('../') ? rel : `./${rel}`
+}
+
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
 function vlq(n) {
   let v = n < 0 ? (-n << 1) | 1 : n << 1
@@ -199,10 +206,11 @@ function vlq(n) {
  * in lib/index.ts that exports what the line defines, so a stub's stack frame names lib/index.ts.
  */
 function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buildId) {
-  const lines = [[`import { bindInternals, loadPart } from ${JSON.stringify(join(root, 'lib', 'ground', 'load-part.ts'))}`, 0, 0]] // [code, index.ts line, column]
+  const lib = join(root, 'lib') // the entry's resolveDir: its imports are relative to it
+  const lines = [[`import { bindInternals, loadPart } from ${JSON.stringify(relativeSpec(lib, join(lib, 'ground', 'load-part.ts')))}`, 0, 0]] // [code, index.ts line, column]
   const at = (e) => [e.line, e.column]
   for (const e of exports.filter((x) => eagerFiles.has(x.file))) {
-    lines.push([`export { ${e.local === e.name ? e.name : `${e.local} as ${e.name}`} } from ${JSON.stringify(e.file)}`, ...at(e)])
+    lines.push([`export { ${e.local === e.name ? e.name : `${e.local} as ${e.name}`} } from ${JSON.stringify(relativeSpec(lib, e.file))}`, ...at(e)])
   }
   const lazy = exports.filter((x) => !eagerFiles.has(x.file))
   const id = (part) => `part_${part.replace(/\W/g, '_')}`
@@ -234,7 +242,7 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
   const objects = []
   shared.forEach(([rel, names], i) => {
     if (names.length === 0) return
-    lines.push([`import { ${names.map((n) => `${n} as h${i}_${n}`).join(', ')} } from ${JSON.stringify(join(root, rel))}`, 0, 0])
+    lines.push([`import { ${names.map((n) => `${n} as h${i}_${n}`).join(', ')} } from ${JSON.stringify(relativeSpec(lib, join(root, rel)))}`, 0, 0])
     objects.push(`${JSON.stringify(rel)}: { __proto__: null, ${names.map((n) => `get ${n}() { return h${i}_${n} }`).join(', ')} }`)
   })
   lines.push(['let partsHandedOver', 0, 0])

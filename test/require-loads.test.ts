@@ -5,6 +5,7 @@
 // library in one piece (lib/index.ts, which this file imports). Counts files and modules, not
 // milliseconds: the time is the bench's (bench/require.mjs, beside the one-line-module floor).
 import { spawnSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { types } from 'node:util'
 import { describe, expect, it } from 'vitest'
@@ -244,5 +245,16 @@ describe('the stubs of lazily loaded functions', () => {
       try { new rk.killProcessGracefully(1) } catch (err) { newStub = err.name }
       report({ findOrphans: how(() => rk.findOrphans()), closeClient: how(() => rk.closeClient({})), newStub })`)
     expect(r).toEqual({ findOrphans: 'promise', closeClient: 'promise', newStub: 'TypeError' })
+  })
+})
+
+describe('the source maps', () => {
+  it('name no folder of the machine that built them (the generated imports are relative)', () => {
+    const cjs = dirname(DIST)
+    const root = join(cjs, '..', '..')
+    const maps = ['index.js.map', ...readdirSync(join(cjs, 'parts')).filter((f) => f.endsWith('.map')).map((f) => join('parts', f))]
+    const absolute = maps.filter((f) => readFileSync(join(cjs, f), 'utf8').includes(root))
+    expect(maps.length).toBeGreaterThan(1)
+    expect(absolute).toEqual([])
   })
 })
