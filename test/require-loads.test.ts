@@ -258,3 +258,27 @@ describe('the source maps', () => {
     expect(absolute).toEqual([])
   })
 })
+
+describe('the stops after the package was replaced on disk (an in-place upgrade)', () => {
+  it('work in a process that spawned before: the first spawn() loads the stop parts right after it', () => {
+    const r = fresh<{ before: string[]; after: string[]; kill: string[]; close: string; error: string | null }>(`
+      const stops = ['parts/mechanisms-kill.js', 'parts/policies-close.js']
+      const child = rk.spawn('sleep', ['30'], { stdio: 'ignore' })
+      const server = rk.spawn('cat', [], { stdio: ['pipe', 'pipe', 'ignore'] })
+      const before = files().filter((f) => stops.includes(f))
+      await new Promise((res) => setTimeout(res, 100))
+      const after = files().filter((f) => stops.includes(f))
+      rk[Symbol.for('reapkit.internals')].build = 'another build' // a part loaded from now on is refused
+      let kill = [], close = 'none', error = null
+      try {
+        kill = (await rk.killProcessGracefully(child, { graceMs: 5000 })).signalsSent.map((s) => s.signal)
+        close = (await rk.closeClient(server, { closeTimeoutMs: 5000 })).phase
+      } catch (err) { error = err.message; child.kill('SIGKILL'); server.kill('SIGKILL') }
+      report({ before, after, kill, close, error })`)
+    expect(r.error).toBeNull()
+    expect(r.before).toEqual([]) // not in spawn() itself: its cost stays what it was
+    expect(r.after).toEqual(['parts/mechanisms-kill.js', 'parts/policies-close.js'])
+    expect(r.kill).toEqual(['SIGTERM'])
+    expect(r.close).toBe('graceful')
+  })
+})

@@ -42,6 +42,7 @@ import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { cgroupCapability } from './cgroup/where'
 import { isCgroupRemoved, makeChildCgroup, removeWhenEmpty, whyUncontained } from './cgroup/make'
+import { loadStopsSoon } from './load-stops'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
 import { binding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
@@ -377,6 +378,7 @@ export function spawn(
   // eslint-disable-next-line prefer-rest-params
   if (spawnReentered()) return heldNodeSpawn(arguments)
   validateFileLikeNode(command)
+  loadStopsSoon()
   let args = Array.isArray(argsOrOptions) ? [...(argsOrOptions as readonly string[])] : []
   // Like Node: spawn(cmd, options), spawn(cmd, args, options) and spawn(cmd, null | undefined, options).
   // Like Node: args that are neither an array nor null/undefined are refused, and so are options
