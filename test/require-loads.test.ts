@@ -266,7 +266,7 @@ describe('the stops after the package was replaced on disk (an in-place upgrade)
       const child = rk.spawn('sleep', ['30'], { stdio: 'ignore' })
       const server = rk.spawn('cat', [], { stdio: ['pipe', 'pipe', 'ignore'] })
       const before = files().filter((f) => stops.includes(f))
-      await new Promise((res) => setTimeout(res, 100))
+      await new Promise((res) => setImmediate(res)) // queued after the one spawn() queued: runs after it
       const after = files().filter((f) => stops.includes(f))
       rk[Symbol.for('reapkit.internals')].build = 'another build' // a part loaded from now on is refused
       let kill = [], close = 'none', error = null
