@@ -3,9 +3,9 @@
 // require('reapkit') loads and compiles dist/cjs/index.js alone: what spawn() and watchExit() need,
 // and the small things any caller may touch at once (errors, signals, capabilities). Every other
 // module lib/index.ts exports from is a part, dist/cjs/parts/<name>.js, loaded on first use:
-// - a function of a part is, in index.js, a stub of the same name and length that loads the part on
-//   its first call and calls through: validation errors still throw synchronously, from the same
-//   code, before the function does anything (an ESM `import` of reapkit loads no part either);
+// - a function of a part is, in index.js, a stub of the same name and length (async where the
+//   function is) that loads the part on its first call and calls through: validation errors still
+//   throw synchronously, from the same code, before the function does anything (an ESM `import` of reapkit loads no part either);
 // - a class of a part (Supervisor) is a getter that loads the part when first read: a stand-in class
 //   would change what `instanceof`, `extends` and `.constructor` see. An ESM import reads every
 //   export, so it loads those parts;
@@ -18,10 +18,13 @@
 // (parts/chunk-*.js). A module the eager bundle holds is never copied into a part: the part reaches
 // it through index.js, which hands its modules over under Symbol.for('reapkit.internals'), so there
 // is one instance of each module, and of its process-global state (the exit watcher, the registries).
+// The copy of index.js that loads a part is the one it binds to (load-part.ts), whatever require's
+// cache holds by then.
 import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, join, relative, resolve, sep } from 'node:path'
+import { types } from 'node:util'
 
 /**
  * The modules of lib/index.ts's exports that require('reapkit') loads at once: spawn() and
@@ -128,8 +131,9 @@ function accessorPlugin(accessors, partOf, loader) {
         const a = byFile.get(args.path)
         if (!a) return undefined
         const file = `./parts/${partOf.get(a.target)}.js`
+        // Relative, as the source maps keep this text: no folder of the building machine in them.
         return {
-          contents: `import { loadPart } from ${JSON.stringify(loader)}\nlet part\nexport default function ${a.fn}() {\n  return (part ??= loadPart(() => require(${JSON.stringify(file)})))\n}\n`,
+          contents: `import { loadPart } from ${JSON.stringify(relativeSpec(dirname(a.file), loader))}\nlet part\nexport default function ${a.fn}() {\n  return (part ??= loadPart(() => require(${JSON.stringify(file)})))\n}\n`,
           loader: 'js',
         }
       })
@@ -146,7 +150,9 @@ function accessorPlugin(accessors, partOf, loader) {
 function fromEagerPlugin(root, eager, used, buildId) {
   const again = Symbol('resolving')
   const internals = [
-    `const internals = require('../index.js')[${INTERNALS}]`,
+    // The copy of index.js whose loadPart() is loading this (after a cache reset, require's cache
+    // may hold another); required only when a part is required by hand.
+    `const internals = globalThis[Symbol.for('reapkit.loadingInternals')] ?? require('../index.js')[${INTERNALS}]`,
     `if (internals?.build !== ${JSON.stringify(buildId)}) {`,
     "  throw new Error('reapkit: dist/cjs/parts/ is not from the build of the dist/cjs/index.js this process loaded (was the package replaced while the process ran?); restart the process')",
     '}',
@@ -174,6 +180,12 @@ function fromEagerPlugin(root, eager, used, buildId) {
   }
 }
 
+/** `to` as an import specifier relative to the folder `from` (./x or ../x, forward slashes). */
+function relativeSpec(from, to) {
+  const rel = relative(from, to).split(sep).join('/')
+  return rel.startsWith('../') ? rel : `./${rel}`
+}
+
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
 function vlq(n) {
   let v = n < 0 ? (-n << 1) | 1 : n << 1
@@ -194,10 +206,11 @@ function vlq(n) {
  * in lib/index.ts that exports what the line defines, so a stub's stack frame names lib/index.ts.
  */
 function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buildId) {
-  const lines = [[`import { loadPart } from ${JSON.stringify(join(root, 'lib', 'ground', 'load-part.ts'))}`, 0, 0]] // [code, index.ts line, column]
+  const lib = join(root, 'lib') // the entry's resolveDir: its imports are relative to it
+  const lines = [[`import { bindInternals, loadPart } from ${JSON.stringify(relativeSpec(lib, join(lib, 'ground', 'load-part.ts')))}`, 0, 0]] // [code, index.ts line, column]
   const at = (e) => [e.line, e.column]
   for (const e of exports.filter((x) => eagerFiles.has(x.file))) {
-    lines.push([`export { ${e.local === e.name ? e.name : `${e.local} as ${e.name}`} } from ${JSON.stringify(e.file)}`, ...at(e)])
+    lines.push([`export { ${e.local === e.name ? e.name : `${e.local} as ${e.name}`} } from ${JSON.stringify(relativeSpec(lib, e.file))}`, ...at(e)])
   }
   const lazy = exports.filter((x) => !eagerFiles.has(x.file))
   const id = (part) => `part_${part.replace(/\W/g, '_')}`
@@ -212,7 +225,11 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
     const isClass = typeof value === 'function' && /^class\b/.test(Function.prototype.toString.call(value))
     if (typeof value === 'function' && !isClass) {
       const params = Array.from({ length: value.length }, (_, i) => `a${i}`).join(', ')
-      lines.push([`export function ${e.name}(${params}) { return ${load}.${e.local}.apply(this, arguments) }`, ...at(e)])
+      // An async original (a stop, a doctor) never throws: it rejects, its part failing to load
+      // included, and is no constructor; its stub is async too. The others are plain functions,
+      // constructible as the originals are.
+      const kind = types.isAsyncFunction(value) ? 'async function' : 'function'
+      lines.push([`export ${kind} ${e.name}(${params}) { return ${load}.${e.local}.apply(this, arguments) }`, ...at(e)])
     } else {
       // A getter: module.exports is esbuild's (made before this module runs), extended here. A
       // descriptor without a prototype: a polluted Object.prototype adds nothing to it.
@@ -225,13 +242,14 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
   const objects = []
   shared.forEach(([rel, names], i) => {
     if (names.length === 0) return
-    lines.push([`import { ${names.map((n) => `${n} as h${i}_${n}`).join(', ')} } from ${JSON.stringify(join(root, rel))}`, 0, 0])
+    lines.push([`import { ${names.map((n) => `${n} as h${i}_${n}`).join(', ')} } from ${JSON.stringify(relativeSpec(lib, join(root, rel)))}`, 0, 0])
     objects.push(`${JSON.stringify(rel)}: { __proto__: null, ${names.map((n) => `get ${n}() { return h${i}_${n} }`).join(', ')} }`)
   })
   lines.push(['let partsHandedOver', 0, 0])
   lines.push([`const handOverToParts = () => (partsHandedOver ??= { ${objects.join(', ')} })`, 0, 0])
   // After every module has run (an entry's own statements come last): parts load later, on calls.
   lines.push([`Object.defineProperty(module.exports, ${INTERNALS}, { __proto__: null, value: { build: ${JSON.stringify(buildId)}, modules: handOverToParts } })`, 0, 0])
+  lines.push([`bindInternals(module.exports[${INTERNALS}])`, 0, 0])
   let prev = [0, 0]
   const mappings = lines.map(([, line, column]) => {
     const seg = 'A' + 'A' + vlq(line - prev[0]) + vlq(column - prev[1])
@@ -243,16 +261,25 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
 }
 
 /**
- * esbuild's __export helper walks its object of getters with for-in, which also walks a polluted
- * Object.prototype: a part that loads after a host polluted it would die on `Getter must be a
- * function`. Own keys only, as everything else reads options here.
+ * esbuild's helpers, made safe against a polluted Object.prototype: a part loads after the host
+ * ran, and whatever it polluted by then. __export walks its object of getters with for-in, which
+ * also walks Object.prototype (a part died on `Getter must be a function`): own keys only, as
+ * everything else reads options here. And every descriptor the helpers hand to defineProperty
+ * (__export, __copyProps, __toCommonJS, __toESM) has no prototype: an inherited `value`, `get`,
+ * `set` or `writable` made it an invalid descriptor, and every part failed to load.
  */
-function ownKeysOnly(file) {
+function safeHelpers(file) {
   const text = readFileSync(file, 'utf8')
   // (esbuild renames `name` when a module has one of its own: name2...)
   const unsafe = /for \(var (\w+) in all\)\n(\s+)__defProp\(target, \1, \{ get: all\[\1\], enumerable: true \}\);/g
-  const safe = text.replace(unsafe, 'for (var $1 of Object.keys(all))\n$2__defProp(target, $1, { get: all[$1], enumerable: true });')
+  let safe = text.replace(unsafe, 'for (var $1 of Object.keys(all))\n$2__defProp(target, $1, { get: all[$1], enumerable: true });')
   if (/\bin all\)/.test(safe)) throw new Error(`build-parts: ${file}: esbuild's __export helper changed; make it read own keys only again`)
+  // __defProp (or __defProp2...) with a literal descriptor: the helpers' calls, and only theirs
+  // (the library's own code calls Object.defineProperty by that name).
+  safe = safe.replace(/(\b__defProp\d*\((?:target|to|\{\}), (?:\w+|"\w+"), )\{ (?!__proto__)/g, '$1{ __proto__: null, ')
+  if (/\b__defProp\d*\([^;\n]*\{ (?!__proto__)(get|value)\b/.test(safe)) {
+    throw new Error(`build-parts: ${file}: an esbuild helper's descriptor still inherits from Object.prototype; give it \`__proto__: null\` again`)
+  }
   if (safe !== text) writeFileSync(file, safe)
 }
 
@@ -311,7 +338,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
   mkdirSync(partsDir, { recursive: true })
   for (const f of readdirSync(esmDir).filter((f) => f.endsWith('.js'))) {
     await esbuild.build({ ...common, bundle: false, entryPoints: [join(esmDir, f)], outfile: join(partsDir, f), external: undefined })
-    ownKeysOnly(join(partsDir, f))
+    safeHelpers(join(partsDir, f))
   }
   await esbuild.build({ ...common, entryPoints: [createRequire(join(root, 'package.json')).resolve('node-gyp-build')], outfile: join(partsDir, 'node-gyp-build.js') })
   // 3. The eager bundle, handing over the modules the parts take from it (their exports by name).
@@ -321,7 +348,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
     handOver.set(rel, Object.values(one.metafile.outputs).flatMap((o) => o.exports ?? []).sort())
   }
   await eagerBuild(handOver, true)
-  ownKeysOnly(join(outDir, 'index.js'))
+  safeHelpers(join(outDir, 'index.js'))
   rmSync(join(scratch, 'parts-esm'), { recursive: true, force: true })
 
   // The same names, and the same kind of value under each, as the bundle in one piece.
@@ -332,7 +359,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
   }
   for (const n of names(reference)) {
     const [a, b] = [built[n], reference[n]]
-    if (typeof a !== typeof b || (typeof b === 'function' && (a.name !== b.name || a.length !== b.length))) {
+    if (typeof a !== typeof b || (typeof b === 'function' && (a.name !== b.name || a.length !== b.length || types.isAsyncFunction(a) !== types.isAsyncFunction(b)))) {
       throw new Error(`build-parts: ${n} differs from lib/index.ts's: ${typeof a} ${a?.name}/${a?.length} against ${typeof b} ${b?.name}/${b?.length}`)
     }
   }

@@ -5,7 +5,9 @@
 // library in one piece (lib/index.ts, which this file imports). Counts files and modules, not
 // milliseconds: the time is the bench's (bench/require.mjs, beside the one-line-module floor).
 import { spawnSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { types } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import * as source from '../lib/index'
 import { DIST } from './helpers'
@@ -182,5 +184,101 @@ describe('the ESM entry', () => {
   it('exports the same names', async () => {
     const esm = (await import(join(dirname(DIST), '..', 'esm', 'index.mjs'))) as Record<string, unknown>
     expect(Object.keys(esm).sort()).toEqual(Object.keys(source).sort())
+  })
+})
+
+describe('a copy of reapkit loaded before the require cache was cleared (jest.resetModules, decache)', () => {
+  it('loads its parts bound to itself: the Supervisor and killProcessGracefully know the children it spawned', () => {
+    const r = fresh<{ first: boolean; second: boolean; otherKnows: boolean; pgid: number | null; pid: number }>(`
+      const path = require('node:path')
+      const clear = () => { for (const key of Object.keys(require.cache)) if (key.startsWith(distDir + path.sep) && !key.endsWith('.node')) delete require.cache[key] }
+      const supervisedIsKnown = async (lib, by) => {
+        const s = new lib.Supervisor()
+        const child = s.spawn('sleep', ['30'], { stdio: 'ignore' })
+        const known = by.spawnedInfo(child) !== undefined
+        await s.shutdownAll()
+        return known
+      }
+      clear()
+      const first = await supervisedIsKnown(rk, rk)
+      // Another copy, loaded now, whose parts load first: this copy's own must still be bound to it.
+      clear()
+      const other = require(${JSON.stringify(DIST)})
+      const otherKnows = await supervisedIsKnown(other, other)
+      await other.killProcessGracefully(other.spawn('sleep', ['30'], { stdio: 'ignore' }), { graceMs: 5000 })
+      clear()
+      const child = rk.spawn('sleep', ['30'], { stdio: 'ignore' })
+      const result = await rk.killProcessGracefully(child, { graceMs: 5000 })
+      report({ first, second: await supervisedIsKnown(rk, rk), otherKnows, pid: child.pid, pgid: result.pgid })`)
+    // A part bound to another copy holds another spawn registry: the child would be unknown there.
+    expect(r).toEqual({ first: true, second: true, otherKnows: true, pid: r.pid, pgid: r.pid })
+  })
+})
+
+describe('the stubs of lazily loaded functions', () => {
+  it('are async where lib/index.ts\'s are, and constructible only where those are', () => {
+    const r = fresh<Record<string, [boolean, boolean]>>(`
+      const { types } = require('node:util')
+      const constructible = (f) => { try { Reflect.construct(String, [], f); return true } catch { return false } }
+      const out = {}
+      for (const name of Object.keys(rk)) if (typeof rk[name] === 'function' && !/^class\\b/.test(Function.prototype.toString.call(rk[name]))) out[name] = [types.isAsyncFunction(rk[name]), constructible(rk[name])]
+      report(out)`)
+    const constructible = (f: unknown): boolean => {
+      try {
+        Reflect.construct(String, [], f as new () => unknown)
+        return true
+      } catch {
+        return false
+      }
+    }
+    const expected: Record<string, [boolean, boolean]> = {}
+    for (const [name, value] of Object.entries(source)) if (typeof value === 'function' && !isClass(value)) expected[name] = [types.isAsyncFunction(value), constructible(value)]
+    expect(Object.values(expected).some(([isAsync]) => isAsync)).toBe(true)
+    expect(r).toEqual(expected)
+  })
+
+  it('an async function whose part fails to load rejects rather than throws; `new` on it throws TypeError', () => {
+    const r = fresh<{ findOrphans: string; closeClient: string; newStub: string }>(`
+      rk[Symbol.for('reapkit.internals')].build = 'another build'
+      const how = (f) => { try { const p = f(); p.catch(() => {}); return typeof p?.then === 'function' ? 'promise' : 'returns' } catch (err) { return 'throws ' + err.name } }
+      let newStub = 'no error'
+      try { new rk.killProcessGracefully(1) } catch (err) { newStub = err.name }
+      report({ findOrphans: how(() => rk.findOrphans()), closeClient: how(() => rk.closeClient({})), newStub })`)
+    expect(r).toEqual({ findOrphans: 'promise', closeClient: 'promise', newStub: 'TypeError' })
+  })
+})
+
+describe('the source maps', () => {
+  it('name no folder of the machine that built them (the generated imports are relative)', () => {
+    const cjs = dirname(DIST)
+    const root = join(cjs, '..', '..')
+    const maps = ['index.js.map', ...readdirSync(join(cjs, 'parts')).filter((f) => f.endsWith('.map')).map((f) => join('parts', f))]
+    const absolute = maps.filter((f) => readFileSync(join(cjs, f), 'utf8').includes(root))
+    expect(maps.length).toBeGreaterThan(1)
+    expect(absolute).toEqual([])
+  })
+})
+
+describe('the stops after the package was replaced on disk (an in-place upgrade)', () => {
+  it('work in a process that spawned before: the first spawn() loads the stop parts right after it', () => {
+    const r = fresh<{ before: string[]; after: string[]; kill: string[]; close: string; error: string | null }>(`
+      const stops = ['parts/mechanisms-kill.js', 'parts/policies-close.js']
+      const child = rk.spawn('sleep', ['30'], { stdio: 'ignore' })
+      const server = rk.spawn('cat', [], { stdio: ['pipe', 'pipe', 'ignore'] })
+      const before = files().filter((f) => stops.includes(f))
+      await new Promise((res) => setImmediate(res)) // queued after the one spawn() queued: runs after it
+      const after = files().filter((f) => stops.includes(f))
+      rk[Symbol.for('reapkit.internals')].build = 'another build' // a part loaded from now on is refused
+      let kill = [], close = 'none', error = null
+      try {
+        kill = (await rk.killProcessGracefully(child, { graceMs: 5000 })).signalsSent.map((s) => s.signal)
+        close = (await rk.closeClient(server, { closeTimeoutMs: 5000 })).phase
+      } catch (err) { error = err.message; child.kill('SIGKILL'); server.kill('SIGKILL') }
+      report({ before, after, kill, close, error })`)
+    expect(r.error).toBeNull()
+    expect(r.before).toEqual([]) // not in spawn() itself: its cost stays what it was
+    expect(r.after).toEqual(['parts/mechanisms-kill.js', 'parts/policies-close.js'])
+    expect(r.kill).toEqual(['SIGTERM'])
+    expect(r.close).toBe('graceful')
   })
 })

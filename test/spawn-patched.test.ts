@@ -62,6 +62,16 @@ describe.runIf(linux)('child_process.spawn = reapkit.spawn', () => {
     expect(r.wrapped).toBe(21)
   })
 
+  it('sees a wrapper (a spy) installed after reapkit loaded, and Node\'s spawn again once it is taken out', () => {
+    const r = runFixture('spawn-patched.cjs', [DIST, 'after'])
+    expect(r.error).toBeUndefined()
+    expect(r.runs).toHaveLength(60)
+    expectGuarantees(r.runs!)
+    // Only the 20 spawns made while the wrapper was in: none before, none after it was restored.
+    expect(r.wrapped).toBe(20)
+    expect(r.fdsAfter).toBe(r.fdsBefore)
+  })
+
   it('ESM: the default export patched and the named exports synced (syncBuiltinESMExports)', () => {
     const r = runFixture('spawn-patched.mjs', [join(dirname(DIST), '..', 'esm', 'index.mjs')])
     expect(r.error).toBeUndefined()

@@ -42,7 +42,8 @@ import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { cgroupCapability } from './cgroup/where'
 import { isCgroupRemoved, makeChildCgroup, removeWhenEmpty, whyUncontained } from './cgroup/make'
-import { nodeSpawn } from './node-spawn'
+import { loadStopsSoon } from './load-stops'
+import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
 import { binding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -372,7 +373,12 @@ export function spawn(
   argsOrOptions?: readonly string[] | SpawnOptions,
   maybeOptions?: SpawnOptions,
 ): ChildProcess {
+  // Called by a child_process.spawn wrapper that nodeSpawn() is calling on behalf of an outer
+  // spawn(): that outer call does reapkit's part; this one is Node's spawn (see node-spawn.ts).
+  // eslint-disable-next-line prefer-rest-params
+  if (spawnReentered()) return heldNodeSpawn(arguments)
   validateFileLikeNode(command)
+  loadStopsSoon()
   let args = Array.isArray(argsOrOptions) ? [...(argsOrOptions as readonly string[])] : []
   // Like Node: spawn(cmd, options), spawn(cmd, args, options) and spawn(cmd, null | undefined, options).
   // Like Node: args that are neither an array nor null/undefined are refused, and so are options
