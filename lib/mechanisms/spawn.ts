@@ -40,8 +40,7 @@ import containerPart from './lazy/containers'
 import { engineOf } from './container/engine-name'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
-import { cgroupCapability } from './cgroup/where'
-import { isCgroupRemoved, makeChildCgroup, removeWhenEmpty, whyUncontained } from './cgroup/make'
+import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
 import { binding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
@@ -437,10 +436,10 @@ export function spawn(
   // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
   const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
   const throughHelper = helper !== null && (group || sig > 0 || cgroup) && !asOtherUser && resolvable(file, nodeOptions)
-  let uncontained = cgroup ? whyUncontained(helper !== null, asOtherUser) : null
+  let uncontained = cgroup ? cgroupPart().whyUncontained(helper !== null, asOtherUser) : null
   if (throughHelper) {
     // Made now, joined by the helper before anything else (fails closed: a failed join fails the spawn).
-    const cg = cgroup && uncontained === null ? makeChildCgroup(cgroupCapability().path!) : undefined
+    const cg = cgroup && uncontained === null ? cgroupPart().makeChildCgroup(cgroupPart().cgroupCapability().path!) : undefined
     // Returns once the helper has formed the group, armed the signal and exec'd the target (or
     // failed, reported as Node's 'error'), within a bound: exec-report.ts.
     const argv0 = nodeOptions.argv0 ?? file
@@ -451,7 +450,7 @@ export function spawn(
     } catch (err) {
       // Node refused (a NUL byte in an argument or the environment...): no child of ours is in it,
       // removed now (or once empty, should a helper have got in before the throw).
-      if (cg !== undefined) removeWhenEmpty(cg)
+      if (cg !== undefined) cgroupPart().removeWhenEmpty(cg)
       throw err
     }
     if (started) {
@@ -460,7 +459,7 @@ export function spawn(
       return child
     }
     if (cg !== undefined) {
-      removeWhenEmpty(cg) // never joined: no report possible, Node's own spawn below
+      cgroupPart().removeWhenEmpty(cg) // never joined: no report possible, Node's own spawn below
       uncontained = 'no report pipe for the exec helper (out of descriptors?): spawned by Node without it'
     }
   } else if (cgroup && uncontained === null) {
@@ -480,14 +479,14 @@ function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined): 
   const child = started.child
   if (cgroup !== undefined) {
     // Removed once the child has exited and the cgroup is empty (a stop removes it sooner).
-    const release = (): void => removeWhenEmpty(cgroup)
+    const release = (): void => cgroupPart().removeWhenEmpty(cgroup)
     if (child.pid === undefined) release() // failed (a join that failed among the causes)
     else child.once('exit', release)
   }
   if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
   pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}) })
   const info = spawned.get(child)!
-  if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => isCgroupRemoved(cgroup), enumerable: true })
+  if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => cgroupPart().isCgroupRemoved(cgroup), enumerable: true })
   started.onLate?.((late) => {
     if (info.groupGone) return
     info.pgid = late.pgid
