@@ -49,6 +49,11 @@ static Napi::Value ExecReportPipe(const Napi::CallbackInfo& info) {
   int err = CloexecPipe(fds);
   if (err != 0) return ThrowSystemError(info.Env(), err, "pipe");
   Napi::Array out = Napi::Array::New(info.Env(), 2);
+  if (out.IsEmpty()) {  // the environment is being torn down: nobody will read the pipe
+    close(fds[0]);
+    close(fds[1]);
+    return Napi::Value();
+  }
   out.Set(0u, fds[0]);
   out.Set(1u, fds[1]);
   return out;

@@ -115,6 +115,7 @@ static Napi::Value GroupMembers(const Napi::CallbackInfo& info) {
   });
   if (err != 0) return ThrowSystemError(info.Env(), err, "opendir");
   Napi::Array out = Napi::Array::New(info.Env(), members.size());
+  if (out.IsEmpty()) return Napi::Value();  // the environment is being torn down
   for (size_t i = 0; i < members.size(); i++) out.Set(static_cast<uint32_t>(i), members[i]);
   return out;
 #else
@@ -133,6 +134,9 @@ static Napi::Value GroupTable(const Napi::CallbackInfo& info) {
   });
   if (err != 0) return ThrowSystemError(info.Env(), err, "opendir");
   Napi::Int32Array out = Napi::Int32Array::New(info.Env(), pairs.size());
+  // While its environment is torn down (a worker terminated), V8 allocates no buffer: the array is
+  // empty, its data null, and writing it was a segfault (seen: a worker ended mid group listing).
+  if (out.IsEmpty() || (pairs.size() > 0 && out.Data() == nullptr)) return Napi::Value();
   for (size_t i = 0; i < pairs.size(); i++) out[i] = pairs[i];
   return out;
 #else

@@ -15,7 +15,9 @@ export function scanGroups(): Map<number, number[]> {
     else table.set(pgid, [pid])
   }
   if (binding && process.platform === 'linux') {
-    const pairs = binding.groupTable()
+    const pairs = binding.groupTable() as Int32Array | undefined
+    // Nothing while this environment is torn down (a worker ending): no listing, never "nobody".
+    if (pairs === undefined) throw new Error('the process table could not be read: this environment is being torn down')
     for (let i = 0; i + 1 < pairs.length; i += 2) add(pairs[i]!, pairs[i + 1]!)
     return table
   }
@@ -37,7 +39,11 @@ export function scanGroups(): Map<number, number[]> {
 export function groupMembers(pgid: number): number[] {
   const g = validatePid(pgid, 'pgid')
   if (process.platform === 'win32') requirePosixBinding('getpgid', 'A process group')
-  if (binding && process.platform === 'linux') return binding.groupMembers(g)
+  if (binding && process.platform === 'linux') {
+    const members = binding.groupMembers(g) as number[] | undefined
+    if (members === undefined) throw new Error('the process table could not be read: this environment is being torn down')
+    return members
+  }
   return scanGroups().get(g) ?? []
 }
 
