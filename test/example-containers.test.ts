@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { containersWith, describeWithEngines, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel, waitForEngine } from './containers'
-import { exitOf, ROOT } from './helpers'
+import { childrenOf, exitOf, ROOT } from './helpers'
 import { connectStdioV1 } from './mcp-sdk'
 
 const SERVER = join(ROOT, 'examples', 'process-server', 'server.mjs')
@@ -161,6 +161,9 @@ describeWithEngines('example server --container', skip, () => {
         expect(running(engine)).toEqual([container.id])
         await transport.terminateSession()
         await waitForEngine(() => containersWith(engine, label).length === 0, 30_000, 'the session\'s container to be gone')
+        // The engine lists it gone before its `stop` client has finished (podman's cleanup runs on):
+        // the stop is over when the server has no child left, not before (the leak guard would see it).
+        await waitForEngine(() => childrenOf(server.pid!).length === 0, 30_000, 'the server\'s engine calls to end')
         expect(server.exitCode).toBe(null)
       })
 
