@@ -36,11 +36,11 @@ export {
   type Incarnation,
   type ShutdownReport,
   type StopReport,
-} from './policies/supervisor'
-export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/restart'
-export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor-metrics'
-export type { HealthOptions, HealthCheckContext } from './policies/supervisor-health'
-export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor-prometheus'
+} from './policies/supervisor/supervisor'
+export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/supervisor/restart'
+export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor/metrics'
+export type { HealthOptions, HealthCheckContext } from './policies/supervisor/health'
+export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor/prometheus'
 export {
   findOrphans,
   type DoctorReport,

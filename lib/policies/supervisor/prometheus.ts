@@ -4,11 +4,11 @@
  * supervisor.metrics() at each scrape, so they count from the supervisor's creation; the stop
  * duration histogram observes each 'terminate' event from registration on.
  */
-import { ReapkitError, typeError } from '../ground/errors'
-import { describe, validateOptions } from '../ground/validate'
+import { ReapkitError, typeError } from '../../ground/errors'
+import { describe, validateOptions } from '../../ground/validate'
 import type { Supervisor } from './supervisor'
-import { STOP_DURATION_BUCKETS_MS, type SupervisorMetrics } from './supervisor-metrics'
-import type { StopReport } from './supervisor-record'
+import { STOP_DURATION_BUCKETS_MS, type SupervisorMetrics } from './metrics'
+import type { StopReport } from './record'
 
 type PromClient = typeof import('prom-client')
 

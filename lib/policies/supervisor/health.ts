@@ -6,9 +6,9 @@
  * still holds its pipes, which no exit ever reports.
  */
 import type { ChildProcess } from 'node:child_process'
-import { TimeoutError, rangeError, typeError } from '../ground/errors'
-import { describe, validateMs, validateOptions } from '../ground/validate'
-import type { ProcessRecord } from './supervisor-record'
+import { TimeoutError, rangeError, typeError } from '../../ground/errors'
+import { describe, validateMs, validateOptions } from '../../ground/validate'
+import type { ProcessRecord } from './record'
 
 export interface HealthCheckContext {
   child: ChildProcess

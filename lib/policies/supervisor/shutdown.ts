@@ -4,14 +4,14 @@
  * process table shared by every entry.
  */
 import type { ChildProcess } from 'node:child_process'
-import type { KillResult } from '../mechanisms/kill'
-import { type CloseReport, closeClient } from './close'
-import { containersAtCap } from '../mechanisms/container/child'
-import { type Logger, logEvent } from '../ground/logger'
-import { scanGroups } from '../mechanisms/group'
-import { killEntrySync } from './supervisor-backstop'
-import { type Entry, exited, running } from './supervisor-registry'
-import { type ProcessRecord, type ProcessStatus, type ShutdownReport, copyRecord } from './supervisor-record'
+import type { KillResult } from '../../mechanisms/kill'
+import { type CloseReport, closeClient } from '../close'
+import { containersAtCap } from '../../mechanisms/container/child'
+import { type Logger, logEvent } from '../../ground/logger'
+import { scanGroups } from '../../mechanisms/group'
+import { killEntrySync } from './backstop'
+import { type Entry, exited, running } from './registry'
+import { type ProcessRecord, type ProcessStatus, type ShutdownReport, copyRecord } from './record'
 
 export interface ShutdownContext {
   closeTimeoutMs: number

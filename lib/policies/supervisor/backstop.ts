@@ -8,12 +8,12 @@
  * armed by spawn() takes the direct children, but not processes they started in their groups.
  * A child spawned into a cgroup of its own gets one `cgroup.kill`: every member, escapees included.
  */
-import { scanGroups } from '../mechanisms/group'
-import { openProcess } from '../mechanisms/handle'
-import { binding } from '../ground/native'
-import { spawnedGroupMembersSync, spawnedInfo } from '../mechanisms/spawn'
-import { killCgroup, killCgroupNow, removeKilledSync, removeWhenEmpty } from '../mechanisms/cgroup/make'
-import type { Entry } from './supervisor-registry'
+import { scanGroups } from '../../mechanisms/group'
+import { openProcess } from '../../mechanisms/handle'
+import { binding } from '../../ground/native'
+import { spawnedGroupMembersSync, spawnedInfo } from '../../mechanisms/spawn'
+import { killCgroup, killCgroupNow, removeKilledSync, removeWhenEmpty } from '../../mechanisms/cgroup/make'
+import type { Entry } from './registry'
 
 /** What the backstop calls on each live supervisor. */
 export interface Backstopped {

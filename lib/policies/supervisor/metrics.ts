@@ -2,7 +2,7 @@
  * supervisor.metrics(): counters kept from the Supervisor's own events (each event is counted as
  * it is emitted, so a snapshot matches the events one for one), and the children by status.
  */
-import type { ProcessRecord, ProcessStatus, StopReport, SupervisorEvents } from './supervisor-record'
+import type { ProcessRecord, ProcessStatus, StopReport, SupervisorEvents } from './record'
 
 /** Upper bounds (ms) of the stop-duration histogram's buckets; the last bucket is Infinity. */
 export const STOP_DURATION_BUCKETS_MS = [10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const

@@ -11,12 +11,12 @@
  * variables that reach an engine are written from the client's environment, never the rest of it
  * (secrets stay out of the file).
  */
-import { KILL_CONFIRM_MS_DEFAULT } from '../ground/config'
-import { type Logger, logEvent } from '../ground/logger'
-import { type ContainerEngine, OWNER_LABEL, parseContainerRun, RUN_LABEL } from '../mechanisms/container/command'
-import { engineCall } from '../mechanisms/container/engine'
-import { ownerNamespace, ownPidNamespace, parseOwner } from '../mechanisms/container/owner'
-import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from '../mechanisms/container/stop'
+import { KILL_CONFIRM_MS_DEFAULT } from '../../ground/config'
+import { type Logger, logEvent } from '../../ground/logger'
+import { type ContainerEngine, OWNER_LABEL, parseContainerRun, RUN_LABEL } from '../../mechanisms/container/command'
+import { engineCall } from '../../mechanisms/container/engine'
+import { ownerNamespace, ownPidNamespace, parseOwner } from '../../mechanisms/container/owner'
+import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from '../../mechanisms/container/stop'
 
 /** A container run as the state file holds it. */
 export interface StateContainer {

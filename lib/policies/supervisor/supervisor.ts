@@ -7,36 +7,36 @@
  * make us signal someone else's process. Every signal goes through a pinned handle, and a group is
  * never listed again once it was seen empty (its id may then belong to a stranger).
  *
- * Its parts: the registry and its indexes (supervisor-registry.ts), shutdownAll's capped parallel
- * close (supervisor-shutdown.ts), the synchronous exit backstop (supervisor-backstop.ts: it cannot
+ * Its parts: the registry and its indexes (supervisor/registry.ts), shutdownAll's capped parallel
+ * close (supervisor/shutdown.ts), the synchronous exit backstop (supervisor/backstop.ts: it cannot
  * run when this process dies by SIGKILL or an unhandled signal; handle those signals and call
  * shutdownAll, or run under the `reapkit -- command` wrapper) and the state file
- * (supervisor-state.ts).
+ * (supervisor/state.ts).
  */
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
-import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../ground/config'
-import { ReapkitError, rangeError, systemError, typeError } from '../ground/errors'
-import { isChildProcess } from '../mechanisms/exit'
-import { containerCapSlackMs } from '../mechanisms/container/child'
-import type { ProcessHandle } from '../mechanisms/handle'
-import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
-import { type Logger, logEvent, silentLogger } from '../ground/logger'
-import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedInfo, trackChild } from '../mechanisms/spawn'
-import { addToBackstop, killEntrySync, removeFromBackstop, scanGroupsOrNull } from './supervisor-backstop'
-import { removeKilledSync } from '../mechanisms/cgroup/make'
-import { MetricsRecorder, type SupervisorMetrics } from './supervisor-metrics'
-import { copyRecord, newRecord, startIncarnation, type ProcessRecord, type ProcessStatus, type ShutdownReport, type StopReport, type SupervisorEvents, type SupervisorOptions } from './supervisor-record'
-import { type Entry, Registry, exited, live, running } from './supervisor-registry'
+import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../../ground/config'
+import { ReapkitError, rangeError, systemError, typeError } from '../../ground/errors'
+import { isChildProcess } from '../../mechanisms/exit'
+import { containerCapSlackMs } from '../../mechanisms/container/child'
+import type { ProcessHandle } from '../../mechanisms/handle'
+import { type KillResult, killProcessGracefully } from '../../mechanisms/kill'
+import { type Logger, logEvent, silentLogger } from '../../ground/logger'
+import { type SpawnOptions, spawn, spawnedGroupMembers, spawnedInfo, trackChild } from '../../mechanisms/spawn'
+import { addToBackstop, killEntrySync, removeFromBackstop, scanGroupsOrNull } from './backstop'
+import { removeKilledSync } from '../../mechanisms/cgroup/make'
+import { MetricsRecorder, type SupervisorMetrics } from './metrics'
+import { copyRecord, newRecord, startIncarnation, type ProcessRecord, type ProcessStatus, type ShutdownReport, type StopReport, type SupervisorEvents, type SupervisorOptions } from './record'
+import { type Entry, Registry, exited, live, running } from './registry'
 import { type RestartOptions, Restarter, type StartReason, restartSpec } from './restart'
-import { closeUnderCap, joinStopUnderWay } from './supervisor-shutdown'
-import { type HealthOptions, HealthMonitor, healthSpec } from './supervisor-health'
-import { closeClient } from './close'
-import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './supervisor-state'
-import { describe, validateMs, validateOptions } from '../ground/validate'
-import { eventsUntil } from '../ground/wait'
+import { closeUnderCap, joinStopUnderWay } from './shutdown'
+import { type HealthOptions, HealthMonitor, healthSpec } from './health'
+import { closeClient } from '../close'
+import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './state'
+import { describe, validateMs, validateOptions } from '../../ground/validate'
+import { eventsUntil } from '../../ground/wait'
 
-export type { Incarnation, ProcessRecord, ProcessStatus, ShutdownReport, StopReport, SupervisorEvents, SupervisorOptions } from './supervisor-record'
+export type { Incarnation, ProcessRecord, ProcessStatus, ShutdownReport, StopReport, SupervisorEvents, SupervisorOptions } from './record'
 
 type RestartReason = Exclude<StartReason, 'start'>
 
@@ -112,7 +112,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return child
   }
 
-  /** With a stateFile: the child's environment carries this incarnation's proof (supervisor-state.ts). */
+  /** With a stateFile: the child's environment carries this incarnation's proof (supervisor/state.ts). */
   #withStateToken(options: SpawnOptions): SpawnOptions {
     if (!this.#state) return options
     return { ...options, env: { ...(options.env ?? process.env), [STATE_TOKEN_ENV]: this.#state.token } }

@@ -3,14 +3,14 @@
  * and the history limit on finished ones. No signals here: only bookkeeping.
  */
 import type { ChildProcess } from 'node:child_process'
-import { ReapkitError, typeError } from '../ground/errors'
-import type { ProcessHandle } from '../mechanisms/handle'
-import type { KillResult } from '../mechanisms/kill'
-import { spawnedInfo } from '../mechanisms/spawn'
-import type { SpawnOptions } from '../mechanisms/spawn'
+import { ReapkitError, typeError } from '../../ground/errors'
+import type { ProcessHandle } from '../../mechanisms/handle'
+import type { KillResult } from '../../mechanisms/kill'
+import { spawnedInfo } from '../../mechanisms/spawn'
+import type { SpawnOptions } from '../../mechanisms/spawn'
 import type { Restarter } from './restart'
-import type { HealthMonitor, HealthSpec } from './supervisor-health'
-import type { ProcessRecord } from './supervisor-record'
+import type { HealthMonitor, HealthSpec } from './health'
+import type { ProcessRecord } from './record'
 
 export interface Entry {
   id: number

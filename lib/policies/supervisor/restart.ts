@@ -5,8 +5,8 @@
  * once it needed more than `maxRestarts` restarts within `windowMs` (Erlang/OTP's intensity and
  * period). Pure policy and the one backoff timer: the Supervisor decides when an exit counts.
  */
-import { rangeError, typeError } from '../ground/errors'
-import { describe, validateMs, validateOptions } from '../ground/validate'
+import { rangeError, typeError } from '../../ground/errors'
+import { describe, validateMs, validateOptions } from '../../ground/validate'
 
 export type RestartPolicy = 'never' | 'on-failure' | 'always'
 

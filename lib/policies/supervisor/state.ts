@@ -20,8 +20,8 @@
  * Children with a restart policy also leave their recent restarts in it (by request id): the next
  * supervisor's first spawn() of the same request id continues that intensity window rather than start a
  * fresh one, so a host that crash-loops with its child cannot restart it without limit (their
- * bookkeeping: supervisor-state-restarts.ts).
- * A child that is a container client also records its run (supervisor-state-containers.ts): the
+ * bookkeeping: supervisor/state-restarts.ts).
+ * A child that is a container client also records its run (supervisor/state-containers.ts): the
  * container outlives a SIGKILLed supervisor, so the next incarnation stops it through the engine.
  * A run stays in the file (top-level `containers`) after its client exits until its container is
  * confirmed gone. The args of any engine command (docker, podman, nerdctl: a run or not) are
@@ -30,19 +30,19 @@
  */
 import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { ReapkitError } from '../ground/errors'
-import { RestartTimes } from './supervisor-state-restarts'
-import { openProcess, type ProcessHandle } from '../mechanisms/handle'
-import { type KillResult, killProcessGracefully } from '../mechanisms/kill'
-import { type Logger, logEvent } from '../ground/logger'
-import { KILL_CONFIRM_MS_DEFAULT } from '../ground/config'
-import { processRow } from '../mechanisms/proctable'
-import { stopRecordedContainer, withContainers } from '../mechanisms/container/child'
-import { redactRunArgs } from '../mechanisms/container/command'
-import type { ContainerOutcome, ContainerRecord } from '../mechanisms/container/stop'
-import { parseStateContainer, type StateContainer, stopLeftoverContainer, toStateContainer } from './supervisor-state-containers'
-import { checkStateFolder, readTrustedStateFile } from './state-file-trust'
-import { copyRecord, type ProcessRecord } from './supervisor-record'
+import { ReapkitError } from '../../ground/errors'
+import { RestartTimes } from './state-restarts'
+import { openProcess, type ProcessHandle } from '../../mechanisms/handle'
+import { type KillResult, killProcessGracefully } from '../../mechanisms/kill'
+import { type Logger, logEvent } from '../../ground/logger'
+import { KILL_CONFIRM_MS_DEFAULT } from '../../ground/config'
+import { processRow } from '../../mechanisms/proctable'
+import { stopRecordedContainer, withContainers } from '../../mechanisms/container/child'
+import { redactRunArgs } from '../../mechanisms/container/command'
+import type { ContainerOutcome, ContainerRecord } from '../../mechanisms/container/stop'
+import { parseStateContainer, type StateContainer, stopLeftoverContainer, toStateContainer } from './state-containers'
+import { checkStateFolder, readTrustedStateFile } from '../state-file-trust'
+import { copyRecord, type ProcessRecord } from './record'
 
 /** One line of the state file. */
 interface StateRecord {

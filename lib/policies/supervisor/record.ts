@@ -4,9 +4,9 @@
  * incarnation.
  */
 import type { ChildProcess } from 'node:child_process'
-import type { CloseReport } from './close'
-import type { Logger } from '../ground/logger'
-import type { KillResult } from '../mechanisms/kill'
+import type { CloseReport } from '../close'
+import type { Logger } from '../../ground/logger'
+import type { KillResult } from '../../mechanisms/kill'
 import type { RestartPolicy, StartReason } from './restart'
 
 /** How many incarnations a record keeps (the newest); `restarts` counts them all. */
