@@ -1,6 +1,6 @@
 /**
- * `reapkit doctor`: lists the process trees whose stdio host is gone (see lib/policies/doctor.ts for the
- * criterion) and the leaked containers (lib/policies/doctor-containers.ts), and with --stop stops them. bin/reapkit runs this with node. Exit status: 0 none
+ * `reapkit doctor`: lists the process trees whose stdio host is gone (see lib/policies/doctor/doctor.ts for the
+ * criterion) and the leaked containers (lib/policies/doctor/containers.ts), and with --stop stops them. bin/reapkit runs this with node. Exit status: 0 none
  * found (or, with --stop, everything listed is gone), 1 found (or something survived the stop, or
  * containers were asked for and no engine answered), 2 usage error or a stop refused.
  */

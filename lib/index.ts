@@ -47,8 +47,8 @@ export {
   type FindOrphansOptions,
   type OrphanProcess,
   type OrphanTree,
-} from './policies/doctor'
-export { stopOrphans, stopOrphanTree, type StopOrphansOptions, type StoppedTree } from './policies/doctor-stop'
+} from './policies/doctor/doctor'
+export { stopOrphans, stopOrphanTree, type StopOrphansOptions, type StoppedTree } from './policies/doctor/stop'
 export {
   findLeakedContainers,
   type ContainerReport,
@@ -56,8 +56,8 @@ export {
   type FindLeakedContainersOptions,
   type LeakedContainer,
   type OrphanedClient,
-} from './policies/doctor-containers'
-export { stopLeakedContainer, stopLeakedContainers, type StopContainersOptions, type StoppedContainer } from './policies/doctor-containers-stop'
+} from './policies/doctor/containers'
+export { stopLeakedContainer, stopLeakedContainers, type StopContainersOptions, type StoppedContainer } from './policies/doctor/containers-stop'
 export type { ContainerOwner } from './mechanisms/container/owner'
 export { type Logger, silentLogger } from './ground/logger'
 export { createKeepalive, type KeepaliveMetrics } from './policies/keepalive'

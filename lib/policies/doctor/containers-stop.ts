@@ -17,14 +17,14 @@
  *
  * `foreign` containers (another host's owner, another PID namespace's) are never passed here by the
  * CLI, and never taken from a report: only `leaked` is read. Which containers are leaked is
- * doctor-containers.ts's judgement, not this module's.
+ * doctor/containers.ts's judgement, not this module's.
  */
-import { typeError } from '../ground/errors'
-import { validateMs, validateOptions } from '../ground/validate'
-import type { ContainerEngine } from '../mechanisms/container/command'
-import { formatOwner } from '../mechanisms/container/owner'
-import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from '../mechanisms/container/stop'
-import { type ContainerReport, engineClientOf, type LeakedContainer } from './doctor-containers'
+import { typeError } from '../../ground/errors'
+import { validateMs, validateOptions } from '../../ground/validate'
+import type { ContainerEngine } from '../../mechanisms/container/command'
+import { formatOwner } from '../../mechanisms/container/owner'
+import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from '../../mechanisms/container/stop'
+import { type ContainerReport, engineClientOf, type LeakedContainer } from './containers'
 
 export interface StopContainersOptions {
   /** The stop's grace: the engine's stop gets what is left of it less a second, in whole seconds (rounded down). Default 5000. */

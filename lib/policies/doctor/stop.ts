@@ -1,13 +1,13 @@
 /**
- * stopOrphans(): stops the trees findOrphans() listed (lib/policies/doctor.ts), every process
+ * stopOrphans(): stops the trees findOrphans() listed (lib/policies/doctor/doctor.ts), every process
  * pinned (pidfd on Linux; pid + kqueue on macOS) and re-checked by start time after the listing, so
  * a pid recycled in between is never signalled.
  */
-import { validateMs, validateOptions } from '../ground/validate'
-import { settlesWithin } from '../ground/wait'
-import { openProcess, type ProcessHandle } from '../mechanisms/handle'
-import { descendantsOf, processRow, type ProcessRow, readProcessTable } from '../mechanisms/proctable'
-import { darwinProcAvailable, darwinProcessRow, darwinProcessTable } from '../mechanisms/proctable-darwin'
+import { validateMs, validateOptions } from '../../ground/validate'
+import { settlesWithin } from '../../ground/wait'
+import { openProcess, type ProcessHandle } from '../../mechanisms/handle'
+import { descendantsOf, processRow, type ProcessRow, readProcessTable } from '../../mechanisms/proctable'
+import { darwinProcAvailable, darwinProcessRow, darwinProcessTable } from '../../mechanisms/proctable-darwin'
 import type { DoctorReport, OrphanTree } from './doctor'
 
 export interface StopOrphansOptions {

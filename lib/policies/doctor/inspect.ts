@@ -3,7 +3,7 @@
  * give the same fields: Id, Name, Created, Config.Image/ImageName, Config.Labels, State.Status,
  * HostConfig.AutoRemove; podman also State.ConmonPid). Bounded like every engine call.
  */
-import { type EngineClient, engineCall, isNoSuchContainer } from '../mechanisms/container/engine'
+import { type EngineClient, engineCall, isNoSuchContainer } from '../../mechanisms/container/engine'
 
 export interface InspectedContainer {
   id: string

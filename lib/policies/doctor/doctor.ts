@@ -3,16 +3,16 @@
  * name: stdin is a pipe nobody can write to any more AND stdout is a pipe nobody reads. A process
  * with a live peer on either pipe is never a candidate. Where the platform keeps that (Linux: /proc
  * and the kernel's word on each pipe; macOS, compile-checked only: libproc) is read by one view
- * per platform (./doctor-views.ts); the trees and the leftovers are built here alike for all.
- * Stopping what it lists: ./doctor-stop.ts.
+ * per platform (./views.ts); the trees and the leftovers are built here alike for all.
+ * Stopping what it lists: ./stop.ts.
  *
  * macOS, not there yet: `holds` (always empty) and `paths` (ERR_REAPKIT_UNSUPPORTED).
  */
-import { typeError } from '../ground/errors'
-import { validateMs, validateOptions } from '../ground/validate'
-import { descendantsOf, type ProcessRow } from '../mechanisms/proctable'
-import { darwinProcAvailable } from '../mechanisms/proctable-darwin'
-import { darwinView, linuxView, type ProcView } from './doctor-views'
+import { typeError } from '../../ground/errors'
+import { validateMs, validateOptions } from '../../ground/validate'
+import { descendantsOf, type ProcessRow } from '../../mechanisms/proctable'
+import { darwinProcAvailable } from '../../mechanisms/proctable-darwin'
+import { darwinView, linuxView, type ProcView } from './views'
 
 export interface OrphanProcess {
   pid: number

@@ -1,14 +1,14 @@
 /**
- * Where `reapkit doctor` reads a platform (lib/policies/doctor.ts builds the trees from this alike
+ * Where `reapkit doctor` reads a platform (lib/policies/doctor/doctor.ts builds the trees from this alike
  * everywhere). Linux: /proc, with the kernel's own word on each stdio pipe (native/pipe_probe.cc)
  * and sock_diag's on sockets. macOS (compile-checked only, never run here): libproc in the addon
  * (native/proc_darwin.cc), the kernel's peer handle of each pipe end and unix socket.
  */
 import { readFileSync, readlinkSync, statSync } from 'node:fs'
-import { binding } from '../ground/native'
-import { commandOf, processRow, type ProcessRow, readProcessTable } from '../mechanisms/proctable'
-import { fdTargets, listeningSockets, pipeInode, pipeOrSocketStdio, scanFds, socketInode, unixPeers } from '../mechanisms/pipes'
-import { darwinCommandOf, darwinLostHost, darwinProcessRow, darwinProcessTable, type DarwinRow, darwinStdioNames } from '../mechanisms/proctable-darwin'
+import { binding } from '../../ground/native'
+import { commandOf, processRow, type ProcessRow, readProcessTable } from '../../mechanisms/proctable'
+import { fdTargets, listeningSockets, pipeInode, pipeOrSocketStdio, scanFds, socketInode, unixPeers } from '../../mechanisms/pipes'
+import { darwinCommandOf, darwinLostHost, darwinProcessRow, darwinProcessTable, type DarwinRow, darwinStdioNames } from '../../mechanisms/proctable-darwin'
 
 /**
  * What findOrphans needs from a platform: its process table, which processes lost their host (the

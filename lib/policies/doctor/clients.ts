@@ -17,15 +17,15 @@
  * engine, and its --cidfile is read (by the trusted-file rules: no link, no FIFO, ours, bounded).
  * Another user's is reached by doctor's own client, run as that user (./doctor-client-user.ts); its
  * --cidfile is never opened (a file they wrote proves nothing), and what the other clues name is
- * taken only where the engine's own record ties it to the client (doctor-containers.ts).
+ * taken only where the engine's own record ties it to the client (doctor/containers.ts).
  */
 import { readFileSync, readlinkSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
-import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../mechanisms/container/command'
-import type { EngineClient } from '../mechanisms/container/engine'
-import { processStartTime } from '../mechanisms/container/owner'
+import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../../mechanisms/container/command'
+import type { EngineClient } from '../../mechanisms/container/engine'
+import { processStartTime } from '../../mechanisms/container/owner'
 import type { OrphanProcess, OrphanTree } from './doctor'
-import { type ClientUser, clientUser, engineClientAs } from './doctor-client-user'
+import { type ClientUser, clientUser, engineClientAs } from './client-user'
 
 /** How a client's container was told, and what names it. */
 export type ClientClue = { via: 'run-label'; runId: string } | { via: 'cidfile'; path: string } | { via: 'conmon'; conmonPid: number; id: string }

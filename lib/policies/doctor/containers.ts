@@ -17,15 +17,15 @@
  * Never listed: a container whose owner is alive, one without reapkit's labels whose client is not
  * an orphan (a `-d` run, any run whose host lives). Never signals, never stops.
  */
-import { typeError } from '../ground/errors'
-import { validateMs, validateOptions } from '../ground/validate'
-import { type ContainerEngine, OWNER_LABEL, RUN_LABEL } from '../mechanisms/container/command'
-import { type EngineClient, EngineError, ENGINE_CALL_MS_DEFAULT, listByLabel } from '../mechanisms/container/engine'
-import { type ContainerOwner, ownerVerdict, ownPidNamespace, ownPidNamespaceLink, parseOwner } from '../mechanisms/container/owner'
+import { typeError } from '../../ground/errors'
+import { validateMs, validateOptions } from '../../ground/validate'
+import { type ContainerEngine, OWNER_LABEL, RUN_LABEL } from '../../mechanisms/container/command'
+import { type EngineClient, EngineError, ENGINE_CALL_MS_DEFAULT, listByLabel } from '../../mechanisms/container/engine'
+import { type ContainerOwner, ownerVerdict, ownPidNamespace, ownPidNamespaceLink, parseOwner } from '../../mechanisms/container/owner'
 import type { OrphanTree } from './doctor'
-import { type ClientFinding, findClients } from './doctor-clients'
-import { inspectContainers, type InspectedContainer } from './doctor-inspect'
-import { CIDFILE, readTrustedFile } from './state-file-trust'
+import { type ClientFinding, findClients } from './clients'
+import { inspectContainers, type InspectedContainer } from './inspect'
+import { CIDFILE, readTrustedFile } from '../state-file-trust'
 
 export interface LeakedContainer {
   engine: ContainerEngine

@@ -26,8 +26,8 @@
  */
 import { accessSync, constants as fsConstants, readFileSync, readlinkSync, statSync } from 'node:fs'
 import { delimiter, isAbsolute, join } from 'node:path'
-import { type ContainerEngine, type ContainerRun, globalFlags } from '../mechanisms/container/command'
-import type { EngineClient } from '../mechanisms/container/engine'
+import { type ContainerEngine, type ContainerRun, globalFlags } from '../../mechanisms/container/command'
+import type { EngineClient } from '../../mechanisms/container/engine'
 
 /** Whose a client process is. */
 export type ClientUser =
