@@ -60,7 +60,7 @@ export {
 export { stopLeakedContainer, stopLeakedContainers, type StopContainersOptions, type StoppedContainer } from './policies/doctor/containers-stop'
 export type { ContainerOwner } from './mechanisms/container/owner'
 export { type Logger, silentLogger } from './ground/logger'
-export { createKeepalive, type KeepaliveMetrics } from './policies/keepalive'
+export { createKeepalive, type KeepaliveMetrics } from './policies/keepalive/keepalive'
 export {
   ShuttingDownError,
   SHUTTING_DOWN_JSONRPC_CODE,

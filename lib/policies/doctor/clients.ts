@@ -15,7 +15,7 @@
  *
  * Whose word each clue is (issue 28): a client of doctor's own user is reached as it reached its
  * engine, and its --cidfile is read (by the trusted-file rules: no link, no FIFO, ours, bounded).
- * Another user's is reached by doctor's own client, run as that user (./doctor-client-user.ts); its
+ * Another user's is reached by doctor's own client, run as that user (./client-user.ts); its
  * --cidfile is never opened (a file they wrote proves nothing), and what the other clues name is
  * taken only where the engine's own record ties it to the client (doctor/containers.ts).
  */

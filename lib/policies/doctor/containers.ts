@@ -9,7 +9,7 @@
  *   said so, never an error that hides the rest). An owner on another host, or in another PID
  *   namespace, cannot be judged here: such containers are listed apart (`foreign`) and never stopped;
  * - the container of each `docker run`/`podman run` client in an orphaned tree, where it can be
- *   told exactly (./doctor-clients.ts); where it cannot, the client is listed saying so. Exactly
+ *   told exactly (./clients.ts); where it cannot, the client is listed saying so. Exactly
  *   means on the engine's own record: the container carries the run label the client names; the
  *   engine names the client's conmon as the container's (podman's ConmonPid); a --cidfile only of
  *   doctor's own user (read by the trusted-file rules), never another user's.

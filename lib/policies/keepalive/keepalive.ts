@@ -23,17 +23,17 @@
  * The parts, one concern a file, are in ./keepalive/: options, work (the registry of work in
  * flight), triggers, drain (its phases), report. This file puts them together.
  */
-import { typeError } from '../ground/errors'
-import { validateMs, validateOptions } from '../ground/validate'
-import { beginDrain, callDrainListener, completeDrain, type DrainParts } from './keepalive/drain'
-import { attachRunDurations, type KeepaliveMetrics, RunDurations } from './keepalive/metrics'
-import { resolveOptions } from './keepalive/options'
-import { Reporter } from './keepalive/report'
-import { installTriggers } from './keepalive/triggers'
-import type { Keepalive, KeepaliveOptions, ShutdownReport } from './keepalive/types'
-import { type Phase, WorkRegistry } from './keepalive/work'
+import { typeError } from '../../ground/errors'
+import { validateMs, validateOptions } from '../../ground/validate'
+import { beginDrain, callDrainListener, completeDrain, type DrainParts } from './drain'
+import { attachRunDurations, type KeepaliveMetrics, RunDurations } from './metrics'
+import { resolveOptions } from './options'
+import { Reporter } from './report'
+import { installTriggers } from './triggers'
+import type { Keepalive, KeepaliveOptions, ShutdownReport } from './types'
+import { type Phase, WorkRegistry } from './work'
 
-export type { KeepaliveMetrics } from './keepalive/metrics'
+export type { KeepaliveMetrics } from './metrics'
 export {
   type Keepalive,
   type KeepaliveOptions,
@@ -41,7 +41,7 @@ export {
   SHUTTING_DOWN_JSONRPC_CODE,
   ShuttingDownError,
   type ShutdownReport,
-} from './keepalive/types'
+} from './types'
 
 export function createKeepalive(options: KeepaliveOptions = {}): Keepalive {
   const resolved = resolveOptions(options)
