@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type { Keepalive } from '../index'
+import type { Keepalive } from '../../index'
 import type { BodyTee } from './body-tee'
 
 export type Kind = 'call' | 'stream' | 'other'

@@ -3,7 +3,7 @@
  * connections), the abandon (calls still running when the grace is over get their error), and the
  * close (the SDK ends its streams, then whatever still streams is ended here, then the connections).
  */
-import type { Closable } from '../mcp-http'
+import type { Closable } from './keepalive'
 import { endHere } from './answers'
 import { closablesOf, sizeOf } from './closables'
 import type { HttpDrain } from './context'

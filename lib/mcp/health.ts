@@ -13,9 +13,9 @@
  * its RequestOptions.
  */
 import type { ChildProcess } from 'node:child_process'
-import { typeError } from './ground/errors'
-import { describe } from './ground/validate'
-import { AbortError, type HealthCheckContext, ReapkitError } from './index'
+import { typeError } from '../ground/errors'
+import { describe } from '../ground/validate'
+import { AbortError, type HealthCheckContext, ReapkitError } from '../index'
 
 /** What the check needs of an SDK Client (1.x `@modelcontextprotocol/sdk`, 2.x `@modelcontextprotocol/client`). */
 export interface McpPingClient {

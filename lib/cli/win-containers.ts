@@ -11,9 +11,9 @@
  * engine's stop with the grace, then its kill, `rm -f` of a `--rm` leftover, confirmed gone, each
  * call bounded), with the bounds the library gives a container whose client exited.
  */
-import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from './ground/config'
-import { prepareContainerRun, SETTLE_MS } from './mechanisms/container/child'
-import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from './mechanisms/container/stop'
+import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from '../ground/config'
+import { prepareContainerRun, SETTLE_MS } from '../mechanisms/container/child'
+import { type ContainerOutcome, type ContainerRecord, stopContainerRun } from '../mechanisms/container/stop'
 
 export type { ContainerOutcome, ContainerRecord }
 

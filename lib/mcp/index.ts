@@ -9,7 +9,7 @@
  * written (so the drain never cuts a frame) or when the client cancels it (the SDK then aborts the
  * handler's AbortSignal and sends no response); the server's transport is closed only after the
  * drain, as the keepalive's first shutdown hook. With `{ resource: true }` (an McpServer), the
- * host can read the drain state as the resource reapkit://keepalive (mcp-keepalive-resource.ts).
+ * host can read the drain state as the resource reapkit://keepalive (mcp/keepalive-resource.ts).
  *
  * Where the two lines differ, and how this module meets both:
  * - 2.x's StdioServerTransport closes itself when stdin ends (1.x ignores stdin end), which aborts
@@ -23,53 +23,14 @@
  */
 // Node's types for this entry's .d.ts in a project with `"types": []` (see lib/index.ts).
 /// <reference types="node" preserve="true" />
-import type { Keepalive } from './index'
-import { typeError } from './ground/errors'
-import { validateOptions } from './ground/validate'
-import { shuttingDownResponse } from './mcp-http-wire'
-import { canRegisterResources, readsKeepaliveResource, registerKeepaliveResource } from './mcp-keepalive-resource'
+import type { Keepalive } from '../index'
+import { typeError } from '../ground/errors'
+import { validateOptions } from '../ground/validate'
+import { shuttingDownResponse } from './http/wire'
+import { canRegisterResources, readsKeepaliveResource, registerKeepaliveResource } from './keepalive-resource'
+import type { JsonRpcMessage, McpServerLike, McpTransport } from './types'
 
-/**
- * The part of the SDK's Transport interface this module relies on (1.x and 2.x alike). Its optional
- * members, and JsonRpcMessage's, take `undefined` too: the SDK declares its own so, and a project
- * with exactOptionalPropertyTypes would otherwise refuse the SDK's servers and transports here.
- */
-export interface McpTransport {
-  start(): Promise<void>
-  send(message: JsonRpcMessage, options?: unknown): Promise<void>
-  close(): Promise<void>
-  onclose?: (() => void) | undefined
-  onerror?: ((error: Error) => void) | undefined
-  // Its parameter is compared both ways (a method's), so that the SDKs' transports, whose onmessage
-  // takes their own, narrower message type, are McpTransports too; a method signature would do
-  // that, but cannot take `undefined`, which the SDKs' Transport declares.
-  onmessage?: BivariantHandler<[message: JsonRpcMessage, extra?: unknown]> | undefined
-  sessionId?: string | undefined
-  setProtocolVersion?: ((version: string) => void) | undefined
-  /** 2.x */
-  setSupportedProtocolVersions?: ((versions: string[]) => void) | undefined
-  /** 2.x, which declares it without `undefined`: so here, or 2.x servers would not take an McpTransport. */
-  readonly hasPerRequestStream?: boolean
-}
-
-/** A handler type whose parameters are compared both ways, as a method's are. */
-type BivariantHandler<A extends unknown[]> = { bivariant(...args: A): void }['bivariant']
-
-export type JsonRpcMessage = {
-  jsonrpc: '2.0'
-  id?: string | number | undefined
-  method?: string | undefined
-  params?: (Record<string, unknown> & { requestId?: string | number | undefined }) | undefined
-  result?: unknown
-  error?: unknown
-}
-
-/** An SDK server: McpServer (which has `.server`) or the low-level Server. */
-export interface McpServerLike {
-  connect(transport: McpTransport): Promise<void>
-  close(): Promise<void>
-  server?: McpServerLike | undefined
-}
+export type { JsonRpcMessage, McpServerLike, McpTransport } from './types'
 
 const keyOf = (id: string | number): string => `${typeof id}:${id}`
 
@@ -250,7 +211,7 @@ function resourceOption(server: McpServerLike, options: WithKeepaliveOptions): b
   return resource
 }
 
-// ---- The client side: a drop-in StdioClientTransport (mcp-stdio-client.ts) ----
+// ---- The client side: a drop-in StdioClientTransport (mcp/stdio-client.ts) ----
 export {
   DEFAULT_INHERITED_ENV_VARS,
   getDefaultEnvironment,
@@ -260,9 +221,9 @@ export {
   StdioClientTransport,
   type StdioClientTransportOptions,
   type StdioServerParameters,
-} from './mcp-stdio-client'
+} from './stdio-client'
 
-export { KEEPALIVE_RESOURCE_URI, type KeepaliveResourceState } from './mcp-keepalive-resource'
+export { KEEPALIVE_RESOURCE_URI, type KeepaliveResourceState } from './keepalive-resource'
 
 // ---- Streamable HTTP servers: the drain below the SDK, for both lines ----
 export {
@@ -272,7 +233,7 @@ export {
   type HttpKeepaliveOptions,
   type McpClosables,
   withHttpKeepalive,
-} from './mcp-http'
+} from './http/keepalive'
 
 // ---- Supervised servers: an MCP ping as the Supervisor's health check ----
-export { type McpPingClient, type McpPingClientSource, mcpPingHealthCheck } from './mcp-health'
+export { type McpPingClient, type McpPingClientSource, mcpPingHealthCheck } from './health'

@@ -35,16 +35,16 @@
  *   abandoned, refused), sessions, streams and connections.
  */
 import type { Server } from 'node:http'
-import { createKeepalive, type Keepalive, type KeepaliveOptions } from './index'
-import { Connections } from './mcp-http/connections'
-import type { HttpDrain } from './mcp-http/context'
-import { Exchanges } from './mcp-http/exchanges'
-import { resolveOptions } from './mcp-http/options'
-import { installPhases, reportFields } from './mcp-http/phases'
-import { startProbeServer } from './mcp-http/probe'
-import { hookRequests } from './mcp-http/requests'
+import { createKeepalive, type Keepalive, type KeepaliveOptions } from '../../index'
+import { Connections } from './connections'
+import type { HttpDrain } from './context'
+import { Exchanges } from './exchanges'
+import { resolveOptions } from './options'
+import { installPhases, reportFields } from './phases'
+import { startProbeServer } from './probe'
+import { hookRequests } from './requests'
 
-export { HTTP_DRAIN_GRACE_MS_DEFAULT } from './mcp-http/options'
+export { HTTP_DRAIN_GRACE_MS_DEFAULT } from './options'
 
 /** Something the drain closes once the calls in flight are over. */
 export interface Closable {
@@ -115,7 +115,7 @@ export interface HttpKeepalive {
  * On node:http and https, the server builds its requests from then on from a subclass (of the same
  * name) of its IncomingMessage class, through which the drain sees each POST body.
  */
-// Its steps are in lib/mcp-http/: options, requests (and the body tee), exchanges, answers, phases.
+// Its steps are in lib/mcp/http/: options, requests (and the body tee), exchanges, answers, phases.
 export function withHttpKeepalive(server: Server, options: HttpKeepaliveOptions = {}): HttpKeepalive {
   const resolved = resolveOptions(server, options)
   const { settings } = resolved

@@ -8,8 +8,8 @@
  * read of it is not work: it is never counted in flight, and it is answered while the server drains
  * (when every other request is refused), which is when a host wants it.
  */
-import type { Keepalive, KeepaliveMetrics } from './index'
-import type { JsonRpcMessage } from './mcp'
+import type { Keepalive, KeepaliveMetrics } from '../index'
+import type { JsonRpcMessage } from './types'
 
 export const KEEPALIVE_RESOURCE_URI = 'reapkit://keepalive'
 

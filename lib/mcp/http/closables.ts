@@ -1,5 +1,5 @@
 /** The `mcp` option: what the close ends once the calls in flight are over (read when called). */
-import type { Closable, HttpKeepaliveOptions } from '../mcp-http'
+import type { Closable, HttpKeepaliveOptions } from './keepalive'
 
 /** Every Closable in what `mcp` names (read when called). */
 export function closablesOf(mcp: HttpKeepaliveOptions['mcp']): Closable[] {

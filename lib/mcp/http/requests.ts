@@ -3,7 +3,7 @@
  * server's emit), tracks what it lets through and, while draining, refuses what would start new work.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import { isSse } from '../mcp-http-wire'
+import { isSse } from './wire'
 import { probeAnswer, refuse } from './answers'
 import { BodyTee, teeByClass } from './body-tee'
 import { draining, type HttpDrain } from './context'

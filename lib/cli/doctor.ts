@@ -5,7 +5,7 @@
  * containers were asked for and no engine answered), 2 usage error or a stop refused.
  */
 import { createInterface } from 'node:readline'
-import { humanContainers, stoppedContainerLines } from './doctor-cli-containers'
+import { humanContainers, stoppedContainerLines } from './doctor-containers'
 import {
   type ContainerEngine,
   type ContainerReport,
@@ -16,7 +16,7 @@ import {
   stopLeakedContainers,
   stopOrphans,
   type StoppedTree,
-} from './index'
+} from '../index'
 
 const USAGE = `Usage: reapkit doctor [--json] [--path DIR]... [--all-users] [--[no-]containers] [--engine E]... [--label L]...
                       [--stop [--yes] [--grace-ms N]]

@@ -1,6 +1,6 @@
 /** What the steps of one server's drain share: its keepalive, settings, exchanges and counters. */
 import type { Server } from 'node:http'
-import type { Keepalive } from '../index'
+import type { Keepalive } from '../../index'
 import type { Connections } from './connections'
 import type { Exchanges } from './exchanges'
 import type { HttpSettings } from './options'

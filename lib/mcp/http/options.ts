@@ -1,13 +1,13 @@
 /**
  * withHttpKeepalive's options, checked before anything is touched: a bad one leaves the server as it
- * was. Type-only imports from the entry (lib/mcp-http.ts): a value import of '../index' here would
+ * was. Type-only imports from the entry (lib/mcp/http/keepalive.ts): a value import of '../index' here would
  * bundle a second copy of the core into reapkit/mcp (the build makes only './index' external).
  */
 import type { Server } from 'node:http'
-import { rangeError, typeError } from '../ground/errors'
-import { describe, validateMs, validateOptions } from '../ground/validate'
-import type { Keepalive, KeepaliveOptions, KeepaliveReport as ShutdownReport } from '../index'
-import type { HttpKeepaliveOptions } from '../mcp-http'
+import { rangeError, typeError } from '../../ground/errors'
+import { describe, validateMs, validateOptions } from '../../ground/validate'
+import type { Keepalive, KeepaliveOptions, KeepaliveReport as ShutdownReport } from '../../index'
+import type { HttpKeepaliveOptions } from './keepalive'
 import { isDrained } from './requests'
 
 /** The default grace of an HTTP server's drain: under Kubernetes' default 30 s terminationGracePeriodSeconds with room for the close. */

@@ -3,7 +3,7 @@
  * and the last words of a response it takes from the SDK (an abandoned call's error, a stream's end).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { sentAsSse, shuttingDownResponse, takeOver } from '../mcp-http-wire'
+import { sentAsSse, shuttingDownResponse, takeOver } from './wire'
 import { draining, type HttpDrain, reasonOf } from './context'
 import type { Exchange } from './exchanges'
 

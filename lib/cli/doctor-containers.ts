@@ -1,9 +1,9 @@
 /**
- * `reapkit doctor`'s words for containers (./doctor-cli.ts prints them): the leaked ones, the ones
+ * `reapkit doctor`'s words for containers (./doctor.ts prints them): the leaked ones, the ones
  * another host owns, the clients found in orphaned trees, the engines skipped, and after --stop
  * what became of each.
  */
-import type { ContainerReport, LeakedContainer, StoppedContainer } from './index'
+import type { ContainerReport, LeakedContainer, StoppedContainer } from '../index'
 
 const short = (id: string): string => id.slice(0, 12)
 

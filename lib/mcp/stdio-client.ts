@@ -21,9 +21,9 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import type { PassThrough, Stream } from 'node:stream'
-import { closeClient, killProcessGracefully, spawn } from './index'
-import { validateMs, validateOptions } from './ground/validate'
-import type { JsonRpcMessage, McpTransport } from './mcp'
+import { closeClient, killProcessGracefully, spawn } from '../index'
+import { validateMs, validateOptions } from '../ground/validate'
+import type { JsonRpcMessage, McpTransport } from './types'
 
 /**
  * The SDK's StdioServerParameters: how to start the server. An optional member may be `undefined`

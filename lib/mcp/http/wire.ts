@@ -1,10 +1,10 @@
 /**
- * The wire-level pieces of withHttpKeepalive (lib/mcp-http.ts): telling an SSE stream, ending a
+ * The wire-level pieces of withHttpKeepalive (lib/mcp/http/keepalive.ts): telling an SSE stream, ending a
  * response that the SDK still owns without letting its later writes reach the socket, and the
- * -32099 error response (lib/mcp.ts answers with it too). The body tee is in lib/mcp-http/body-tee.ts.
+ * -32099 error response (lib/mcp/index.ts answers with it too). The body tee is in lib/mcp/http/body-tee.ts.
  */
 import type { ServerResponse } from 'node:http'
-import { SHUTTING_DOWN_JSONRPC_CODE } from './index'
+import { SHUTTING_DOWN_JSONRPC_CODE } from '../../index'
 
 export const isSse = (value: unknown): boolean => typeof value === 'string' && value.toLowerCase().includes('text/event-stream')
 
