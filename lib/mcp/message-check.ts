@@ -3,7 +3,7 @@
  * the host has the SDK installed, else a check of ours that says yes and no to the same messages.
  *
  * The SDK's schema (JSONRPCMessageSchema, zod, the same in 1.x and 2.x) is loaded on the first
- * message, never at require time: `require('reapkit/mcp')` must not pay for zod (40-80 ms) when no
+ * message, never at require time: `require('reapkit/mcp')` must not pay for loading zod when no
  * message ever arrives, and with an SDK Client in use the schema is already in Node's cache. The
  * SDK is an optional peer: reapkit/mcp works without it, with checkMessageOwn below.
  */
@@ -52,8 +52,8 @@ function loadParser(line: 1 | 2): Parse | null {
  * The outcome for one parsed line, as the SDK of `line` decides it (its schema's error goes to
  * onerror as the SDK's transport passes it on), or as checkMessageOwn does without an SDK.
  */
-export function checkMessage(value: unknown, text: string, line: 1 | 2, useSdk = true): MessageOutcome {
-  const parse = useSdk ? sdkParser(line) : null
+export function checkMessage(value: unknown, text: string, line: 1 | 2): MessageOutcome {
+  const parse = sdkParser(line)
   if (parse) {
     try {
       return { message: parse(value) }
@@ -62,11 +62,6 @@ export function checkMessage(value: unknown, text: string, line: 1 | 2, useSdk =
     }
   }
   return checkMessageOwn(value) ? { message: value } : { error: new Error(`Invalid JSON-RPC message: ${text.length > 200 ? `${text.slice(0, 200)}...` : text}`) }
-}
-
-/** @internal Whether the SDK's schema is what checks messages here (for the tests: the SDK hidden or not). */
-export function sdkChecksMessages(line: 1 | 2 = 1): boolean {
-  return sdkParser(line) !== null
 }
 
 // ---- our own check: the SDK's JSONRPCMessageSchema, spelled out (types.ts in 1.x, core in 2.x) ----
