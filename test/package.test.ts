@@ -173,7 +173,7 @@ describe.skipIf(skipReason !== null)(`the packed tarball${skipReason ? ` (skippe
       expect(out.loadedFrom).toBe(join(project, 'node_modules', 'reapkit', 'prebuilds', 'linux-x64', 'reapkit.node'))
       expect(out).toMatchObject({ watchedPid: true, esrch: 'ESRCH', pgid: true, esmSameInstance: true })
       expect(out).toMatchObject({ spawnedGroup: true, spawnedDeathSignal: 'SIGKILL', killed: true })
-      expect(out.caps).toMatchObject({ native: true, pidfd: true, exitWatch: 'pidfd', parentWatch: 'pdeathsig', execHelper: true })
+      expect(out.caps).toMatchObject({ native: true, pidfd: true, exitWatch: 'pidfd', parentWatch: 'pidfd', execHelper: true })
     })
   }
 })

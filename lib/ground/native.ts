@@ -142,8 +142,12 @@ export interface Capabilities {
    * on an OpenProcess handle) or, where none exists, 'poll'.
    */
   exitWatch: 'pidfd' | 'kqueue' | 'handle' | 'poll'
-  /** How watchParent detects parent death by default. */
-  parentWatch: 'pdeathsig' | 'kqueue' | 'handle' | 'poll'
+  /**
+   * How watchParent() detects parent death by default (its `mechanism` when called without
+   * `deathSignal`): on Linux the parent's pidfd, since the kernel death signal is opt-in
+   * (`deathSignal` arms it, and `mechanism` then says 'pdeathsig'; `pdeathsig: true` says it can).
+   */
+  parentWatch: 'pidfd' | 'kqueue' | 'handle' | 'poll'
   /** Windows: kill-on-close Job objects (createJob()). False elsewhere. */
   job: boolean
   /**
@@ -378,7 +382,7 @@ export function nativeCapabilities(): Capabilities {
     subreaper: prctl,
     kqueue,
     exitWatch: pidfd ? 'pidfd' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
-    parentWatch: prctl && pidfd ? 'pdeathsig' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
+    parentWatch: prctl && pidfd ? 'pidfd' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
     job: native?.job === true,
     execHelper: (process.platform === 'win32' ? jobLauncherPath() : execHelperPath()) !== null,
     supervisor: supervisorPath() !== null,
