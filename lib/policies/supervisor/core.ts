@@ -8,6 +8,7 @@ import type { Logger } from '../../ground/logger'
 import type { Entry, Registry } from './registry'
 import type { SupervisorEvents } from './record'
 import type { SupervisorState } from './state'
+import type { OutputStore } from './output'
 
 export interface Core {
   readonly logger: Logger
@@ -16,6 +17,8 @@ export interface Core {
   readonly state: SupervisorState | null
   readonly closeTimeoutMs: number
   readonly graceMs: number
+  /** Every incarnation's stdout and stderr, drained and kept (output.ts). */
+  readonly output: OutputStore
   /** No shutdownAll() is running and the supervisor is not disposed: an exit may be restarted. */
   restartsAllowed(): boolean
   /** Counts the event, then emits it; a listener's throw does not break the bookkeeping. */

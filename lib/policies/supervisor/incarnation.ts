@@ -20,6 +20,18 @@ const recordInState: IncarnationStep = (core, { child, record }, spawnedWithToke
   core.state?.add(child.pid!, record.pgid, record.requestId, record.command, record.args, spawnedWithToken, spawnedInfo(child)?.container)
 }
 
+/**
+ * Its stdout and stderr: drained from the start (an unread pipe would block it for ever) and kept,
+ * within the output bounds, as this incarnation's (output.ts); each chunk is an 'output' event.
+ */
+const keepOutput: IncarnationStep = (core, entry) => {
+  const { child, record } = entry
+  const incarnation = record.restarts
+  core.output.attach(record, child, incarnation, (stream, offset, data) =>
+    core.event('output', { requestId: record.requestId, pid: child.pid!, incarnation, stream, offset, data }),
+  )
+}
+
 /** Its exit: written into the record, an 'exit' event, then (unless a stop asked for it) the restart policy. */
 const followExit: IncarnationStep = (core, entry) => {
   const { child, record } = entry
@@ -35,7 +47,7 @@ const followExit: IncarnationStep = (core, entry) => {
 }
 
 /** In order, for every incarnation that starts running. */
-const INCARNATION_STEPS: readonly IncarnationStep[] = [recordInState, startHealthChecks, followExit]
+const INCARNATION_STEPS: readonly IncarnationStep[] = [recordInState, keepOutput, startHealthChecks, followExit]
 
 /** Runs every step for the incarnation now in `entry.child`. */
 export function watchIncarnation(core: Core, entry: Entry, spawnedWithToken: boolean): void {

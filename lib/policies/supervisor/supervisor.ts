@@ -34,13 +34,16 @@ import { type HealthOptions, healthSpec } from './health'
 import { registerChild } from './incarnation'
 import { MetricsRecorder, type SupervisorMetrics } from './metrics'
 import { copyRecord, type ProcessRecord, type ShutdownReport, type SupervisorEvents, type SupervisorOptions } from './record'
-import { type Entry, Registry, live } from './registry'
+import { type Entry, Registry, exited, live } from './registry'
 import { type RestartOptions, Restarter, restartSpec } from './restart'
 import { afterExit } from './restart-flow'
 import { quiesce, settle, settleIfExited } from './settle'
 import { closeUnderCap } from './shutdown'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './state'
 import { stopOne } from './stop-one'
+import { type OutputPage, type OutputReadOptions, OutputStore } from './output'
+import type { Align } from './output-ring'
+import { type RestartResult, restartRequested } from './restart-requested'
 
 export type { Incarnation, ProcessRecord, ProcessStatus, ShutdownReport, StopReport, SupervisorEvents, SupervisorOptions } from './record'
 
@@ -65,6 +68,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #backoffStops = new Map<Entry, Promise<ShutdownReport>>()
   /** What the steps (core.ts) share: the registry, the state file, the bounds, the events. */
   readonly #core: Core
+  /** What each child spawned here was spawned with: restart() starts it again so. */
+  readonly #spawnedWith = new WeakMap<Entry, SpawnOptions>()
   /** With stateFile: what the previous supervisor on that file left running, and what was done. */
   readonly leftovers: Promise<LeftoverReport | null> = Promise.resolve(null)
 
@@ -86,6 +91,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       state,
       closeTimeoutMs: this.closeTimeoutMs,
       graceMs: this.graceMs,
+      output: new OutputStore(options.output),
       restartsAllowed: () => this.#shuttingDown === 0 && !this.#disposed.signal.aborted,
       event: (name, ...args) => this.#event(name, ...args),
       unaskedExit: (entry, code, signal) => afterExit(this.#core, entry, code, signal),
@@ -126,7 +132,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       restart: spec ? { restarter: new Restarter(spec, state?.recentRestarts(requestId ?? null) ?? []), options: withToken } : null,
       health: checks ? { spec: checks, monitor: null, unhealthy: false } : null,
     }
-    registerChild(this.#core, child, command, [...args], requestId ?? null, state !== null, plan)
+    const entry = registerChild(this.#core, child, command, [...args], requestId ?? null, state !== null, plan)
+    this.#spawnedWith.set(entry, withToken)
     return child
   }
 
@@ -171,6 +178,58 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   get(pidOrRequestId: number | string): ProcessRecord | undefined {
     const entry = this.#core.registry.find(pidOrRequestId)
     return entry ? copyRecord(entry.record) : this.#core.state?.find(pidOrRequestId)
+  }
+
+  /**
+   * A page of what a child wrote (see OutputReadOptions): its newest incarnation's stdout unless
+   * told otherwise, from a byte offset, aligned to characters or lines when asked. Undefined when
+   * nothing of it is kept (not registered here, no pipes, or dropped by the output bounds).
+   */
+  output(pidOrRequestId: number | string, options: OutputReadOptions = {}): OutputPage | undefined {
+    validateId(pidOrRequestId)
+    return this.#core.output.read(this.#core.registry.find(pidOrRequestId)?.record, options)
+  }
+
+  /**
+   * What a child writes from now on (`fromStart`: from the oldest byte kept), both streams, every
+   * incarnation, as pages in order per stream; a reader slower than the child is told what the
+   * bounds dropped meanwhile (`skipped`), it never queues without bound. Ends when `signal` aborts,
+   * the supervisor is disposed, or the child is over and all it wrote was given.
+   */
+  async *followOutput(pidOrRequestId: number | string, options: { signal?: AbortSignal; fromStart?: boolean; align?: Align } = {}): AsyncGenerator<OutputPage> {
+    options = validateOptions(options)
+    validateId(pidOrRequestId)
+    const entry = this.#core.registry.find(pidOrRequestId)
+    if (!entry) throw new ReapkitError('ERR_REAPKIT_NOT_SUPERVISED', `No process ${JSON.stringify(pidOrRequestId)} in this supervisor`)
+    const { output } = this.#core
+    // Either signal ends it (AbortSignal.any is Node 20.3+; this runs on 20.0).
+    const ac = new AbortController()
+    const ends = ac.signal
+    const end = (): void => ac.abort()
+    for (const s of [this.#disposed.signal, options.signal]) if (s?.aborted) end(); else s?.addEventListener('abort', end, { once: true })
+    const poke = (): void => output.poke(entry.record)
+    this.on('status', poke)
+    try {
+      yield* output.follow(entry.record, { signal: ends, fromStart: options.fromStart, align: options.align, done: () => !live(entry) && exited(entry) && output.ended(entry.record) })
+    } finally {
+      this.off('status', poke)
+      for (const s of [this.#disposed.signal, options.signal]) s?.removeEventListener('abort', end)
+    }
+  }
+
+  /**
+   * Stops a running child (terminate()'s stop) and starts it again at once, same record, request id
+   * and options, whatever its restart policy (restart-requested.ts). Only a child spawn() started.
+   */
+  async restart(pidOrRequestId: number | string, options: { graceMs?: number } = {}): Promise<RestartResult> {
+    options = validateOptions(options)
+    validateId(pidOrRequestId)
+    const entry = this.#core.registry.find(pidOrRequestId)
+    const spawnedWith = entry && this.#spawnedWith.get(entry)
+    if (!entry || !spawnedWith) {
+      throw new ReapkitError('ERR_REAPKIT_NOT_SUPERVISED', `Refusing to restart ${JSON.stringify(pidOrRequestId)}: this supervisor did not spawn it`)
+    }
+    return restartRequested(this.#core, entry, spawnedWith, validateMs(options.graceMs, 'graceMs') ?? this.graceMs)
   }
 
   /** A plain snapshot of what this supervisor did (see SupervisorMetrics). */
@@ -333,4 +392,10 @@ function validateHistory(history: unknown = 1000): number {
     throw rangeError('ERR_OUT_OF_RANGE', `The value of "history" is out of range. It must be an integer >= 0. Received ${history}`)
   }
   return history
+}
+
+function validateId(id: unknown): void {
+  if (typeof id !== 'number' && typeof id !== 'string') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "pidOrRequestId" argument must be a pid (number) or a request id (string or number). Received ${describe(id)}`)
+  }
 }
