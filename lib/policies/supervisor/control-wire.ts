@@ -36,7 +36,7 @@ export interface ControlRow {
 
 /** The answer to `ps` (and each frame of `top`). */
 export interface ControlSnapshot {
-  /** The host's drain state, when it told the socket one ('serving', 'draining', ...); else 'serving' or 'idle'. */
+  /** The host's drain state, when it gave the socket one (a keepalive's: 'running', 'draining', ...); else '-'. */
   drain: string
   at: string
   processes: ControlRow[]

@@ -35,7 +35,7 @@ const REQUEST_TIMEOUT_MS = 5000
 export interface ControlSocketOptions {
   /** Where the socket goes: beside the state file, e.g. `/run/myhost/control.sock`. */
   path: string
-  /** The host's drain state, shown by `ps` and `top` (e.g. the keepalive's `state`). */
+  /** The host's drain state, shown by `ps` and `top` (e.g. `() => keepalive.state`); without it, '-'. */
   drainState?: () => string
   logger?: Logger
 }
@@ -201,7 +201,7 @@ export function snapshot(sup: Supervisor, ctx: Pick<Context, 'drainState' | 'sto
       stopping: ctx.stopping.has(String(id)),
     }
   })
-  return { drain: ctx.drainState?.() ?? (processes.length > 0 ? 'serving' : 'idle'), at: new Date(now).toISOString(), processes }
+  return { drain: ctx.drainState?.() ?? '-', at: new Date(now).toISOString(), processes }
 }
 
 /** A record's readiness, when the supervisor keeps one (a `ready` field); null otherwise. */

@@ -10,11 +10,13 @@
  * every byte, as with any Node stream; what came before a later one is in the ring. A caller's
  * pause() (or pipe()'s backpressure) pauses the drain too: that is the caller's own choice.
  *
- * Bounds: `perChildBytes` for one child (all its incarnations, both streams) and `totalBytes` for
- * the supervisor. Each counts ring capacity plus a fixed overhead per incarnation, so silent
+ * Bounds: `perChildBytes` for one child (the ring bytes of all its incarnations, both streams) and
+ * `totalBytes` for the supervisor, which also counts a fixed overhead per incarnation, so silent
  * children cannot pile up either. At a bound, ended incarnations go first, the earliest ended
  * first (the child's own ones for its bound, anyone's for the supervisor's); if that is not
- * enough, the stream being written keeps fewer of its own newest bytes.
+ * enough, the stream being written keeps fewer of its own newest bytes. A new incarnation's
+ * overhead is charged even when no ended one is left to drop: running children are bounded by the
+ * supervisor's own registry, and the rings then give the room back as they are written.
  */
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
@@ -27,9 +29,9 @@ export type OutputStream = 'stdout' | 'stderr'
 
 /** The `output` option of a Supervisor: its bounds, or false to keep nothing (pipes are drained all the same). */
 export interface OutputOptions {
-  /** What one child keeps, all its incarnations and both streams together. Default 64 KiB. */
+  /** The bytes one child keeps, all its incarnations and both streams together. Default 64 KiB. */
   perChildBytes?: number
-  /** What the whole supervisor keeps. Default 16 MiB. */
+  /** What the whole supervisor keeps: every ring, plus 512 bytes per incarnation kept. Default 16 MiB. */
   totalBytes?: number
 }
 
@@ -111,7 +113,7 @@ export class OutputStore {
     this.totalBytes = bytes(o.totalBytes, 'output.totalBytes') ?? Math.max(OUTPUT_DEFAULTS.totalBytes, this.perChildBytes)
   }
 
-  /** The memory charged to the bound: ring capacity plus each incarnation's overhead. */
+  /** The memory charged to the supervisor's bound: ring capacity plus each incarnation's overhead. */
   get usedBytes(): number {
     return this.#used
   }
@@ -130,9 +132,9 @@ export class OutputStore {
     let c = this.#children.get(owner)
     if (!c) this.#children.set(owner, (c = { kept: [], used: 0 }))
     const k: Kept = { n, pid: child.pid ?? -1, child: c, stdout: new StreamRing(), stderr: new StreamRing() }
-    this.#makeRoom(c, INCARNATION_OVERHEAD, k)
+    this.#makeRoom(c, 0, k, INCARNATION_OVERHEAD)
     c.kept.push(k)
-    this.#charge(c, INCARNATION_OVERHEAD)
+    this.#used += INCARNATION_OVERHEAD
     for (const name of ['stdout', 'stderr'] as const) {
       const stream = streams[name]
       const ring = k[name]
@@ -244,16 +246,17 @@ export class OutputStore {
 
   /**
    * The capacity `ring` of `k` may grow to, toward `want`, within both bounds (maybe less than it
-   * has). Past the child's bound, its other stream gives back what it holds beyond `want`, so a
-   * flood on stdout never leaves stderr's last words no room.
+   * has). Past the child's bound, its other stream gives back what it holds beyond half the bound,
+   * so a flood on stdout never leaves stderr's last words no room.
    */
   #fit(k: Kept, ring: StreamRing, want: number): number {
     const have = ring.capacity
-    this.#makeRoom(k.child, want - have, k)
+    this.#makeRoom(k.child, want - have, k, want - have)
     const other = ring === k.stdout ? k.stderr : k.stdout
     const short = k.child.used + want - have - this.perChildBytes
-    if (short > 0 && other.capacity > want) {
-      const keep = Math.max(want, other.capacity - short)
+    const half = Math.floor(this.perChildBytes / 2)
+    if (short > 0 && other.capacity > half) {
+      const keep = Math.max(half, other.capacity - short)
       this.#charge(k.child, keep - other.capacity)
       other.resize(keep)
     }
@@ -261,14 +264,17 @@ export class OutputStore {
     return room >= want - have ? want : Math.max(0, have + room)
   }
 
-  /** Room for `n` more bytes: ended incarnations go, the child's own first, then anyone's (never `except`). */
-  #makeRoom(c: ChildOutput, n: number, except: Kept): void {
+  /**
+   * Room for `n` more ring bytes in child `c` and `total` more in all: ended incarnations go, the
+   * child's own first, then anyone's (never `except`).
+   */
+  #makeRoom(c: ChildOutput, n: number, except: Kept, total: number): void {
     for (const k of [...c.kept]) {
       if (c.used + n <= this.perChildBytes) break
       if (k !== except && this.#ended.has(k)) this.#drop(k)
     }
     for (const k of this.#ended) {
-      if (this.#used + n <= this.totalBytes) break
+      if (this.#used + total <= this.totalBytes) break
       if (k !== except) this.#drop(k)
     }
   }
@@ -277,7 +283,8 @@ export class OutputStore {
     const c = k.child
     c.kept.splice(c.kept.indexOf(k), 1)
     this.#ended.delete(k)
-    this.#charge(c, -(INCARNATION_OVERHEAD + k.stdout.capacity + k.stderr.capacity))
+    this.#charge(c, -(k.stdout.capacity + k.stderr.capacity))
+    this.#used -= INCARNATION_OVERHEAD
     k.stdout.resize(0)
     k.stderr.resize(0)
   }
