@@ -54,7 +54,7 @@ export function header(snap: ControlSnapshot, width: number | null): string {
   return fit(`${snap.processes.length} processes, ${running} running; drain: ${snap.drain}; ${at} UTC`, width)
 }
 
-const fit = (line: string, width: number | null): string => (width !== null && line.length > width ? line.slice(0, width) : line)
+const fit = (line: string, width: number | null): string => (width !== null && line.length > width ? line.slice(0, width) : line).trimEnd()
 
 /** 42s, 4m05s, 2h03m, 3d04h. */
 export function duration(ms: number): string {

@@ -22,7 +22,7 @@ export interface ControlRow {
   status: string
   command: string
   startedAt: string
-  /** Since its newest incarnation started; null once it is over. */
+  /** Since its newest incarnation started; null when none runs (over, or waiting to restart). */
   uptimeMs: number | null
   restarts: number
   /** CPU time its leader used (user + system), ms; null when unknown (over, or not Linux). */

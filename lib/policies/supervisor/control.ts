@@ -183,7 +183,8 @@ function readRequest(socket: Socket): Promise<Record<string, unknown> | null> {
 export function snapshot(sup: Supervisor, ctx: Pick<Context, 'drainState' | 'stopping'>): ControlSnapshot {
   const now = Date.now()
   const processes = sup.list().map((r): ControlRow => {
-    const over = r.status !== 'running' && r.status !== 'adopted' && r.status !== 'restarting'
+    // Only a running incarnation has an uptime, a CPU time and a resident size ('restarting': none runs).
+    const over = r.status !== 'running' && r.status !== 'adopted'
     const usage = over ? null : procUsage(r.pid)
     const id = r.requestId ?? r.pid
     return {
