@@ -184,7 +184,7 @@ export function snapshot(sup: Supervisor, ctx: Pick<Context, 'drainState' | 'sto
   const now = Date.now()
   const processes = sup.list().map((r): ControlRow => {
     // Only a running incarnation has an uptime, a CPU time and a resident size ('restarting': none runs).
-    const over = r.status !== 'running' && r.status !== 'adopted'
+    const over = !RUNS.has(r.status)
     const usage = over ? null : procUsage(r.pid)
     const id = r.requestId ?? r.pid
     return {
@@ -205,21 +205,32 @@ export function snapshot(sup: Supervisor, ctx: Pick<Context, 'drainState' | 'sto
   return { drain: ctx.drainState?.() ?? '-', at: new Date(now).toISOString(), processes }
 }
 
-/** A record's readiness, when the supervisor keeps one (a `ready` field); null otherwise. */
+/** The statuses whose incarnation runs ('starting': it runs, not ready yet). */
+const RUNS = new Set<string>(['running', 'adopted', 'starting'])
+
+/**
+ * A record's readiness, when the supervisor keeps one: a `ready` field, or the status 'starting'
+ * (running, not ready yet); null otherwise (no readiness condition, or nothing runs).
+ */
 function readiness(r: ProcessRecord): boolean | null {
   const ready = (r as ProcessRecord & { ready?: unknown }).ready
-  return typeof ready === 'boolean' ? ready : null
+  if (typeof ready === 'boolean') return ready
+  return (r.status as string) === 'starting' ? false : null
 }
 
-/** Linux: the leader's CPU time (utime + stime, in clock ticks of 1/100 s on every Linux ABI Node runs on) and RSS. */
+/**
+ * Linux: the leader's CPU time (utime + stime, in clock ticks: USER_HZ is 100 on every Linux ABI) and
+ * resident size (VmRSS, in kB whatever the page size: arm64 kernels may use 64 KiB pages).
+ */
 function procUsage(pid: number): { cpuMs: number; rssBytes: number } | null {
   if (process.platform !== 'linux') return null
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ') // after "pid (comm) ": field 3 is f[0]
     const cpuMs = (Number(f[11]) + Number(f[12])) * 10 // utime, stime (fields 14, 15)
-    const rssBytes = Number(f[21]) * 4096 // rss in pages (field 24); 4 KiB pages where Node runs on Linux
-    return Number.isFinite(cpuMs) && Number.isFinite(rssBytes) ? { cpuMs, rssBytes } : null
+    const rss = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    const rssBytes = rss ? Number(rss[1]) * 1024 : 0 // a zombie or a kernel thread has none
+    return Number.isFinite(cpuMs) ? { cpuMs, rssBytes } : null
   } catch {
     return null
   }
