@@ -31,6 +31,8 @@ export type { ControlRow, ControlSnapshot } from './control-wire'
 const MAX_REQUEST = 4096
 /** A client that sends no request within this is dropped. */
 const REQUEST_TIMEOUT_MS = 5000
+/** A `logs -f` client that reads nothing for this long is dropped. */
+const FOLLOWER_STALL_MS = 30_000
 
 export interface ControlSocketOptions {
   /** Where the socket goes: beside the state file, e.g. `/run/myhost/control.sock`. */
@@ -279,7 +281,23 @@ async function logs(sup: Supervisor, socket: Socket, request: Record<string, unk
   socket.once('close', () => ac.abort())
   socket.on('error', () => ac.abort())
   for await (const page of sup.followOutput(r.key, { signal: ac.signal })) {
-    if (!send(wire(page))) await new Promise<void>((res) => socket.once('drain', res).once('close', res)) // a slow reader: the rings bound what it misses
+    // A slow reader: the rings bound what it misses meanwhile; one that reads nothing for a while is dropped.
+    if (!send(wire(page)) && !(await drained(socket, FOLLOWER_STALL_MS))) return void socket.destroy()
   }
   socket.end(line({ ok: true }))
+}
+
+/** Whether `socket` drained its write buffer within `ms` (false: it closed, or stalled that long). */
+function drained(socket: Socket, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean): void => {
+      clearTimeout(timer)
+      socket.off('drain', onDrain).off('close', onClose)
+      resolve(ok)
+    }
+    const onDrain = (): void => done(true)
+    const onClose = (): void => done(false)
+    const timer = setTimeout(() => done(false), ms)
+    socket.once('drain', onDrain).once('close', onClose)
+  })
 }
