@@ -71,6 +71,8 @@ export interface Binding {
   isChildSubreaper(): boolean
   reapZombie(pid: number): boolean
   pipePeerAlive(pid: number, fd: number, readSide: boolean): boolean | null
+  /** POSIX (native/peer_cred.cc): the user, group and pid (-1 where unknown) at the other end of a connected Unix socket. */
+  peerCredentials?: (fd: number) => { uid: number; gid: number; pid: number }
   /**
    * POSIX (native/stdin_watch.cc): watches a dup of fd 0 for its writer's hang-up, on a thread, and
    * calls `onHangup` once with the bytes then left unread (-1: unknown). Returns what fd 0 is; only
