@@ -40,6 +40,9 @@ export const EAGER = [
   'mechanisms/handle',
   'mechanisms/exit',
   'mechanisms/spawn',
+  // exec and execFile carry util.promisify.custom, which a part's stub would not have; fork is their sibling
+  'mechanisms/exec',
+  'mechanisms/fork',
   'mechanisms/group',
   'mechanisms/container/engine-error',
   'policies/keepalive/types',
