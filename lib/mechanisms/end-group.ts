@@ -9,6 +9,10 @@
  * (REAPKIT_KILL_GRACE_MS, default 9 s), as killProcessGracefully does everywhere else.
  */
 import type { ChildProcess } from 'node:child_process'
+import { inspect } from 'node:util'
+import { AbortError, rangeError, typeError } from '../ground/errors'
+import { signalNumber } from '../ground/validate'
+import { receivedLikeNode } from './spawn'
 import stopKillPart from './lazy/stop-kill'
 import type { SignalLike } from '../ground/validate'
 
@@ -24,27 +28,56 @@ export function endGroup(child: ChildProcess, signal: SignalLike): void {
 }
 
 /**
- * For a child whose `timeout` and `signal` Node's spawn handles itself (fork passes them on, as
- * Node's fork does): Node's spawn kills the leader; this ends the rest of its group at that moment.
+ * `timeout`, `signal` and `killSignal` as Node's spawn handles them, taken off the options before
+ * reapkit's spawn() sees them: checked as Node checks them (before anything runs).
  */
-export function endGroupWith(child: ChildProcess, options: { timeout?: number | undefined; signal?: AbortSignal | undefined; killSignal?: SignalLike | undefined }): void {
-  const killSignal = options.killSignal ?? 'SIGTERM'
-  const exited = (): boolean => child.exitCode !== null || child.signalCode !== null
-  if (typeof options.timeout === 'number' && options.timeout > 0) {
-    const timer = setTimeout(() => {
-      if (!exited()) endGroup(child, killSignal)
-    }, options.timeout)
-    child.once('exit', () => clearTimeout(timer))
+export function readKills(options: { timeout?: unknown; signal?: unknown; killSignal?: unknown } & object): { timeout: number; signal: AbortSignal | undefined; killSignal: SignalLike } {
+  const { timeout, signal, killSignal } = options
+  if (timeout != null && !(Number.isInteger(timeout) && (timeout as number) >= 0)) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The value of "timeout" is out of range. It must be an unsigned integer. Received ${inspect(timeout)}`)
   }
-  const signal = options.signal
-  if (signal) {
-    const onAbort = (): void => {
-      if (!exited()) endGroup(child, killSignal)
+  if (signal !== undefined && (signal === null || typeof signal !== 'object' || !('aborted' in signal))) {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "options.signal" property must be an instance of AbortSignal. ${receivedLikeNode(signal)}`)
+  }
+  if (killSignal != null && typeof killSignal !== 'string' && typeof killSignal !== 'number') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "options.killSignal" property must be one of type string or number. ${receivedLikeNode(killSignal)}`)
+  }
+  if (killSignal != null) signalNumber(killSignal, { allowZero: false }) // ERR_UNKNOWN_SIGNAL
+  return { timeout: (timeout as number | undefined) ?? 0, signal: signal as AbortSignal | undefined, killSignal: (killSignal as SignalLike | undefined) ?? 'SIGTERM' }
+}
+
+/**
+ * After the spawn: what Node's spawn does with them, with the group. On the timeout, Node kills
+ * the child; on an abort, it kills the child and, if that signal was sent, emits an AbortError
+ * (its cause the signal's reason). Here the same, and then the rest of the group (endGroup). One
+ * listener on the signal, removed when the child exits, as Node's.
+ */
+export function applyKills(child: ChildProcess, kills: ReturnType<typeof readKills>): void {
+  const { timeout, signal, killSignal } = kills
+  if (timeout > 0) {
+    let timer: NodeJS.Timeout | undefined = setTimeout(() => {
+      timer = undefined
+      try {
+        child.kill(killSignal)
+      } catch (err) {
+        child.emit('error', err)
+      }
+      endGroup(child, killSignal)
+    }, timeout)
+    child.once('exit', () => timer && clearTimeout(timer))
+  }
+  if (!signal) return
+  const onAbort = (): void => {
+    try {
+      if (child.kill(killSignal)) child.emit('error', new AbortError(undefined, { cause: signal.reason }))
+    } catch (err) {
+      child.emit('error', err)
     }
-    if (signal.aborted) process.nextTick(onAbort)
-    else {
-      signal.addEventListener('abort', onAbort, { once: true })
-      child.once('exit', () => signal.removeEventListener('abort', onAbort))
-    }
+    endGroup(child, killSignal)
+  }
+  if (signal.aborted) process.nextTick(onAbort)
+  else {
+    signal.addEventListener('abort', onAbort, { once: true })
+    child.once('exit', () => signal.removeEventListener('abort', onAbort))
   }
 }

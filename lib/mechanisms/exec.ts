@@ -17,8 +17,8 @@
 import type { ChildProcess, ExecException, ExecFileException, PromiseWithChild } from 'node:child_process'
 import { getSystemErrorName, inspect, promisify } from 'node:util'
 import { rangeError, typeError } from '../ground/errors'
-import { signalNumber } from '../ground/validate'
-import { endGroup } from './end-group'
+import type { SignalLike } from '../ground/validate'
+import { applyKills, endGroup, readKills } from './end-group'
 import type {
   ExecFileOptions,
   ExecFileOptionsWithBufferEncoding,
@@ -70,29 +70,28 @@ function readExecFileArgs(rest: unknown[]): { args: string[]; options: Record<st
   return { args: args as string[], options: opts, callback: (callback ?? undefined) as Callback | undefined }
 }
 
-/** timeout, maxBuffer and killSignal, checked as Node checks them. */
-function readLimits(options: Record<string, unknown>): { timeout: number; maxBuffer: number; killSignal: NodeJS.Signals | number } {
-  const { timeout = 0, maxBuffer = MAX_BUFFER, killSignal = 'SIGTERM' } = options
+/**
+ * The options with Node's defaults under them, as Node's execFile spreads them: an option present
+ * but undefined replaces its default ({ encoding: undefined } gives Buffers, as Node's does).
+ */
+function withDefaults(options: Record<string, unknown>): Record<string, unknown> {
+  const opts = { encoding: 'utf8', timeout: 0, maxBuffer: MAX_BUFFER, killSignal: 'SIGTERM', cwd: null, env: null, shell: false, ...options }
+  const { timeout, maxBuffer } = opts
   if (timeout != null && !(Number.isInteger(timeout) && (timeout as number) >= 0)) throw outOfRange('timeout', 'an unsigned integer', timeout)
   if (maxBuffer != null && !(typeof maxBuffer === 'number' && maxBuffer >= 0)) throw outOfRange('options.maxBuffer', 'a positive number', maxBuffer)
-  let signal: NodeJS.Signals | number = 'SIGTERM'
-  if (typeof killSignal === 'string' || typeof killSignal === 'number') {
-    signalNumber(killSignal, { allowZero: false }) // ERR_UNKNOWN_SIGNAL before anything runs
-    signal = killSignal as NodeJS.Signals | number
-  } else if (killSignal != null) {
-    throw typeError('ERR_INVALID_ARG_TYPE', `The "options.killSignal" property must be one of type string or number. ${receivedLikeNode(killSignal)}`)
-  }
-  return { timeout: (timeout as number | null) ?? 0, maxBuffer: (maxBuffer as number | null) ?? MAX_BUFFER, killSignal: signal }
+  readKills({ killSignal: opts.killSignal }) // checked as Node checks it
+  return opts
 }
 
 /** Buffers one of the child's output streams, up to `maxBuffer` bytes; `overflow` is called past it. */
-function collect(stream: NodeJS.ReadableStream & { readableEncoding: BufferEncoding | null } | null, encoding: BufferEncoding | null, maxBuffer: number, overflow: () => void) {
+function collect(stream: NodeJS.ReadableStream & { readableEncoding: BufferEncoding | null } | null, encoding: BufferEncoding | null, maxBuffer: number | null | undefined, overflow: () => void) {
   const chunks: Array<string | Buffer> = []
   let length = 0
   if (stream) {
     if (encoding) stream.setEncoding(encoding)
     stream.on('data', (chunk: string | Buffer) => {
-      if (maxBuffer === Infinity) return void chunks.push(chunk)
+      // Infinity, or present but undefined (Node's spread then left no limit): nothing counted
+      if (maxBuffer === Infinity || typeof maxBuffer !== 'number') return void chunks.push(chunk)
       const enc = stream.readableEncoding
       const size = enc ? Buffer.byteLength(chunk as string, enc) : chunk.length
       length += size
@@ -115,14 +114,16 @@ export function execFile(file: string, options: ExecFileOptions | undefined | nu
 export function execFile(file: string, args: Args, options: ExecFileOptions | undefined | null, callback: ((error: ExecFileException | null, stdout: Output, stderr: Output) => void) | undefined | null): ChildProcess
 export function execFile(file: string, ...rest: unknown[]): ChildProcess {
   const { args, options, callback } = readExecFileArgs(rest)
-  const { timeout, maxBuffer, killSignal } = readLimits(options)
-  const wanted = options.encoding === undefined ? 'utf8' : options.encoding
-  const encoding = wanted !== 'buffer' && typeof wanted === 'string' && Buffer.isEncoding(wanted) ? wanted : null
+  const opts = withDefaults(options)
+  const { timeout, maxBuffer } = opts as { timeout: number | null | undefined; maxBuffer: number | null | undefined }
+  const killSignal = (opts.killSignal ?? 'SIGTERM') as SignalLike
+  const encoding = opts.encoding !== 'buffer' && typeof opts.encoding === 'string' && Buffer.isEncoding(opts.encoding) ? opts.encoding : null
+  // An abort, as Node's spawn ends the child on it (Node's execFile gives it no killSignal), and the group.
+  const kills = readKills({ signal: opts.signal })
   // Only what Node's execFile gives its spawn, and reapkit's own options.
-  const { cwd = null, env = null, gid, uid, shell = false, signal, windowsHide, windowsVerbatimArguments } = options
-  const { group, parentDeathSignal, container, cgroup } = options
+  const { cwd, env, gid, uid, shell, windowsHide, windowsVerbatimArguments, group, parentDeathSignal, container, cgroup } = opts
   const child = spawn(file, args, {
-    cwd, env, gid, uid, shell, signal, windowsHide: !!windowsHide, windowsVerbatimArguments: !!windowsVerbatimArguments,
+    cwd, env, gid, uid, shell, windowsHide: !!windowsHide, windowsVerbatimArguments: !!windowsVerbatimArguments,
     ...(group !== undefined ? { group } : {}),
     ...(parentDeathSignal !== undefined ? { parentDeathSignal } : {}),
     ...(container !== undefined ? { container } : {}),
@@ -138,33 +139,29 @@ export function execFile(file: string, ...rest: unknown[]): ChildProcess {
     child.stdout?.destroy()
     child.stderr?.destroy()
   }
-  // Node's kill() ends the child; ours ends its group (end-group.ts).
+  // Node's kill() ends the child (a kill that throws is what the callback gets); then its group.
   const kill = (): void => {
     stopReading()
     killed = true
+    try {
+      child.kill(killSignal)
+    } catch (e) {
+      failure = e as Error
+      onClose()
+      return
+    }
     endGroup(child, killSignal)
   }
-  if (signal instanceof AbortSignal || (signal && typeof (signal as AbortSignal).addEventListener === 'function')) {
-    // Node's spawn ends the leader on abort (and emits the AbortError): the group goes with it.
-    const onAbort = (): void => {
-      if (child.exitCode === null && child.signalCode === null) endGroup(child, 'SIGTERM')
-    }
-    const s = signal as AbortSignal
-    if (s.aborted) process.nextTick(onAbort)
-    else {
-      s.addEventListener('abort', onAbort, { once: true })
-      child.once('exit', () => s.removeEventListener('abort', onAbort))
-    }
-  }
-  const stdout = collect(child.stdout as never, encoding, maxBuffer, () => {
+  applyKills(child, kills)
+  const stdout = collect(child.stdout as never, encoding as BufferEncoding | null, maxBuffer, () => {
     failure = rangeError('ERR_CHILD_PROCESS_STDIO_MAXBUFFER', 'stdout maxBuffer length exceeded')
     kill()
   })
-  const stderr = collect(child.stderr as never, encoding, maxBuffer, () => {
+  const stderr = collect(child.stderr as never, encoding as BufferEncoding | null, maxBuffer, () => {
     failure = rangeError('ERR_CHILD_PROCESS_STDIO_MAXBUFFER', 'stderr maxBuffer length exceeded')
     kill()
   })
-  if (timeout > 0) {
+  if (typeof timeout === 'number' && timeout > 0) {
     timer = setTimeout(() => {
       timer = undefined
       kill()
@@ -216,16 +213,15 @@ export function exec(command: string, options?: unknown, callback?: unknown): Ch
 /** util.promisify(exec) and util.promisify(execFile), as Node's: { stdout, stderr }, and `.child`. */
 function promised(original: (...args: never[]) => ChildProcess) {
   return (...args: unknown[]): PromiseWithChild<{ stdout: Output; stderr: Output }> => {
-    let child: ChildProcess | undefined
-    const promise = new Promise<{ stdout: Output; stderr: Output }>((resolve, reject) => {
-      child = (original as (...a: unknown[]) => ChildProcess)(...args, (err: (Error & { stdout?: Output; stderr?: Output }) | null, stdout: Output, stderr: Output) => {
-        if (err === null) return resolve({ stdout, stderr })
-        err.stdout = stdout
-        err.stderr = stderr
-        reject(err)
-      })
-    }) as PromiseWithChild<{ stdout: Output; stderr: Output }>
-    promise.child = child!
+    let settle!: { resolve: (v: { stdout: Output; stderr: Output }) => void; reject: (e: unknown) => void }
+    const promise = new Promise<{ stdout: Output; stderr: Output }>((resolve, reject) => (settle = { resolve, reject })) as PromiseWithChild<{ stdout: Output; stderr: Output }>
+    // Called outside the promise, as Node's: a bad argument throws, it does not reject.
+    promise.child = (original as (...a: unknown[]) => ChildProcess)(...args, (err: (Error & { stdout?: Output; stderr?: Output }) | null, stdout: Output, stderr: Output) => {
+      if (err === null) return settle.resolve({ stdout, stderr })
+      err.stdout = stdout
+      err.stderr = stderr
+      settle.reject(err)
+    })
     return promise
   }
 }

@@ -6,9 +6,8 @@
  *
  * As Node's: the arguments and their checks, `silent`, `stdio` (a string becomes three of it and
  * 'ipc'; an array must hold 'ipc'), `execPath`, `execArgv` (default process.execArgv, without the
- * `-e` of an eval'd parent, which would fork itself again). Node's spawn handles `timeout`,
- * `killSignal` and `signal` by killing the child; reapkit then ends the rest of its group too
- * (end-group.ts).
+ * `-e` of an eval'd parent, which would fork itself again), `timeout`, `killSignal` and `signal`,
+ * which end the child as Node's spawn does, and then the rest of its group (end-group.ts).
  *
  * One default differs from spawn(): `foreground` is false. A forked worker that inherits a terminal
  * is no interactive job; handing it the terminal would take Ctrl-C from its host.
@@ -17,7 +16,7 @@ import type { ChildProcess } from 'node:child_process'
 import { inspect } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { typeError } from '../ground/errors'
-import { endGroupWith } from './end-group'
+import { applyKills, readKills } from './end-group'
 import type { ForkOptions } from './exec-types'
 import { receivedLikeNode, spawn, type SpawnOptions } from './spawn'
 
@@ -83,7 +82,12 @@ export function fork(modulePath: string | URL, argsOrOptions?: unknown, maybeOpt
   }
   opts.stdio = forkStdio(opts.stdio, opts.silent)
   if (opts.foreground === undefined) opts.foreground = false
+  // Node's spawn would end only the child on a timeout or an abort: these are ours (end-group.ts).
+  const kills = readKills(opts)
+  delete opts.timeout
+  delete opts.signal
+  delete opts.killSignal
   const child = spawn(opts.execPath as string, [...execArgv, path, ...(args as string[])], opts as SpawnOptions)
-  endGroupWith(child, opts as { timeout?: number; signal?: AbortSignal; killSignal?: NodeJS.Signals | number })
+  applyKills(child, kills)
   return child
 }
