@@ -129,6 +129,23 @@ describe.runIf(linux)('exec and execFile', () => {
     expect(() => execFile('true', [], { signal: {} as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
   })
 
+  it('reads no option polluted onto Object.prototype (cwd, uid, shell), as Node reads none', async () => {
+    const proto = Object.prototype as Record<string, unknown>
+    proto.cwd = '/'
+    proto.uid = 4242
+    proto.shell = '/nonexistent-shell'
+    try {
+      const viaExec = called((cb) => exec('pwd', cb))
+      const viaExecFile = called((cb) => execFile('pwd', cb))
+      expect((await viaExec.done).stdout).toBe(`${process.cwd()}\n`)
+      expect((await viaExecFile.done).stdout).toBe(`${process.cwd()}\n`)
+    } finally {
+      delete proto.cwd
+      delete proto.uid
+      delete proto.shell
+    }
+  })
+
   for (const mode of ['exec', 'execFile', 'fork'] as const) {
     it(`${mode}: the child dies with its host when the host is SIGKILLed (the kernel's death signal)`, async () => {
       const host = spawnFixture('exec-host.cjs', [mode])

@@ -75,7 +75,8 @@ function readExecFileArgs(rest: unknown[]): { args: string[]; options: Record<st
  * but undefined replaces its default ({ encoding: undefined } gives Buffers, as Node's does).
  */
 function withDefaults(options: Record<string, unknown>): Record<string, unknown> {
-  const opts = { encoding: 'utf8', timeout: 0, maxBuffer: MAX_BUFFER, killSignal: 'SIGTERM', cwd: null, env: null, shell: false, ...options }
+  // On a null prototype, as Node's: an option polluted onto Object.prototype (cwd, uid...) is never read.
+  const opts: Record<string, unknown> = { __proto__: null, encoding: 'utf8', timeout: 0, maxBuffer: MAX_BUFFER, killSignal: 'SIGTERM', cwd: null, env: null, shell: false, ...options }
   const { timeout, maxBuffer } = opts
   if (timeout != null && !(Number.isInteger(timeout) && (timeout as number) >= 0)) throw outOfRange('timeout', 'an unsigned integer', timeout)
   if (maxBuffer != null && !(typeof maxBuffer === 'number' && maxBuffer >= 0)) throw outOfRange('options.maxBuffer', 'a positive number', maxBuffer)
@@ -205,7 +206,7 @@ export function exec(command: string, options?: unknown, callback?: unknown): Ch
   checkNoNul(command, 'command')
   if (typeof options === 'function') [callback, options] = [options, undefined]
   // A copy, as Node makes: the caller's object is not changed. The shell is /bin/sh unless named.
-  const opts = { ...(options as object) } as Record<string, unknown>
+  const opts: Record<string, unknown> = { __proto__: null, ...(options as object) }
   opts.shell = typeof opts.shell === 'string' ? opts.shell : true
   return execFile(command, opts as ExecFileOptions, callback as Callback)
 }
