@@ -86,6 +86,7 @@ describe.runIf(linux)('exec and execFile', () => {
       expect(sleeps.filter((p) => !isGone(p)).length).toBeGreaterThan(0)
     } finally {
       for (const pid of sleeps) if (!isGone(pid)) process.kill(pid, 'SIGKILL')
+      await waitFor(() => sleeps.every(isGone), 10_000, 'Node\'s leftovers gone')
     }
   })
 
