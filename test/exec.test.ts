@@ -147,6 +147,15 @@ describe.runIf(linux)('exec and execFile', () => {
     }
   })
 
+  it('the package as built (exec a part of it, util.promisify through its stub): a timeout ends the group', async () => {
+    const host = spawnFixture('exec-host.cjs', ['built'])
+    const line = (await jsonLines(host.stdout!).next((m) => 'sleep' in m, 15_000)) as { sleep: number; killed: boolean; signal: string }
+    expect(line).toMatchObject({ killed: true, signal: 'SIGTERM' })
+    expect(line.sleep).toBeGreaterThan(1)
+    await waitFor(() => isGone(line.sleep), 10_000, `the background sleep ${line.sleep} gone`)
+    expect(await exitOf(host)).toEqual({ code: 0, signal: null })
+  })
+
   for (const mode of ['exec', 'execFile', 'fork'] as const) {
     it(`${mode}: the child dies with its host when the host is SIGKILLed (the kernel's death signal)`, async () => {
       const host = spawnFixture('exec-host.cjs', [mode])

@@ -13,18 +13,17 @@ import { inspect } from 'node:util'
 import { AbortError, rangeError, typeError } from '../ground/errors'
 import { signalNumber } from '../ground/validate'
 import { receivedLikeNode } from './spawn'
-import stopKillPart from './lazy/stop-kill'
+// A direct import: exec and fork are parts themselves (lazy/ accessors are for the eager bundle),
+// and their part shares killProcessGracefully's code with the stop's part.
+import { killProcessGracefully } from './kill'
 import type { SignalLike } from '../ground/validate'
 
 /** Ends `child`'s group with `signal` (then SIGKILL after the grace). Never rejects: a stop that fails leaves Node's own kill. */
 export function endGroup(child: ChildProcess, signal: SignalLike): void {
   if (child.pid === undefined) return // never started: its 'error' event says why
-  stopKillPart()
-    .killProcessGracefully(child, { signal })
-    .catch(() => {
-      // EPERM (a member became another user's), or the stop's part failed to load: the leader
-      // still had Node's kill, as with Node's own exec
-    })
+  killProcessGracefully(child, { signal }).catch(() => {
+    // EPERM (a member became another user's): the leader still had Node's kill, as with Node's exec
+  })
 }
 
 /**
