@@ -72,6 +72,20 @@ describe.runIf(canScript)('a host reading the terminal while its foreground chil
     })
   }
 
+  it('fork() hands no terminal over by default: the host keeps it and reads while its worker runs', async () => {
+    const t = underTerminal(`"${process.execPath}" "${HOST}"`, { FORK: '1' })
+    const s = (await t.next('started')) as { node: number; pgrp: number; child: number; tty: boolean }
+    trackGroup(s.pgrp)
+    trackGroup(s.child)
+    expect(s.tty).toBe(true)
+    t.type('first\n')
+    await waitFor(() => t.events().some((e) => e.event === 'node-read'), 10_000, `the host to read (terminal: ${JSON.stringify(t.out())})`)
+    expect(t.events().find((e) => e.event === 'node-read')).toMatchObject({ line: 'first', childRunning: true })
+    t.type('quit\n')
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    await waitFor(() => isGone(s.node) && isGone(s.child), 10_000, 'the host and its worker gone')
+  })
+
   it('no terminal (stdin a pipe): nothing is handed over or held; the host reads while the child runs', async () => {
     const host = spawnFixture('terminal-reads.cjs', [], { stdio: ['pipe', 'pipe', 'inherit'], env: { CHILD: 'sleep 30' } })
     const lines = jsonLines(host.stdout!)
