@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { exitOf, FIXTURES, isGone, jsonLines, spawnFixture, spawnGroup, trackGroup, waitFor } from './helpers'
+import { exitOf, FIXTURES, isGone, jsonLines, procStat, spawnFixture, spawnGroup, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 const canScript = linux && spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0
@@ -22,7 +22,7 @@ const CHILD = 'sleep 1; read line; echo child-read:$line'
 
 /** `command` (a shell line) under a fresh pty: its output, JSON events, and a way to type. */
 function underTerminal(command: string, env: NodeJS.ProcessEnv) {
-  const term = spawnGroup('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...env, CHILD } })
+  const term = spawnGroup('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { CHILD, ...env } })
   let out = ''
   term.stdout!.setEncoding('utf8')
   term.stdout!.on('data', (d: string) => (out += d))
@@ -71,6 +71,29 @@ describe.runIf(canScript)('a host reading the terminal while its foreground chil
       expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
     })
   }
+
+  it('Ctrl-Z: after fg, the job has the terminal again and the reads of the host wait again (the job gets the lines)', async () => {
+    const t = underTerminal(`"${process.execPath}" "${HOST}"`, { EARLY: '1', CHILD: 'read x; echo got:$x; read y; echo got:$y' })
+    const s = (await t.next('started')) as { node: number; pgrp: number; child: number }
+    trackGroup(s.pgrp)
+    trackGroup(s.child)
+    const state = (pid: number) => procStat(pid)?.[0]
+    await waitFor(() => state(s.child) === 'S', 10_000, 'the child to wait in read')
+    t.type('\x1a')
+    await waitFor(() => state(s.node) === 'T' && state(s.child) === 'T', 10_000, 'the child and the host stopped')
+    // fg, as terminal-foreground.test.ts does it: SIGCONT to script's group and to the host.
+    process.kill(-t.term.pid!, 'SIGCONT')
+    process.kill(s.node, 'SIGCONT')
+    await waitFor(() => state(s.child) === 'S' && Number(procStat(s.node)?.[5]) === s.child, 10_000, 'the child in the foreground again')
+    t.type('one\n')
+    await waitFor(() => t.out().includes('got:one'), 10_000, `the child to read (terminal: ${JSON.stringify(t.out())})`)
+    t.type('two\n')
+    expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+    expect(t.out()).toContain('got:two')
+    t.type('quit\n')
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.events().filter((e) => e.event === 'node-read').map((e) => e.line)).toEqual(['quit'])
+  })
 
   it('fork() hands no terminal over by default: the host keeps it and reads while its worker runs', async () => {
     const t = underTerminal(`"${process.execPath}" "${HOST}"`, { FORK: '1' })
