@@ -5,7 +5,7 @@ import { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { fork, getpgid, spawnedInfo } from '../lib/index'
+import { fork, type ForkOptions, getpgid, spawnedInfo } from '../lib/index'
 import { exitOf, FIXTURES, isGone, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
@@ -20,7 +20,9 @@ interface Reply {
   echo: unknown
 }
 
-function forked(...args: Parameters<typeof fork>): ChildProcess {
+/** fork(), its child's group ended by the cleanup if the test fails (either overload: args, or options alone). */
+function forked(modulePath: string | URL, ...rest: [options?: ForkOptions] | [args?: readonly string[], options?: ForkOptions]): ChildProcess {
+  const args = [modulePath, ...rest]
   const child = (fork as (...a: unknown[]) => ChildProcess)(...args)
   if (child.pid) trackGroup(child.pid)
   return child
