@@ -55,7 +55,7 @@ describe.runIf(posix)('Supervisor readiness', () => {
     await expect(started).rejects.toMatchObject({ code: 'ERR_REAPKIT_NOT_READY' })
     const r = sup.get('mute')!
     expect(r.status).toBe('terminated')
-    expect(r.error).toMatchObject({ code: 'ERR_REAPKIT_NOT_READY' })
+    expect(r.error).toMatchObject({ code: 'ERR_REAPKIT_NOT_READY', message: 'The child was not ready within 300 ms' })
     expect(reasons).toEqual(['not-ready'])
     expect(seen.filter((e) => !e.startsWith('exit'))).toEqual(['spawn:mute', 'start-failed:mute', 'terminate:mute'])
     expect(sup.metrics()).toMatchObject({ startFailures: 1, stopsByReason: { 'not-ready': 1 } })

@@ -30,7 +30,8 @@ const followExit: IncarnationStep = (core, entry) => {
     entry.health?.monitor?.stop()
     if (record.status === 'starting') {
       entry.ready?.wait?.cancel()
-      record.error = { code: 'ERR_REAPKIT_NOT_READY', message: `It exited before it was ready (code ${code}, signal ${signal})` }
+      // On its own, that is: a stop (for not being ready, say) keeps the reason it gave.
+      if (entry.stopping === 0) record.error = { code: 'ERR_REAPKIT_NOT_READY', message: `It exited before it was ready (code ${code}, signal ${signal})` }
     }
     core.state?.remove(pid)
     recordExit(record, code, signal)
