@@ -59,13 +59,20 @@ export function untilReady(events: EventEmitter, entry: Entry, waitMs: number, o
   })
 }
 
+/** For each target, the targets started after it (`after` names it): O(targets + edges). */
+export function dependentsOf(targets: readonly Entry[]): Map<Entry, Entry[]> {
+  const dependents = new Map<Entry, Entry[]>(targets.map((t) => [t, []]))
+  for (const t of targets) for (const dep of t.after) dependents.get(dep)?.push(t)
+  return dependents
+}
+
 /** How many stops one after the other shutdownAll() needs for `targets` (the longest chain of `after`). */
 export function layers(targets: readonly Entry[]): number {
+  const dependents = dependentsOf(targets)
   const depth = new Map<Entry, number>()
   // Newest first: a dependent is newer than what it depends on, so its depth is known when they are reached.
   for (const entry of [...targets].reverse()) {
-    const below = targets.filter((t) => t.after.includes(entry)).map((t) => depth.get(t) ?? 1)
-    depth.set(entry, 1 + Math.max(0, ...below))
+    depth.set(entry, 1 + Math.max(0, ...dependents.get(entry)!.map((t) => depth.get(t)!)))
   }
   return Math.max(1, ...depth.values())
 }

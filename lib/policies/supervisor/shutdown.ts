@@ -10,6 +10,7 @@ import { containersAtCap } from '../../mechanisms/container/child'
 import { type Logger, logEvent } from '../../ground/logger'
 import { scanGroups } from '../../mechanisms/group'
 import { killEntrySync } from './backstop'
+import { dependentsOf } from './order'
 import { type Entry, exited, running } from './registry'
 import { type ProcessRecord, type ProcessStatus, type ShutdownReport, copyRecord } from './record'
 
@@ -56,8 +57,9 @@ export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Pro
     // Reverse start order: each one after its dependents among the targets (parallel otherwise).
     // A dependency is older than what depends on it, so the newest first settles every wait.
     const stops = new Map<Entry, Promise<ShutdownReport>>()
+    const dependentsOfEach = dependentsOf(targets)
     for (const entry of [...targets].reverse()) {
-      const dependents = targets.filter((t) => t.after.includes(entry)).map((t) => stops.get(t)!.catch(() => {}))
+      const dependents = dependentsOfEach.get(entry)!.map((t) => stops.get(t)!.catch(() => {}))
       const stop = (): Promise<ShutdownReport> => ctx.backoffStops.get(entry) ?? closeOnce(entry, cap, table, started, ctx)
       stops.set(entry, dependents.length === 0 ? stop() : Promise.all(dependents).then(stop))
     }
