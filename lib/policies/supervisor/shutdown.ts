@@ -54,16 +54,20 @@ export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Pro
   const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, ctx.capMs, 'cap')))
   const table = new CapTable()
   try {
-    // Reverse start order: each one after its dependents among the targets (parallel otherwise).
-    // A dependency is older than what depends on it, so the newest first settles every wait.
+    // Reverse start order: each one after its dependents among the targets, in parallel otherwise
+    // (and begun in the targets' order). There is no cycle: a dependent is newer than what it names.
     const stops = new Map<Entry, Promise<ShutdownReport>>()
     const dependentsOfEach = dependentsOf(targets)
-    for (const entry of [...targets].reverse()) {
-      const dependents = dependentsOfEach.get(entry)!.map((t) => stops.get(t)!.catch(() => {}))
+    const stopOf = (entry: Entry): Promise<ShutdownReport> => {
+      const known = stops.get(entry)
+      if (known) return known
+      const dependents = dependentsOfEach.get(entry)!.map((t) => stopOf(t).catch(() => {}))
       const stop = (): Promise<ShutdownReport> => ctx.backoffStops.get(entry) ?? closeOnce(entry, cap, table, started, ctx)
-      stops.set(entry, dependents.length === 0 ? stop() : Promise.all(dependents).then(stop))
+      const made = dependents.length === 0 ? stop() : Promise.all(dependents).then(stop)
+      stops.set(entry, made)
+      return made
     }
-    return await Promise.all(targets.map((entry) => stops.get(entry)!))
+    return await Promise.all(targets.map(stopOf))
   } finally {
     clearTimeout(capTimer)
   }
