@@ -81,6 +81,9 @@ describe.runIf(posix)('Supervisor readiness', () => {
     const { sup } = supervise()
     await expect(sup.start('sh', ['-c', 'exit 4'], { requestId: 'quits', ready: { stdout: 'ok' } })).rejects.toMatchObject({ code: 'ERR_REAPKIT_NOT_READY' })
     expect(sup.get('quits')).toMatchObject({ status: 'exited', exitCode: 4, error: { code: 'ERR_REAPKIT_NOT_READY' } })
+    // A start that fails before anything runs rejects with the spawn's own code.
+    await expect(sup.start('/nonexistent/reapkit-no-such-program', [], { requestId: 'missing' })).rejects.toMatchObject({ code: 'ENOENT' })
+    expect(sup.get('missing')!.status).toBe('start-failed')
   })
 
   it('bad ready and after options are refused before anything starts', async () => {
