@@ -47,11 +47,16 @@ export {
   type Incarnation,
   type ShutdownReport,
   type StopReport,
+  type StopReason,
+  type StartError,
 } from './policies/supervisor/supervisor'
+export type { ReadinessOptions } from './policies/supervisor/readiness'
+export type { OutputSource } from './policies/supervisor/output-source'
+export { httpProbe, type HttpProbeOptions } from './policies/supervisor/probes'
 export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/supervisor/restart'
 export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor/metrics'
 export type { HealthOptions, HealthCheckContext } from './policies/supervisor/health'
-export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor/prometheus'
+export { registerSupervisorMetrics, type PrometheusOptions, type SupervisorPrometheusOptions, type PrometheusRegistry } from './policies/supervisor/prometheus'
 export { openControlSocket, type ControlSocket, type ControlSocketOptions, type ControlRow, type ControlSnapshot } from './policies/supervisor/control'
 export type { OutputOptions, OutputReadOptions, OutputPage, OutputStream } from './policies/supervisor/output'
 export {

@@ -138,6 +138,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
   let kill: KillResult | null = null
   let containers: ContainerOutcome[] = []
   let gracefulMs = 0
+  let killStartedAt = started
   try {
     if (child.exitCode !== null || child.signalCode !== null) {
       phase = 'already-exited'
@@ -169,6 +170,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     // Phase 2: the group kill, also for members that outlived a leader that left in phase 1.
     if (phase === 'forced' || (await groupLeft())) {
       if (phase !== 'forced' && phase !== 'already-exited') phase = 'forced'
+      killStartedAt = now()
       kill = await killProcessGracefully(child, {
         ...(graceMs !== undefined ? { graceMs } : {}),
         ...(options.signal !== undefined ? { signal: options.signal } : {}),
@@ -200,7 +202,8 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     closeError,
     code: status?.code ?? kill?.code ?? null,
     signal: status?.signal ?? kill?.signal ?? null,
-    signalsSent: kill?.signalsSent ?? [],
+    // One time origin, this call's start: phase 2's signals are timed from its own start.
+    signalsSent: (kill?.signalsSent ?? []).map((s) => ({ ...s, atMs: s.atMs + (killStartedAt - started) })),
     escalated: kill?.escalated ?? false,
     survivors: kill?.survivors ?? [],
     uncertain: kill?.uncertain ?? false,
