@@ -71,6 +71,18 @@ describe.skipIf(!linux || !canUnshare || !available)('spawn({ pidNamespace }): t
     expect(r.survivors.length).toBe(3)
   }, 60_000)
 
+  for (const via of ['supervisor', 'transport'] as const) {
+    it(`through ${via === 'supervisor' ? 'Supervisor.spawn' : "the MCP StdioClientTransport's pidNamespace option"} the same; without it the same three survive`, async () => {
+      const r = await scenario(['1', '', '5000', via])
+      expect(r.host).toMatchObject({ event: 'ready', pidNamespace: true })
+      expect(r.tree.filter((p) => p.comm === 'sleep').length).toBe(3)
+      expect(r.tree.filter((p) => p.comm === 'reapkit-exec').length).toBe(2)
+      expect(r.survivors).toEqual([])
+      const control = await scenario(['0', '', '1000', via])
+      expect(control.survivors.length).toBe(3)
+    }, 90_000)
+  }
+
   it.skipIf(!unprivileged)('as an unprivileged user too (a user namespace of its own)', async () => {
     const r = await scenario(['1', '65534'])
     expect(r.host).toMatchObject({ event: 'ready', pidNamespace: true })
