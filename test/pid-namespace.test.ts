@@ -165,6 +165,11 @@ describe('spawn({ pidNamespace }): where it cannot be had, it is refused, never 
     expect(() => spawn('true', [], { pidNamespace: true, uid: process.getuid!() })).toThrow(expect.objectContaining({ code: 'ENOTSUP' }))
   })
 
+  it.skipIf(!linux || !available)('throws ENOTSUP for a podman run (its mounts would be out of reach), before any syscall', () => {
+    // /nonexistent: were it run, Node's spawn would say ENOENT instead.
+    expect(() => spawn('/nonexistent/podman', ['run', '--rm', 'busybox', 'true'], { pidNamespace: true })).toThrow(expect.objectContaining({ code: 'ENOTSUP', message: expect.stringMatching(/podman/) }))
+  })
+
   it.skipIf(!linux || !root || execHelperPath() === null || !canUnshareUser())('where the kernel refuses: capabilities() says so, and the spawn fails with EPERM and never runs the command', async () => {
     // In a user namespace where our uid is not mapped, neither route is open (no CAP_SYS_ADMIN, and
     // an unmapped uid may not make a user namespace).

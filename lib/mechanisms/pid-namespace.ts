@@ -59,6 +59,15 @@ export function refusePidNamespace(opts: { explicitSignal: SignalLike | false | 
   }
 }
 
+/**
+ * A `podman run` would make its container's mounts (its network namespace) inside the namespace's
+ * private mount table, where no other podman, ours included at the stop, can reach them: refused,
+ * as `reapkit --isolate` refuses it (docker's and nerdctl's clients only talk to their daemon).
+ */
+export function podmanRefused(): Error {
+  return systemError('ENOTSUP', 'spawn', 'pidNamespace cannot run podman: its mounts would be made where no other podman can reach them. Leave pidNamespace out: the container is stopped through podman on every stop path')
+}
+
 /** spawnThroughHelper() could not start the helper with its report pipe: never a weaker spawn. */
 export function noReportPipe(): Error {
   return systemError('EMFILE', 'spawn', 'pidNamespace: no report pipe for the exec helper (out of file descriptors?), so the child was not started')

@@ -46,7 +46,7 @@ import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
-import { noReportPipe, refusePidNamespace } from './pid-namespace'
+import { noReportPipe, podmanRefused, refusePidNamespace } from './pid-namespace'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
 import { binding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
@@ -435,6 +435,7 @@ export function spawn(
   // The container code loads only for a program named like an engine (the parser decides the rest).
   const run = container && !nodeOptions.shell && engineOf(command) !== null ? containerPart().prepareContainerRun(command, args, nodeOptions) : null
   if (run) args = run.args
+  if (pidNamespace && run?.record.engine === 'podman') throw podmanRefused()
   const withContainer = (child: ChildProcess): ChildProcess => {
     const info = spawned.get(child)
     if (run && info && child.pid !== undefined) containerPart().attachContainer(child, (info.container = run.record))
