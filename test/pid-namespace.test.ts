@@ -100,6 +100,16 @@ describe.skipIf(!available)('spawn({ pidNamespace }): the child as its host sees
     expect(await exitOf(killed)).toEqual({ code: null, signal: 'SIGTERM' })
   })
 
+  it("what the command left running ends with it: no grandchild holds its pipes, 'close' follows 'exit'", async () => {
+    // A setsid'd grandchild that holds stdout: without the namespace, 'close' would wait for it (100 s).
+    const child = track(spawn('sh', ['-c', 'setsid sleep 100 & echo started'], { pidNamespace: true, stdio: ['ignore', 'pipe', 'inherit'] }))
+    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()))
+    expect(await output(child)).toBe('started\n')
+    let timer: NodeJS.Timeout | undefined
+    const bound = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("no 'close' within 10 s of 'exit'")), 10_000)))
+    await Promise.race([closed, bound]).finally(() => clearTimeout(timer))
+  })
+
   it('the program sees itself as pid 2 under init 1, in its own /proc and session', async () => {
     // `read < /proc/self/stat` is opened by the shell itself: its pid in the /proc it sees.
     const child = track(spawn('sh', ['-c', 'read pid rest < /proc/self/stat; echo $$ $pid $PPID $(ps -e -o pid= | wc -l)'], { pidNamespace: true, stdio: ['ignore', 'pipe', 'inherit'] }))
