@@ -147,10 +147,12 @@ static void forward(int sig, pid_t command) {
 }
 
 /* The namespace's own /proc, so that the command's tools (ps, /proc/<its pid>) see the namespace's
- * pids. Best effort, as --isolate's: some containers lock /proc; the guarantee does not need it. */
+ * pids. Best effort, as --isolate's: some containers lock /proc; the guarantee does not need it.
+ * Slave, not private (--isolate's): what the host mounts later (a disk, an automount) still reaches
+ * the command; only our /proc, and what the command mounts itself, stay in its mount namespace. */
 static void own_proc(void) {
   if (unshare(CLONE_NEWNS) != 0) return;
-  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return;
+  if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0) return;
   mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 }
 
