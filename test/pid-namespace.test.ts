@@ -118,6 +118,26 @@ describe.skipIf(!available)('spawn({ pidNamespace }): the child as its host sees
     expect(count).toBeLessThanOrEqual(5) // init, sh, ps, wc (and the $(...) subshell): nothing of ours outside
   })
 
+  it.skipIf(!root || !canUnshare)('what the host mounts after the spawn still reaches the program (its mount namespace is a slave)', () => {
+    // In a mount namespace of the test's own with shared propagation (as systemd's root is): the
+    // host mounts a tmpfs once the child runs, then lets the child look.
+    const dir = mkdtempSync(join(tmpdir(), 'reapkit-pidns-mnt-'))
+    try {
+      const script = `
+        const rk = require(${JSON.stringify(DIST)})
+        const dir = ${JSON.stringify(dir)}
+        const c = rk.spawn('sh', ['-c', 'read go; grep -c " ' + dir + ' " /proc/self/mountinfo'], { pidNamespace: true, stdio: ['pipe', 'pipe', 'inherit'] })
+        require('node:child_process').execFileSync('mount', ['-t', 'tmpfs', 'none', dir])
+        c.stdin.end('go\\n')
+        c.stdout.pipe(process.stdout)`
+      const r = spawnSync('unshare', ['--mount', '--propagation', 'shared', process.execPath, '-e', script], { encoding: 'utf8', timeout: 20_000 })
+      expect(r.stderr).toBe('')
+      expect(r.stdout.trim()).toBe('1')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
   it('a signal to the whole group reaches the command once (the init and the helper pass it on, never twice)', async () => {
     // It says "term" at each SIGTERM; once the test has seen the first, a SIGUSR2 (through the same
     // path, after it) asks for the count: a second SIGTERM, if any, would have come with the first.
