@@ -16,10 +16,8 @@
  *   before its exec, so that every stop also ends what left the group (lib/mechanisms/cgroup/,
  *   stop/cgroup-unit.ts). A join that fails fails the spawn; where no cgroup is ours to make, the
  *   child runs uncontained and spawnedInfo() says why.
- * - `pidNamespace` (Linux, opt-in): the child's whole tree ends when this process dies, SIGKILL
- *   included, done by the kernel: the helper runs the command in a PID namespace of its own and stays
- *   outside as the child (pid-namespace.ts, native/exec_pidns.c). Never silently weaker: refused
- *   before any syscall where it cannot be had, an 'error' where the kernel refuses it.
+ * - `pidNamespace` (Linux, opt-in): the whole tree ends with this process, done by the kernel
+ *   (pid-namespace.ts, native/exec_pidns.c).
  * - A handle pinned to the child (a pidfd), opened synchronously before libuv can reap it, so later
  *   signals can never hit a recycled pid: see spawnedHandle().
  *
@@ -83,15 +81,11 @@ export interface SpawnOptions extends NodeSpawnOptions {
    */
   cgroup?: boolean
   /**
-   * Linux: run the child as the first process of a PID namespace of its own, under a small init of
-   * the exec helper's, so that its whole tree (setsid'd and double-forked processes included) ends
-   * when this process dies by any means, SIGKILL included: the kernel kills a namespace whose init
-   * dies. child.pid is the helper outside the namespace, which forwards signals and ends with the
-   * command's status. The program sees itself as pid 2, its own /proc, no controlling terminal; not
-   * as root, the unprivileged route (a user namespace) shows its other groups as nogroup. What it
-   * leaves running is killed when it exits. Needs root or unprivileged user namespaces
-   * (capabilities().pidNamespace); elsewhere spawn() throws ENOTSUP, or emits 'error' (EPERM...)
-   * when the kernel refuses. parentDeathSignal must be 'SIGKILL' (the default). Default false.
+   * Linux: the child's whole tree (setsid'd and double-forked processes included) ends when this
+   * process dies by any means, SIGKILL included: the command runs as PID 2 of a PID namespace of its
+   * own, whose init dies with the helper (child.pid), which forwards signals and ends with the
+   * command's status. Root or unprivileged user namespaces (capabilities().pidNamespace); refused
+   * otherwise, never weaker. What it changes for the program: pid-namespace.ts. Default false.
    */
   pidNamespace?: boolean
 }
