@@ -100,6 +100,13 @@ describe.skipIf(!available)('spawn({ pidNamespace }): the child as its host sees
     expect(await exitOf(killed)).toEqual({ code: null, signal: 'SIGTERM' })
   })
 
+  it('a command that cannot be run fails as Node reports it (ENOENT, no pid), through the helper', async () => {
+    const child = track(spawn('reapkit-no-such-command', [], { pidNamespace: true, stdio: 'ignore' }))
+    const err = await new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve))
+    expect(err).toMatchObject({ code: 'ENOENT', syscall: 'spawn reapkit-no-such-command', path: 'reapkit-no-such-command' })
+    expect(child.pid).toBeUndefined()
+  })
+
   it("what the command left running ends with it: no grandchild holds its pipes, 'close' follows 'exit'", async () => {
     // A setsid'd grandchild that holds stdout: without the namespace, 'close' would wait for it (100 s).
     const child = track(spawn('sh', ['-c', 'setsid sleep 100 & echo started'], { pidNamespace: true, stdio: ['ignore', 'pipe', 'inherit'] }))

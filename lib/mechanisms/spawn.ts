@@ -451,7 +451,10 @@ export function spawn(
   }
 
   const helper = execHelperPath()
-  const throughHelper = helper !== null && (group || sig > 0 || cgroup || pidNamespace) && !asOtherUser && resolvable(file, nodeOptions)
+  // With pidNamespace, even a command execvp may not find goes through the helper (its failed exec is
+  // reported as Node's 'error'): should our look-up and execvp's ever differ, Node's spawn would run
+  // it outside any namespace.
+  const throughHelper = helper !== null && (group || sig > 0 || cgroup || pidNamespace) && !asOtherUser && (pidNamespace || resolvable(file, nodeOptions))
   let uncontained = cgroup ? cgroupPart().whyUncontained(helper !== null, asOtherUser) : null
   if (throughHelper) {
     // Made now, joined by the helper before anything else (fails closed: a failed join fails the spawn).
