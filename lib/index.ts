@@ -18,6 +18,17 @@ export {
   type WatchParentOptions,
 } from './mechanisms/parent'
 export { spawn, spawnedInfo, type SpawnOptions, type SpawnedInfo } from './mechanisms/spawn'
+export { exec, execFile } from './mechanisms/exec'
+export { fork } from './mechanisms/fork'
+export type {
+  ExecOptions,
+  ExecOptionsWithStringEncoding,
+  ExecOptionsWithBufferEncoding,
+  ExecFileOptions,
+  ExecFileOptionsWithStringEncoding,
+  ExecFileOptionsWithBufferEncoding,
+  ForkOptions,
+} from './mechanisms/exec-types'
 export { killProcessGracefully, type KillOptions, type KillResult, type SignalSent } from './mechanisms/kill'
 export type { ContainerEngine } from './mechanisms/container/command'
 export type { ContainerOutcome, ContainerRecord } from './mechanisms/container/stop'
@@ -36,11 +47,18 @@ export {
   type Incarnation,
   type ShutdownReport,
   type StopReport,
+  type StopReason,
+  type StartError,
 } from './policies/supervisor/supervisor'
+export type { ReadinessOptions } from './policies/supervisor/readiness'
+export type { OutputSource } from './policies/supervisor/output-source'
+export { httpProbe, type HttpProbeOptions } from './policies/supervisor/probes'
 export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/supervisor/restart'
 export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor/metrics'
 export type { HealthOptions, HealthCheckContext } from './policies/supervisor/health'
-export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor/prometheus'
+export { registerSupervisorMetrics, type PrometheusOptions, type SupervisorPrometheusOptions, type PrometheusRegistry } from './policies/supervisor/prometheus'
+export { openControlSocket, type ControlSocket, type ControlSocketOptions, type ControlRow, type ControlSnapshot } from './policies/supervisor/control'
+export type { OutputOptions, OutputReadOptions, OutputPage, OutputStream } from './policies/supervisor/output'
 export {
   findOrphans,
   type DoctorReport,

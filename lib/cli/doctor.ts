@@ -6,6 +6,7 @@
  */
 import { createInterface } from 'node:readline'
 import { humanContainers, stoppedContainerLines } from './doctor-containers'
+import { zombieLine } from './doctor-zombies'
 import {
   type ContainerEngine,
   type ContainerReport,
@@ -196,7 +197,7 @@ function human({ report, containers, containersOnly, unchecked }: Found): string
   if (report.reparented.length > 0 || report.zombies.length > 0) {
     out += 'Other leftovers (listed only; --stop leaves them alone):\n'
     for (const p of report.reparented) out += line(p, '  ', '     ')
-    for (const p of report.zombies) out += line(p, '  ', '     ')
+    out += zombieLine(report.zombies) // one line: zombies are not servers to stop
     out += '\n'
   }
   if (report.unreadable > 0) out += `(${report.unreadable} processes of other users not examined; run as root with --all-users to include them)\n`

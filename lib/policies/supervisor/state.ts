@@ -286,6 +286,7 @@ export class SupervisorState {
       restarts: 0,
       incarnations: [],
       nextStartAt: null,
+      error: null,
     }
     record.incarnations.push({ pid: rec.pid, pgid: rec.pgid, startedAt: record.startedAt, exitedAt: null, exitCode: null, signal: null, reason: 'start', delayMs: 0 })
     const a: Adopted = { record, handle, stopping: 0 }
