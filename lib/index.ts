@@ -5,7 +5,7 @@
 // project that lists no global types (`"types": []`, TypeScript 7's default), as @types packages do.
 /// <reference types="node" preserve="true" />
 export { supervisorCommand as supervisorPath } from './ground/native'
-export { capabilities, type Capabilities, type CgroupCapability } from './mechanisms/cgroup/capabilities'
+export { capabilities, type Capabilities, type CgroupCapability, type PidNamespaceCapability } from './mechanisms/cgroup/capabilities'
 export { getpgid, setpgid, kill, killpg, type SignalOptions } from './ground/signals'
 export { setParentDeathSignal, getParentDeathSignal, setChildSubreaper, isChildSubreaper, reapAdopted } from './mechanisms/prctl'
 export { openProcess, ProcessHandle, type ExitInfo, type OpenProcessOptions } from './mechanisms/handle'
