@@ -9,7 +9,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { type CgroupOwner, parseCgroupName } from './name'
+import { type CgroupOwner, isOwnName, parseCgroupName } from './name'
 import { cgroup2Mount } from './where'
 
 export interface FoundCgroup {
@@ -81,6 +81,32 @@ export function listReapkitCgroups(options: { root?: string; maxDirs?: number } 
     }
   }
   return { mount, found, visited, truncated: false }
+}
+
+/**
+ * The cgroups this process made (any copy of the library in it, any thread: isOwnName), which
+ * spawn() makes right under our own cgroup, `parent` (where.ts's path): one directory read.
+ */
+export function listOwnCgroups(parent: string): FoundCgroup[] {
+  let entries
+  try {
+    entries = readdirSync(parent, { withFileTypes: true })
+  } catch (err) {
+    if (isGoneCode(err)) return []
+    throw err
+  }
+  const found: FoundCgroup[] = []
+  for (const e of entries) {
+    if (!e.isDirectory() || !isOwnName(e.name)) continue
+    const path = join(parent, e.name)
+    try {
+      const st = statSync(path, { bigint: true })
+      found.push({ path, name: e.name, owner: parseCgroupName(e.name)!, id: st.ino, uid: Number(st.uid), inside: null })
+    } catch (err) {
+      if (!isGoneCode(err)) throw err
+    }
+  }
+  return found
 }
 
 /**
