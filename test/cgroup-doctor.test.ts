@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { cgroupOwnerVerdict } from '../lib/mechanisms/cgroup/judge'
 import { ownNamePrefix, parseCgroupName } from '../lib/mechanisms/cgroup/name'
-import { findLeakedCgroups, stopLeakedCgroup } from '../lib/index'
+import { findLeakedCgroups, spawn, spawnedInfo, stopLeakedCgroup } from '../lib/index'
 import { cleanupAfterEach, noCgroup } from './cgroup-lib'
 import { canUnshare, DIST, exitOf, FIXTURES, isGone, waitFor } from './helpers'
 
@@ -83,7 +83,16 @@ describe.skipIf(noCgroup !== null)('doctor: leftover cgroups', () => {
   it.runIf(canUnshare && process.geteuid?.() === 0)(
     'doctor --stop (in a PID namespace of its own, as root) ends the dead host\'s cgroup and nothing else: not a live host\'s, not another name, not another uid\'s',
     async () => {
+      // A live cgroup of ours, out here: from the namespace, its maker is in another PID namespace
+      // (listed apart, never stopped), and its member is a process that namespace cannot see.
+      const outside = spawn('sleep', ['300'], { cgroup: true, stdio: 'ignore' })
+      made.add(spawnedInfo(outside)!.cgroup!)
+      strays.add(outside.pid!)
       const r = await inNamespace('')
+      const foreign = r.listed.foreign.find((c: { path: string }) => c.path === spawnedInfo(outside)!.cgroup)
+      expect(foreign).toMatchObject({ members: [], outside: 1 })
+      expect(foreign.why).toMatch(/is in another PID namespace/)
+      expect(isGone(outside.pid!)).toBe(false)
       const paths = (list: Array<{ path: string }>) => list.map((c) => c.path)
       expect(paths(r.listed.leaked)).toContain(r.dead.cgroup)
       const dead = r.listed.leaked.find((c: { path: string }) => c.path === r.dead.cgroup)

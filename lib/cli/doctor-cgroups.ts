@@ -6,8 +6,9 @@
 import type { CgroupReport, LeakedCgroup, StoppedCgroup } from '../index'
 
 function entry(c: LeakedCgroup): string {
-  const n = c.members.length
-  let out = `  ${c.path}  (uid ${c.uid}; ${c.populated ? `${n} process${n === 1 ? '' : 'es'}` : 'empty'})\n     ${c.why}\n`
+  const n = c.members.length + c.outside
+  const outside = c.outside > 0 ? `, ${c.outside} outside this PID namespace` : ''
+  let out = `  ${c.path}  (uid ${c.uid}; ${c.populated ? `${n} process${n === 1 ? '' : 'es'}${outside}` : 'empty'})\n     ${c.why}\n`
   for (const m of c.members) out += `     ${m.pid}  ${m.command.length > 70 ? `${m.command.slice(0, 69)}…` : m.command}\n`
   return out
 }

@@ -46,6 +46,8 @@ export interface LeakedCgroup {
   populated: boolean
   /** Its processes (and those of the cgroups inside it), as listed. */
   members: CgroupMember[]
+  /** Members this PID namespace cannot see (the kernel lists them as pid 0 here): counted, not named. */
+  outside: number
   /** Why it is listed. */
   why: string
 }
@@ -94,7 +96,8 @@ function describe(found: FoundCgroup, why: string): LeakedCgroup {
   } catch {
     // removed or unreadable meanwhile: listed as found
   }
-  const entry: LeakedCgroup = { path: found.path, name: found.name, uid: found.uid, owner: found.owner, populated, members: pids.map(member), why }
+  const visible = pids.filter((p) => p > 0)
+  const entry: LeakedCgroup = { path: found.path, name: found.name, uid: found.uid, owner: found.owner, populated, members: visible.map(member), outside: pids.length - visible.length, why }
   listedAs.set(entry, found)
   return entry
 }
