@@ -188,6 +188,7 @@ const httpDrainBench = await import('./http-drain.mjs')
 const httpCostBench = await import('./http-cost.mjs')
 const spawnCostBench = await import('./spawn-cost.mjs')
 const backstopCgroupBench = await import('./backstop-cgroup.mjs')
+const escapedTreeBench = await import('./escaped-tree.mjs')
 const cliBench = await import('./cli.mjs')
 const wrapperStopBench = await import('./wrapper-stop.mjs')
 const exitScale = await import('./exitscale.mjs')
@@ -204,6 +205,7 @@ const idle = await idleCost()
 const req = requireBench.requireFigures(N_REQUIRE)
 const spawnCost = process.platform === 'linux' ? await spawnCostBench.spawnCostFigures(quick ? 50 : 300) : null // (pgrp from /proc)
 const backstopCgroup = process.platform === 'linux' ? await backstopCgroupBench.backstopFigures(100, quick ? 2 : 5) : null
+const escapedTree = process.platform === 'linux' ? await escapedTreeBench.escapedTreeFigures(quick ? 200 : 1000, quick ? 20 : 100, quick ? 2 : 5) : null
 const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
 const execa10 = peersBench.execa10Stop(quick ? 3 : 30) // under Node 22, which execa 10 needs
 const close = await reaping.closeServer(quick ? 1 : 3)
@@ -505,6 +507,8 @@ An idle server leaving (a Node process with createKeepalive; exit seen here by p
 ${spawnCost ? spawnCostBench.spawnCostMarkdown(spawnCost).trimEnd() : ''}
 
 ${backstopCgroup ? backstopCgroupBench.backstopMarkdown(backstopCgroup).trimEnd() : ''}
+
+${escapedTree ? escapedTreeBench.escapedTreeMarkdown(escapedTree).trimEnd() : ''}
 
 ${httpDrainBench.httpDrainMarkdown(httpDrain).trimEnd()}
 
