@@ -41,6 +41,8 @@ export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, S
 export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor/metrics'
 export type { HealthOptions, HealthCheckContext } from './policies/supervisor/health'
 export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor/prometheus'
+export { openControlSocket, type ControlSocket, type ControlSocketOptions, type ControlRow, type ControlSnapshot } from './policies/supervisor/control'
+export type { OutputOptions, OutputReadOptions, OutputPage, OutputStream } from './policies/supervisor/output'
 export {
   findOrphans,
   type DoctorReport,

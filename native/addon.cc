@@ -27,6 +27,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitProcessHandle(env, exports);
   InitExitWatch(env, exports);
   InitPipeProbe(env, exports);
+  InitPeerCred(env, exports);
   InitStdinWatch(env, exports);
   InitExecReport(env, exports);
   InitTerminal(env, exports);

@@ -29,6 +29,7 @@ void InitPdeathsig(Napi::Env env, Napi::Object exports);
 void InitProcessHandle(Napi::Env env, Napi::Object exports);
 void InitExitWatch(Napi::Env env, Napi::Object exports);
 void InitPipeProbe(Napi::Env env, Napi::Object exports);
+void InitPeerCred(Napi::Env env, Napi::Object exports);
 void InitStdinWatch(Napi::Env env, Napi::Object exports);
 void InitExecReport(Napi::Env env, Napi::Object exports);
 void InitTerminal(Napi::Env env, Napi::Object exports);

@@ -45,11 +45,11 @@ const common = {
 // The secondary entries (reapkit/mcp, reapkit/testing) require the main bundle at run time
 // (./index.js), so that every entry shares one instance of the process-global state.
 const secondary = ['mcp', 'testing']
-// The `reapkit doctor` command (bin/reapkit runs it with node) and reapkit-win's container part
-// (bin/reapkit-win.cjs loads it): scripts, not exports.
-const commands = ['doctor-cli', 'reapkit-win-containers']
+// The `reapkit doctor` command and `reapkit ps|logs|restart|stop|top` (bin/reapkit runs them with
+// node) and reapkit-win's container part (bin/reapkit-win.cjs loads it): scripts, not exports.
+const commands = ['doctor-cli', 'control-cli', 'reapkit-win-containers']
 // Each entry's source (an output name is a public path; the source lives in its folder).
-const sources = { mcp: 'mcp/index.ts', testing: 'testing.ts', 'doctor-cli': 'cli/doctor.ts', 'reapkit-win-containers': 'cli/win-containers.ts' }
+const sources = { mcp: 'mcp/index.ts', testing: 'testing.ts', 'doctor-cli': 'cli/doctor.ts', 'control-cli': 'cli/control.ts', 'reapkit-win-containers': 'cli/win-containers.ts' }
 const mainEntry = join(root, 'lib', 'index.ts')
 for (const entry of [...secondary, ...commands]) {
   await esbuild.build({

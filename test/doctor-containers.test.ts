@@ -295,7 +295,7 @@ describeWithEngines('reapkit doctor: leaked containers', skip, () => {
         expect(containerState(engine, ids[0]!)).not.toBe('running')
       }, 120_000)
 
-      it.runIf(canUnshare)('orphaned run clients (PID namespace): listed with the container their reapkit.run label or --cidfile names, stopped through the engine; the one that cannot be told is said so and its container left running', async () => {
+      it.runIf(canUnshare)('orphaned run clients (PID namespace): listed with the container their reapkit.run label, --cidfile or --name names, stopped through the engine; the one that cannot be told is said so (and what to do) and its container left running; a forged --name of an older container is no proof', async () => {
         const dir = mkdtempSync(join(tmpdir(), 'reapkit-doctor-cid-'))
         try {
           // podman's own client creates the container's mounts (its network namespace...) in the
@@ -312,22 +312,33 @@ describeWithEngines('reapkit doctor: leaked containers', skip, () => {
           started.push(ns)
           const r = await jsonLines(ns.stdout!).next((m) => m.event === 'result' || m.event === 'error', 160_000, 'the scenario')
           expect(r.event, JSON.stringify(r)).toBe('result')
-          const [labelled, withCidfile, untold] = r.clients as number[]
-          const { byRun, byCidfile } = r.containers
+          const [labelled, withCidfile, untold, named, forged] = r.clients as number[]
+          const { byRun, byCidfile, byName, old } = r.containers
           const report = r.first.json.containers as ContainerReport
           expect(r.first.status).toBe(1)
           expect(r.first.json.trees.map((t: { root: number }) => t.root).sort()).toEqual([...r.clients].sort())
           const clients = Object.fromEntries(report.clients.map((c) => [c.pid, c]))
           expect(clients[labelled]).toMatchObject({ engine: engine.name, container: byRun, via: 'run-label' })
           expect(clients[withCidfile]).toMatchObject({ engine: engine.name, container: byCidfile, via: 'cidfile', note: 'listed with the leaked containers' })
-          expect(clients[untold]).toMatchObject({ engine: engine.name, container: null, via: null, note: expect.stringMatching(/cannot be told.*nothing is stopped/) })
+          expect(clients[untold]).toMatchObject({ engine: engine.name, container: null, via: null, note: expect.stringMatching(/cannot be told.*nothing is stopped.*`\w+ ps`.*stop.*--name/) })
+          // The plain `run -i --rm --name X` of a host without reapkit: the engine's container of that name, created after its client started.
+          expect(clients[named]).toMatchObject({ engine: engine.name, container: byName, via: 'name', note: 'listed with the leaked containers' })
+          expect(report.leaked).toContainEqual(expect.objectContaining({ id: byName, owner: null, client: { pid: named, root: named }, why: expect.stringContaining('--name') }))
+          if (old) {
+            // A name in an argv is a word: the container of that name is older than the process, so not its.
+            expect(clients[forged]).toMatchObject({ engine: engine.name, container: null, via: 'name', note: expect.stringMatching(/created before its client started: not proven its container, nothing is stopped/) })
+            expect([...report.leaked, ...report.foreign].map((c) => c.id)).not.toContain(old)
+            expect(r.after.old).toBe('running')
+          } else console.warn('no C compiler: the forged --name case was not run')
           // The --cidfile's container has no owner label: its orphaned client is what lists it.
-          expect(report.leaked).toEqual([expect.objectContaining({ id: byCidfile, owner: null, client: { pid: withCidfile, root: withCidfile }, why: expect.stringContaining('--cidfile') })])
+          expect(report.leaked).toContainEqual(expect.objectContaining({ id: byCidfile, owner: null, client: { pid: withCidfile, root: withCidfile }, why: expect.stringContaining('--cidfile') }))
+          expect(report.leaked.map((c) => c.id).sort()).toEqual([byCidfile, byName].sort())
           // The labelled one names its owner (the dead host), whose pid a child PID namespace cannot judge: listed, never stopped.
           expect(report.foreign).toEqual([expect.objectContaining({ id: byRun, runId: expect.any(String), client: { pid: labelled, root: labelled }, why: expect.stringMatching(/PID namespace.*not ours to judge/) })])
-          expect(r.stop.json.stoppedContainers).toEqual([expect.objectContaining({ id: byCidfile, state: 'gone' })])
+          expect(r.stop.json.stoppedContainers.map((c: { id: string; state: string }) => [c.id, c.state]).sort()).toEqual([[byCidfile, 'gone'], [byName, 'gone']].sort())
           expect(r.stop.status, r.stop.stderr).toBe(0)
           expect(r.after.byCidfile).toBe('gone')
+          expect(r.after.byName).toBe('gone')
           expect(r.after.untold).toBe('running') // not stopped blind: its client is gone, it runs on
           expect(r.clientsAlive).toEqual([])
           // A client whose host lives (its pipes held): neither it nor its container is touched.

@@ -163,6 +163,32 @@ describe.skipIf(skipReason !== null)(`doctor --all-users trusts nothing another 
     expect(all).toMatch(/podman conmon: its conmon's pid cannot be compared with the engine's record from a child PID namespace: not proven/)
   }, 200_000)
 
+  it("issue 32 item 6: a --name in another user's orphan, or root's own lookalike, naming root's older container never aims --stop at it", async () => {
+    label = testLabel()
+    const named: Record<string, string> = {}
+    const namedRoot: Record<string, string> = {}
+    const ids: Array<[TestEngine, string]> = []
+    for (const engine of engines) {
+      for (const [into, who] of [[named, 'user'], [namedRoot, 'root']] as const) {
+        const name = `rk32-${who}-${engine.name}-${process.pid}`
+        const r = engineRun(engine, ['run', '-d', '--name', name, '--label', label, engine.image, 'sleep', '3000'])
+        expect(r.code, r.stderr).toBe(0)
+        into[engine.name] = name
+        ids.push([engine, r.stdout.trim()])
+      }
+    }
+    await new Promise((r) => setTimeout(r, 1100)) // created clearly before the lookalikes start (btime is whole seconds)
+    const r = await scenario('named', { named, namedRoot })
+    const all = notes(r.listing).join('\n')
+    expect(r.listing.json!.containers.clients.filter((c) => c.via === 'name'), all).toHaveLength(2 * engines.length)
+    for (const c of r.listing.json!.containers.clients) expect(c.container, all).toBe(null)
+    expect(r.listing.json!.containers.leaked, all).toEqual([])
+    expect(r.stop.json!.stoppedContainers ?? [], all).toEqual([])
+    for (const [engine, id] of ids) expect(containerState(engine, id), `${engine.name} ${id}`).toBe('running')
+    // Root's own lookalike reaches root's engine, which has the name: its container is older than the process.
+    expect(all).toMatch(/created before its client started: not proven its container/)
+  }, 200_000)
+
   // Listing only (nothing signalled), so it runs in the machine's own PID namespace, where the
   // engine's ConmonPid can be compared: a conmon lookalike naming a container is not its conmon.
   it.runIf(podman !== undefined)("item 2: root's own conmon lookalike is not the container's conmon (the engine's ConmonPid), so its container is not listed", async () => {

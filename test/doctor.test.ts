@@ -146,3 +146,29 @@ describe.runIf(canUnshare)('reapkit doctor in a private PID namespace (as root)'
     expect(await exitOf(ns, 30_000)).toEqual({ code: 0, signal: null })
   }, 60_000)
 })
+
+// Issue 32 item 6: as root on a busy machine doctor printed every user's zombies, two lines each
+// (125 zombies, ~250 lines before the verdict). A zombie is no server to stop: one line counts them.
+describe.runIf(canUnshare)('reapkit doctor: zombies (private PID namespace)', () => {
+  it('are one line in words, counted by parent, however many; --json lists each', () => {
+    // A parent (sleep, which never reaps) of 7 exited children, then doctor in words and in JSON.
+    const script = `
+      (for i in 1 2 3 4 5 6 7; do sleep 0 & done; exec sleep 30) &
+      parent=$!
+      while [ "$(grep -l '^State:.Z' /proc/[0-9]*/status 2>/dev/null | wc -l)" -lt 7 ]; do sleep 0.05; done
+      echo "PARENT $parent"
+      "$0" doctor --no-containers
+      echo "JSON $("$0" doctor --no-containers --json | tr -d '\\n')"
+      kill $parent`
+    const r = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c', script, BIN], { encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' })
+    const parent = Number(/^PARENT (\d+)$/m.exec(r.stdout)?.[1])
+    expect(parent, r.stdout + r.stderr).toBeGreaterThan(1)
+    const words = r.stdout.split('\n').filter((l) => !l.startsWith('JSON ') && !l.startsWith('PARENT '))
+    const zombieLines = words.filter((l) => /zombie/i.test(l))
+    expect(zombieLines, words.join('\n')).toHaveLength(1) // before: 7 entries of 2 lines each
+    expect(zombieLines[0]).toMatch(new RegExp(`^  7 zombies \\(exited, not yet reaped by its living parent: 7 of pid ${parent}\\): not servers, --stop leaves them`))
+    const json = JSON.parse(/^JSON (.*)$/m.exec(r.stdout)![1]!) as { zombies: Array<{ pid: number; ppid: number }> }
+    expect(json.zombies).toHaveLength(7)
+    expect(json.zombies.every((z) => z.ppid === parent)).toBe(true)
+  }, 70_000)
+})

@@ -28,7 +28,7 @@ describe('capabilities', () => {
     const caps = capabilities()
     expect(caps.native).toBe(true)
     if (linux) {
-      expect(caps).toMatchObject({ pidfd: true, pdeathsig: true, subreaper: true, kqueue: false, exitWatch: 'pidfd', parentWatch: 'pdeathsig' })
+      expect(caps).toMatchObject({ pidfd: true, pdeathsig: true, subreaper: true, kqueue: false, exitWatch: 'pidfd', parentWatch: 'pidfd' })
     }
   })
 })

@@ -98,7 +98,7 @@ describe.skipIf(skipReason !== null)(`the packed tarball${skipReason ? ` (skippe
 
   it('ships readable bundles with source maps that lead to the packed lib/', () => {
     const dir = join(project, 'node_modules', 'reapkit')
-    for (const entry of ['index', 'mcp', 'testing', 'doctor-cli', 'reapkit-win-containers']) {
+    for (const entry of ['index', 'mcp', 'testing', 'doctor-cli', 'control-cli', 'reapkit-win-containers']) {
       const map = JSON.parse(readFileSync(join(dir, 'dist', 'cjs', `${entry}.js.map`), 'utf8'))
       expect(map.sourcesContent?.length, entry).toBe(map.sources.length)
       expect(map.sources.some((s: string) => s.startsWith('../../lib/')), entry).toBe(true)
@@ -173,7 +173,7 @@ describe.skipIf(skipReason !== null)(`the packed tarball${skipReason ? ` (skippe
       expect(out.loadedFrom).toBe(join(project, 'node_modules', 'reapkit', 'prebuilds', 'linux-x64', 'reapkit.node'))
       expect(out).toMatchObject({ watchedPid: true, esrch: 'ESRCH', pgid: true, esmSameInstance: true })
       expect(out).toMatchObject({ spawnedGroup: true, spawnedDeathSignal: 'SIGKILL', killed: true })
-      expect(out.caps).toMatchObject({ native: true, pidfd: true, exitWatch: 'pidfd', parentWatch: 'pdeathsig', execHelper: true })
+      expect(out.caps).toMatchObject({ native: true, pidfd: true, exitWatch: 'pidfd', parentWatch: 'pidfd', execHelper: true })
     })
   }
 })

@@ -140,7 +140,16 @@ describe('watchParent arguments', () => {
     expect(() => watchParent({ pollIntervalMs: -5 })).toThrow(RangeError)
     expect(() => watchParent({ expectedParentPid: 0 })).toThrow(RangeError)
     if (linux) expect(getParentDeathSignal()).toBe(before)
-    expect(capabilities().parentWatch).toBe(linux ? 'pdeathsig' : capabilities().kqueue ? 'kqueue' : 'poll')
+  })
+
+  it("capabilities().parentWatch is the mechanism watchParent() uses by default (the death signal is opt-in: 'pdeathsig' only when armed)", () => {
+    const w = watchParent({ onExit: () => {} })
+    try {
+      expect(capabilities().parentWatch).toBe(w.mechanism)
+      expect(w.mechanism).toBe(linux ? 'pidfd' : capabilities().kqueue ? 'kqueue' : 'poll')
+    } finally {
+      w.close()
+    }
   })
 })
 

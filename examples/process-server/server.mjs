@@ -15,9 +15,10 @@
 //                      duration (of ended ones) and tags (`tag` filters)
 //   terminate_process  stops one of them by pid or request id (nothing it did not start for the caller)
 //   get_output         one of them's stdout or stderr, by pid or request id, while it runs and after it
-//                      ended (output.mjs: the newest --output-bytes of each stream, all within
-//                      --output-total-bytes, ended processes' dropped first), from a byte offset,
-//                      as UTF-8 text in whole characters or as base64 (the exact bytes)
+//                      ended (what its Supervisor keeps: the newest --output-bytes of each process,
+//                      both streams together, all within --output-total-bytes, ended processes'
+//                      dropped first), from a byte offset, as UTF-8 text in whole characters or as
+//                      base64 (the exact bytes)
 //
 // run_command runs programs AS THIS SERVER'S USER: whoever can call it can do what that user can
 // (including `kill`, which terminate_process would refuse). So it runs only the commands named with
@@ -74,10 +75,14 @@
 //   --max-body-bytes <n> the largest request body. Default: 1048576 (1 MiB)
 //   --session-idle-ms <n> close a session after this long with no request and no open stream.
 //                       Default: 600000 (10 minutes)
-//   --output-bytes <n>  get_output keeps the newest n bytes of each stream of a process. Default: 65536
+//   --output-bytes <n>  the newest n bytes of each process's output are kept (stdout and stderr
+//                       together), for get_output and run_command's result. Default: 65536
 //   --output-total-bytes <n> the memory all kept output may take (its buffers and a fixed overhead
 //                       per process): when it is full, ended processes' output goes first, the
 //                       earliest ended first. Default: 16777216 (16 MiB)
+//   --control-socket <path> open the Supervisor's control socket there (owner-only; put it beside
+//                       the state file): `reapkit ps|logs|restart|stop|top --socket <path>` then
+//                       show and steer what this server runs (docs/operators.md)
 //   --container <image> container mode (container.mjs): every run_command runs in a fresh container,
 //                       `<engine> run --rm --network none --memory 512m IMAGE command args...`,
 //                       instead of under the native supervisor. Cancel, terminate_process, the
@@ -102,9 +107,8 @@ import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { createKeepalive, registerKeepaliveMetrics, registerSupervisorMetrics, Supervisor } from 'reapkit'
+import { createKeepalive, openControlSocket, registerKeepaliveMetrics, registerSupervisorMetrics, Supervisor } from 'reapkit'
 import { withKeepalive } from 'reapkit/mcp'
-import { createOutputHistory } from './output.mjs'
 import { containerConfig } from './container.mjs'
 import { createProcessTools } from './tools.mjs'
 import { usage } from './usage.mjs'
@@ -129,6 +133,7 @@ try {
       'session-idle-ms': { type: 'string', default: String(10 * 60_000) },
       'output-bytes': { type: 'string', default: String(64 * 1024) },
       'output-total-bytes': { type: 'string', default: String(16 * 1024 * 1024) },
+      'control-socket': { type: 'string' },
       container: { type: 'string' },
       engine: { type: 'string' },
       'container-network': { type: 'string' },
@@ -175,9 +180,12 @@ const httpMode = flags.http === undefined ? null : {
 // 1 s grace (`stop -t 1`, then the engine's kill: a PID 1 without a SIGTERM handler ignores it),
 // so that the containers are confirmed gone within the 4 s an MCP host's stdio client gives a
 // server between the end of its stdin and SIGKILL (the SDK's close()).
+const perProcessBytes = integer('output-bytes', flags['output-bytes'], 0, 1024 ** 3)
 const supervisor = new Supervisor({
   ...(container ? { closeTimeoutMs: 0, graceMs: 1000 } : { closeTimeoutMs: 1000 }),
   ...(flags['state-file'] ? { stateFile: flags['state-file'] } : {}),
+  // The output history get_output reads: the Supervisor's own (one implementation).
+  output: { perChildBytes: perProcessBytes, totalBytes: integer('output-total-bytes', flags['output-total-bytes'], perProcessBytes, 16 * 1024 ** 3) },
 })
 const leftovers = await supervisor.leftovers // null without a state file
 if (leftovers) {
@@ -193,9 +201,17 @@ if (leftovers) {
     )
   }
 }
-const perProcessBytes = integer('output-bytes', flags['output-bytes'], 0, 1024 ** 3)
-const output = createOutputHistory({ perProcessBytes, totalBytes: integer('output-total-bytes', flags['output-total-bytes'], perProcessBytes, 16 * 1024 ** 3) })
-const tools = createProcessTools({ supervisor, allowAny, allowed, childEnv, output, container })
+const tools = createProcessTools({ supervisor, allowAny, allowed, childEnv, container })
+/** What `reapkit ps` and `top` show as the drain state: the state of whichever keepalive runs. */
+let drainState = () => 'serving'
+if (flags['control-socket']) {
+  try {
+    // Never closed: it does not keep the server running, and a stale file is replaced at the next start.
+    await openControlSocket(supervisor, { path: flags['control-socket'], drainState: () => drainState() })
+  } catch (err) {
+    fail(`--control-socket: ${err.message}`)
+  }
+}
 // `logging`: run_command's output lines go out as logging notifications.
 const newServer = () => new McpServer({ name: 'reapkit-process-server', version: '0.1.0' }, { capabilities: { logging: {} } })
 
@@ -206,6 +222,7 @@ if (httpMode === null) {
     // then end (with the signal that stopped them) and are answered within the grace.
     onDrain: () => supervisor.shutdownAll(),
   })
+  drainState = () => keepalive.state
   const server = withKeepalive(newServer(), keepalive)
   tools.register(server) // one client: it owns everything
   await server.connect(new StdioServerTransport())
@@ -241,6 +258,7 @@ if (httpMode === null) {
     onShutdown: () => supervisor.shutdownAll(),
     metrics: prometheus.read,
   })
+  drainState = () => drain.keepalive.state
   // The drain's figures beside the supervisor's (the keepalive is the HTTP drain's own).
   prometheus.add((registry) => registerKeepaliveMetrics(drain.keepalive, registry))
 }

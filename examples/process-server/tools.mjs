@@ -22,21 +22,27 @@ const wrap = (command, args) =>
 const PIPE_CLOSE_MS = 2000
 /** Output lines longer than this go out in pieces. */
 const MAX_LINE = 8192
-/** Lines queued for the client beyond this are dropped (and counted): a flood must not grow memory. */
+/**
+ * Lines waiting to go out to the client beyond this are dropped, and counted in the result's
+ * `droppedLines`: a flood must not grow memory. They are not lost: get_output pages through what the
+ * Supervisor kept (the newest --output-bytes).
+ */
 const MAX_PENDING_LINES = 1000
+/** The largest page run_command's result carries of each stream (the Supervisor keeps --output-bytes). */
+const RESULT_BYTES = 16 * 1024 * 1024
 
 const text = (value) => ({ content: [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value, null, 2) }] })
 const failure = (message) => ({ ...text(message), isError: true })
-const tail = (s, max = 4000) => (s.length > max ? `…${s.slice(-max)}` : s)
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref())
 
 /**
  * The tools over one Supervisor. `register(server, { ownerOf })` adds them to an McpServer;
  * `ownerOf(extra)` names the caller (HTTP mode: its session id; stdio mode: null, the one client).
  * `endSession(owner)` stops what an owner still runs (its session ended). `container` (container.mjs's
- * containerConfig, or null): run every command in a fresh container instead.
+ * containerConfig, or null): run every command in a fresh container instead. Each process's output
+ * is the Supervisor's (its `output` option bounds it): get_output and run_command's result read it.
  */
-export function createProcessTools({ supervisor, allowAny, allowed, childEnv, output, container = null }) {
+export function createProcessTools({ supervisor, allowAny, allowed, childEnv, container = null }) {
   // What the supervisor does not know: who started a process, the id its client knows, its tags.
   // Keyed by the supervisor's requestId and the pid (a client may reuse a request id once its
   // process has ended; both together are one process).
@@ -78,7 +84,9 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
             ? `Run a command (no shell) in a fresh ${container.engine} container of ${container.image} and return its exit status and output. `
             : "Run a command (no shell) as the server's user and return its exit status (128 + n: it died of signal n) and output. ") +
           'Only commands the server was started with --allow for (or any, under --allow-any). It gets a minimal environment. ' +
-          'Each output line is sent while it runs, as a logging notification (and as progress, given a progress token). ' +
+          'Each output line is sent while it runs, as a logging notification (and as progress, given a progress token); ' +
+          `at most ${MAX_PENDING_LINES} lines wait to be sent, lines beyond are dropped and counted in \`droppedLines\`. ` +
+          'The result carries the newest output the server keeps of each stream (`outputSkipped`: bytes before it); get_output pages through it. ' +
           'Cancelling the request stops the process.',
         inputSchema: {
           command: z.string().min(1),
@@ -114,20 +122,11 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
             void learnContainerId(run, child, (id) => (meta.container.id = id))
           }
         }
-        const history = child.pid !== undefined ? output.start({ owner, pid: child.pid, requestId }) : null
         const closed = new Promise((resolve) => child.once('close', resolve))
         const lines = lineSender(server, extra)
-        let stdout = ''
-        let stderr = ''
-        // The history gets the bytes as written (binary too); the result and the lines get text.
-        teeOutput(child.stdout, (b) => history?.write('stdout', b), (d) => {
-          stdout = tail(stdout + d)
-          lines.push('stdout', d)
-        })
-        teeOutput(child.stderr, (b) => history?.write('stderr', b), (d) => {
-          stderr = tail(stderr + d)
-          lines.push('stderr', d)
-        })
+        // The Supervisor keeps the bytes as written (binary too); the lines sent meanwhile are text.
+        decodeLines(child.stdout, (d) => lines.push('stdout', d))
+        decodeLines(child.stderr, (d) => lines.push('stderr', d))
         const started = await new Promise((resolve) => {
           child.once('spawn', () => resolve(null))
           child.once('error', (err) => resolve(err))
@@ -140,7 +139,6 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
         const timer = setTimeout(() => cancel('timeout'), timeoutMs)
         const [code, signal] = await new Promise((resolve) => child.once('exit', (c, s) => resolve([c, s])))
         clearTimeout(timer)
-        history?.end(code, signal)
         // The last output may still be in the pipes: wait (bounded) for them to close, then send what
         // is left, so every line goes out before the result.
         await Promise.race([closed, delay(PIPE_CLOSE_MS)])
@@ -151,7 +149,18 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
         // so that an answered call, and a drain that waited for it, leaves no container behind.
         if (meta.container) meta.container.state = await containerEnd(child)
         const ran = meta.container ? { container: { ...meta.container } } : {}
-        return text({ pid: child.pid, requestId, exitCode: code, signal, stdout, stderr, ...ran, ...(dropped > 0 ? { droppedLines: dropped } : {}) })
+        // What the Supervisor kept of each stream (its newest --output-bytes), with how many bytes
+        // went before it (`outputSkipped`: get_output tells the same).
+        const kept = (stream) => supervisor.output(key, { stream, maxBytes: RESULT_BYTES, align: 'utf8' })
+        const [stdout, stderr] = [kept('stdout'), kept('stderr')]
+        const skipped = { stdout: stdout?.skipped ?? 0, stderr: stderr?.skipped ?? 0 }
+        return text({
+          pid: child.pid, requestId, exitCode: code, signal,
+          stdout: stdout?.data.toString('utf8') ?? '', stderr: stderr?.data.toString('utf8') ?? '',
+          ...ran,
+          ...(skipped.stdout + skipped.stderr > 0 ? { outputSkipped: skipped } : {}),
+          ...(dropped > 0 ? { droppedLines: dropped } : {}),
+        })
       },
     )
 
@@ -198,9 +207,16 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
         if (owner === undefined) return failure('no session')
         if (pid === undefined && requestId === undefined) return failure('give a pid or a requestId')
         // Only the caller's own: another session's process is "not found", as one never started.
-        const history = output.find(owner, { pid, requestId })
-        if (!history) return failure(`no output of ${JSON.stringify(pid ?? requestId)} is kept for this session`)
-        return text(output.read(history, { stream, offset, maxBytes, encoding }))
+        const record = supervisor.get(pid ?? keyOf(owner, requestId))
+        const meta = record && metaOf(record)
+        const page = meta && meta.owner === owner ? supervisor.output(record.requestId, { stream, offset, maxBytes, align: encoding === 'utf8' ? 'utf8' : 'bytes' }) : undefined
+        if (!page) return failure(`no output of ${JSON.stringify(pid ?? requestId)} is kept for this session`)
+        const running = record.status === 'running' || record.status === 'restarting'
+        return text({
+          pid: record.pid, requestId: meta.requestId, running, exitCode: record.exitCode, signal: record.signal,
+          durationMs: (record.exitedAt ?? new Date()).getTime() - record.startedAt.getTime(),
+          stream, offset: page.offset, skipped: page.skipped, encoding, data: page.data.toString(encoding), nextOffset: page.nextOffset, total: page.total,
+        })
       },
     )
 
@@ -236,7 +252,6 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
 
   /** Stops what `owner` still runs, and forgets its records (nobody can ask for them any more). */
   async function endSession(owner) {
-    output.forget(owner)
     const mine = supervisor.list().filter((r) => metaOf(r)?.owner === owner)
     for (const r of mine) metas.delete(metaKey(r.requestId, r.pid))
     const running = mine.filter((r) => r.status === 'running')
@@ -246,12 +261,11 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, ou
   return { register, endSession }
 }
 
-/** `stream`'s raw chunks to `onBytes`, then decoded to `onText` as UTF-8 (a character split across chunks stays whole). */
-function teeOutput(stream, onBytes, onText) {
+/** `stream`'s chunks decoded to `onText` as UTF-8 (a character split across chunks stays whole). */
+function decodeLines(stream, onText) {
   if (!stream) return
   const decoder = new StringDecoder('utf8')
   stream.on('data', (d) => {
-    onBytes(d)
     const s = decoder.write(d)
     if (s) onText(s)
   })

@@ -4,7 +4,10 @@ export const usage = `reapkit-process-server [options]: an MCP server whose tool
 
 Tools: run_command (under reapkit's native supervisor, tied to the request; cancelling it stops
 the command), list_processes, terminate_process, get_output (only what it started for the caller).
-run_command runs programs as this server's user: it runs only what --allow names.
+run_command runs programs as this server's user: it runs only what --allow names. Its result
+carries the newest output kept (--output-bytes; outputSkipped: bytes before it); while it runs, each
+line goes out as a notification, at most 1000 waiting (beyond: dropped, counted in droppedLines;
+get_output still has them within --output-bytes).
 
 Options:
   --allow <cmd>          a command run_command may run (repeatable, or comma-separated). Default: none
@@ -18,9 +21,12 @@ Options:
   --allow-origin <o>     a browser Origin allowed in HTTP mode (repeatable). Default: localhost
   --max-body-bytes <n>   the largest HTTP request body. Default: 1048576
   --session-idle-ms <n>  close an idle HTTP session after this long. Default: 600000
-  --output-bytes <n>     get_output keeps the newest n bytes of each stream of a process. Default: 65536
+  --output-bytes <n>     the newest n bytes of each process's output are kept (stdout and stderr
+                         together) for get_output and run_command's result. Default: 65536
   --output-total-bytes <n>  the memory all kept output may take (buffers and a fixed overhead per
                          process); ended processes' goes first. Default: 16777216
+  --control-socket <path>  open the Supervisor's control socket there (owner-only, beside the state
+                         file): reapkit ps|logs|restart|stop|top --socket <path> (docs/operators.md)
   --container <image>    run every command in a fresh container of this image instead:
                          <engine> run --rm --network none --memory 512m IMAGE command args...
                          Every stop (cancel, terminate_process, timeout, session end, drain) stops

@@ -7,6 +7,7 @@
 import { createInterface } from 'node:readline'
 import { humanCgroups, stoppedCgroupLines } from './doctor-cgroups'
 import { humanContainers, stoppedContainerLines } from './doctor-containers'
+import { zombieLine } from './doctor-zombies'
 import {
   type CgroupReport,
   type ContainerEngine,
@@ -207,7 +208,7 @@ function human({ report, containers, containersOnly, unchecked, cgroups }: Found
   if (report.reparented.length > 0 || report.zombies.length > 0) {
     out += 'Other leftovers (listed only; --stop leaves them alone):\n'
     for (const p of report.reparented) out += line(p, '  ', '     ')
-    for (const p of report.zombies) out += line(p, '  ', '     ')
+    out += zombieLine(report.zombies) // one line: zombies are not servers to stop
     out += '\n'
   }
   if (report.unreadable > 0) out += `(${report.unreadable} processes of other users not examined; run as root with --all-users to include them)\n`

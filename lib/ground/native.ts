@@ -71,6 +71,8 @@ export interface Binding {
   isChildSubreaper(): boolean
   reapZombie(pid: number): boolean
   pipePeerAlive(pid: number, fd: number, readSide: boolean): boolean | null
+  /** POSIX (native/peer_cred.cc): the user, group and pid (-1 where unknown) at the other end of a connected Unix socket. */
+  peerCredentials?: (fd: number) => { uid: number; gid: number; pid: number }
   /**
    * POSIX (native/stdin_watch.cc): watches a dup of fd 0 for its writer's hang-up, on a thread, and
    * calls `onHangup` once with the bytes then left unread (-1: unknown). Returns what fd 0 is; only
@@ -142,8 +144,12 @@ export interface Capabilities {
    * on an OpenProcess handle) or, where none exists, 'poll'.
    */
   exitWatch: 'pidfd' | 'kqueue' | 'handle' | 'poll'
-  /** How watchParent detects parent death by default. */
-  parentWatch: 'pdeathsig' | 'kqueue' | 'handle' | 'poll'
+  /**
+   * How watchParent() detects parent death by default (its `mechanism` when called without
+   * `deathSignal`): on Linux the parent's pidfd, since the kernel death signal is opt-in
+   * (`deathSignal` arms it, and `mechanism` then says 'pdeathsig'; `pdeathsig: true` says it can).
+   */
+  parentWatch: 'pidfd' | 'kqueue' | 'handle' | 'poll'
   /** Windows: kill-on-close Job objects (createJob()). False elsewhere. */
   job: boolean
   /**
@@ -378,7 +384,7 @@ export function nativeCapabilities(): Capabilities {
     subreaper: prctl,
     kqueue,
     exitWatch: pidfd ? 'pidfd' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
-    parentWatch: prctl && pidfd ? 'pdeathsig' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
+    parentWatch: prctl && pidfd ? 'pidfd' : kqueue ? 'kqueue' : handle ? 'handle' : 'poll',
     job: native?.job === true,
     execHelper: (process.platform === 'win32' ? jobLauncherPath() : execHelperPath()) !== null,
     supervisor: supervisorPath() !== null,

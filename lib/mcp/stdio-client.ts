@@ -20,9 +20,10 @@
  *   and reaps it with `_dispose()`: both exist here with the SDK's meaning.
  */
 import type { ChildProcess } from 'node:child_process'
-import type { PassThrough, Stream } from 'node:stream'
+import type { PassThrough, Readable, Stream } from 'node:stream'
 import { closeClient, killProcessGracefully, spawn } from '../index'
 import { validateMs, validateOptions } from '../ground/validate'
+import { checkMessage } from './message-check'
 import type { JsonRpcMessage, McpTransport } from './types'
 
 /**
@@ -51,6 +52,9 @@ export const STDIO_DEFAULT_MAX_BUFFER_SIZE = 10 * 1024 * 1024
 export const STDIO_CLOSE_TIMEOUT_MS_DEFAULT = 2000
 export const STDIO_GRACE_MS_DEFAULT = 2000
 
+/** After close(), how long a server's stderr pipe may stay open (held by a helper) before it is let go. */
+const STDERR_DRAIN_MS = 250
+
 export interface StdioClientTransportOptions {
   /** How long the server may take to leave on stdin end before SIGTERM. Default 2000, the SDK's. */
   closeTimeoutMs?: number | undefined
@@ -77,19 +81,6 @@ export function getDefaultEnvironment(): Record<string, string> {
     if (value !== undefined && !value.startsWith('()')) env[key] = value // no exported shell functions
   }
   return env
-}
-
-/** The four shapes of a JSON-RPC 2.0 message (request, notification, result, error). */
-function isJsonRpcMessage(value: unknown): value is JsonRpcMessage {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-  const m = value as Record<string, unknown>
-  if (m.jsonrpc !== '2.0') return false
-  const id = m.id
-  const hasId = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))
-  if (typeof m.method === 'string') return !('id' in m) || hasId
-  if ('result' in m) return hasId
-  const error = m.error as Record<string, unknown> | undefined
-  return hasId && typeof error === 'object' && error !== null && typeof error.code === 'number' && typeof error.message === 'string'
 }
 
 /** 2.x's SdkError(NOT_CONNECTED) when the 2.x client can be loaded; a plain Error otherwise. */
@@ -120,6 +111,8 @@ export class StdioClientTransport implements McpTransport {
   /** The server of the current start; null before start() and from the moment close() begins. */
   #child: ChildProcess | null = null
   #stderr: PassThrough | null = null
+  /** The servers' stderr pipes still piped into #stderr (a closed server's until its pipe ends). */
+  readonly #stderrOpen = new Set<Readable>()
   /** The close in flight, for a close() that comes while it runs (the same promise). */
   #closing: Promise<void> | null = null
   readonly #closed = new WeakSet<ChildProcess>()
@@ -134,8 +127,9 @@ export class StdioClientTransport implements McpTransport {
     validateMs(options.closeTimeoutMs, 'closeTimeoutMs')
     validateMs(options.graceMs, 'graceMs')
     if (options.cgroup !== undefined && typeof options.cgroup !== 'boolean') throw Object.assign(new TypeError('The "cgroup" option must be a boolean'), { code: 'ERR_INVALID_ARG_TYPE' })
-    if (typeof server !== 'object' || server === null || typeof server.command !== 'string' || server.command === '') {
-      throw Object.assign(new TypeError('The "server" argument must be an object with a non-empty "command" string'), {
+    // An empty command is start()'s rejection, as the SDK's (Node's ERR_INVALID_ARG_VALUE from spawn).
+    if (typeof server !== 'object' || server === null || typeof server.command !== 'string') {
+      throw Object.assign(new TypeError('The "server" argument must be an object with a "command" string'), {
         code: 'ERR_INVALID_ARG_TYPE',
       })
     }
@@ -173,7 +167,7 @@ export class StdioClientTransport implements McpTransport {
   start(): Promise<void> {
     if (this.#child) return Promise.reject(new Error('StdioClientTransport already started; Client.connect() starts it'))
     return new Promise((resolve, reject) => {
-      const child = this.#spawn()
+      const child = this.#spawn() // a throw (an empty command) rejects, as in the SDK's async start()
       this.#child = child
       child.on('error', (err) => {
         reject(err) // the first one only: a promise settles once
@@ -185,9 +179,37 @@ export class StdioClientTransport implements McpTransport {
       const lines = { buffer: null as Buffer | null } // each start reads its own server's lines
       child.stdout!.on('data', (chunk: Buffer) => this.#read(lines, chunk))
       child.stdout!.on('error', (err) => this.onerror?.(err))
-      // Not ended with this server: a transport started again pipes its next server's stderr into it.
-      if (this.#stderr) child.stderr!.pipe(this.#stderr, { end: false })
+      if (this.#stderr) this.#pipeStderr(child)
     })
+  }
+
+  /**
+   * The server's stderr into the transport's: ended, as the SDK's, once the server's own ends and no
+   * server is current, so `for await` over it finishes after close(). Not ended by a server that
+   * ends while the next start's runs (a start() may come while a close() is stopping the last one);
+   * a start after the end gets a fresh stream (the SDK's would throw write-after-end there).
+   */
+  #pipeStderr(child: ChildProcess): void {
+    if (this.#stderr!.writableEnded) this.#stderr = new (this.#stderr!.constructor as typeof PassThrough)()
+    const into = this.#stderr!
+    const from = child.stderr!
+    this.#stderrOpen.add(from)
+    from.pipe(into, { end: false })
+    from.once('end', () => this.#stderrDone(from, into))
+    from.once('close', () => this.#stderrDone(from, into))
+  }
+
+  /** One server's stderr is over (its end, or close() let go of a pipe a helper still holds). */
+  #stderrDone(from: Readable, into: PassThrough): void {
+    if (!this.#stderrOpen.delete(from)) return
+    from.unpipe(into)
+    this.#endStderrIfOver()
+  }
+
+  /** No server current and none of their stderr pipes open: the transport's stderr ends. */
+  #endStderrIfOver(): void {
+    const into = this.#stderr
+    if (into && this.#stderrOpen.size === 0 && !this.#child && !into.writableEnded) into.end()
   }
 
   #spawn(): ChildProcess {
@@ -204,6 +226,7 @@ export class StdioClientTransport implements McpTransport {
   /** The server of one start is over (its 'close', or our close): onclose once for it. */
   #ended(child: ChildProcess): void {
     if (this.#child === child) this.#child = null
+    this.#endStderrIfOver() // its stderr may have ended before its 'close' let go of it
     if (this.#closed.has(child)) return
     this.#closed.add(child)
     this.onclose?.()
@@ -223,7 +246,7 @@ export class StdioClientTransport implements McpTransport {
     while (lines.buffer && (nl = lines.buffer.indexOf(0x0a)) >= 0) {
       const line = lines.buffer.toString('utf8', 0, nl).replace(/\r$/, '')
       lines.buffer = nl + 1 < lines.buffer.length ? lines.buffer.subarray(nl + 1) : null
-      if (line) this.#deliver(line)
+      this.#deliver(line) // a blank line too: JSON.parse('') fails, reported with 1.x, skipped with 2.x
     }
   }
 
@@ -235,11 +258,9 @@ export class StdioClientTransport implements McpTransport {
       if (this.#sdkLine === 1) this.onerror?.(err as Error) // 2.x skips stdout noise that is not JSON
       return
     }
-    if (!isJsonRpcMessage(value)) {
-      this.onerror?.(new Error(`Invalid JSON-RPC message: ${line.length > 200 ? `${line.slice(0, 200)}...` : line}`))
-      return
-    }
-    this.onmessage?.(value)
+    const outcome = checkMessage(value, line, this.#sdkLine)
+    if (outcome.error) this.onerror?.(outcome.error)
+    else this.onmessage?.(outcome.message as JsonRpcMessage)
   }
 
   send(message: JsonRpcMessage): Promise<void> {
@@ -265,7 +286,10 @@ export class StdioClientTransport implements McpTransport {
     const closing = closeClient(child, {
       closeTimeoutMs: this.#options.closeTimeoutMs ?? STDIO_CLOSE_TIMEOUT_MS_DEFAULT,
       graceMs: this.#options.graceMs ?? STDIO_GRACE_MS_DEFAULT,
-    }).then(() => this.#ended(child))
+    }).then(() => {
+      this.#ended(child)
+      this.#releaseStderr(child)
+    })
     this.#closing = closing
     void closing.then(
       () => {
@@ -274,6 +298,18 @@ export class StdioClientTransport implements McpTransport {
       () => {},
     )
     return closing
+  }
+
+  /**
+   * The server's group is gone: what it wrote is in the pipe, read within a turn or two of the
+   * loop; a pipe still open after STDERR_DRAIN_MS is held by a process outside the group (a setsid
+   * helper), whose writes are not the server's: let go of it, so the transport's stream ends.
+   */
+  #releaseStderr(child: ChildProcess): void {
+    const from = child.stderr
+    const into = this.#stderr
+    if (!from || !into || !this.#stderrOpen.has(from)) return
+    setTimeout(() => this.#stderrDone(from, into), STDERR_DRAIN_MS).unref()
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * closeClient(child): the bounded two-phase close of a stdio server.
  *
- * 1. Graceful: run the caller's `close()` (an MCP client's, say) or end the child's stdin, bounded
+ * 1. Graceful: run the caller's `close()` (an MCP client's, say), then end the child's stdin (after
+ *    the close(), whatever it did: an SDK Client over the child's pipes never ends them), bounded
  *    by `closeTimeoutMs` (default 2000), then wait for the exit within that same bound.
  * 2. Forced: killProcessGracefully on the child's process group (SIGTERM, `graceMs`, SIGKILL). Also
  *    when the child did exit in phase 1 but left members of its group behind (a server started
@@ -84,6 +85,18 @@ const now = (): number => performance.now()
 /** How long the child's stdio may take to reach EOF after its group is gone, before it is destroyed. */
 const STDIO_DRAIN_MS = 100
 
+/** Ends the child's stdin (EOF for the server), unless it is gone or ended; never throws. */
+function endStdin(child: ChildProcess): void {
+  const stdin = child.stdin
+  if (!stdin || stdin.destroyed || stdin.writableEnded) return
+  stdin.on('error', () => {}) // a child already gone (EPIPE on what a close() left to flush)
+  try {
+    stdin.end()
+  } catch {
+    // already gone
+  }
+}
+
 /** Destroys this process's ends of the child's stdio pipes (never waits for them to drain). */
 function releaseStdio(child: ChildProcess): void {
   for (const stream of child.stdio) {
@@ -134,16 +147,20 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     } else {
       // Phase 1: the graceful close, then the exit, both within closeTimeoutMs.
       const deadline = started + closeMs
-      logEvent(logger, 'info', 'close.attempt', { pid, pgid, closeTimeoutMs: closeMs, via: options.close ? 'close()' : 'stdin end' })
+      logEvent(logger, 'info', 'close.attempt', { pid, pgid, closeTimeoutMs: closeMs, via: options.close ? 'close(), then stdin end' : 'stdin end' })
       const attempt = (async () => {
         try {
           if (options.close) await options.close()
-          else child.stdin?.end()
         } catch (err) {
           closeError = err
         }
       })()
       closeCompleted = await settlesWithin(attempt, deadline - now())
+      // Then stdin end, after the caller's close() too: an SDK Client's close() over the child's
+      // pipes (StdioServerTransport(child.stdout, child.stdin)) lets go of the streams but never
+      // ends them, and a server leaves on stdin end; without it, the documented pattern
+      // `closeClient(child, { close: () => client.close() })` always ended 'forced'.
+      endStdin(child)
       const gone = await settlesWithin(exited.promise, deadline - now())
       if (gone) logEvent(logger, 'info', 'close.graceful', { pid, pgid, elapsedMs: now() - started })
       else {

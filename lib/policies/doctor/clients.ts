@@ -8,7 +8,12 @@
  *      the wrapper, put it right after `run`): the engine lists the container by that label;
  *   2. the user's own `--cidfile`: the file the client wrote the id into;
  *   3. podman's conmon in the same tree, naming the container (`-c <id>`): below the client, or
- *      beside it under a subreaper when the tree holds no other podman client.
+ *      beside it under a subreaper when the tree holds no other podman client;
+ *   4. the run's `--name` (the plain `docker run -i --rm --name X IMAGE` of a host without
+ *      reapkit, the common leak): while its client lives the engine holds that name for the
+ *      client's container alone (a second run of the name fails), so the engine's container of that
+ *      name is the client's, if the engine created it after the client started (doctor/containers.ts
+ *      checks both on the engine's record: a name in an argv is only a word).
  *
  * Anything else cannot be told (the client is listed, saying so; nothing is stopped blind). Linux
  * only: the client's argv, environment and working directory are read from /proc.
@@ -23,12 +28,17 @@ import { readFileSync, readlinkSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
 import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../../mechanisms/container/command'
 import type { EngineClient } from '../../mechanisms/container/engine'
-import { processStartTime } from '../../mechanisms/container/owner'
+import { bootStartMs, processStartTime } from '../../mechanisms/container/owner'
 import type { OrphanProcess, OrphanTree } from './doctor'
 import { type ClientUser, clientUser, engineClientAs } from './client-user'
 
 /** How a client's container was told, and what names it. */
-export type ClientClue = { via: 'run-label'; runId: string } | { via: 'cidfile'; path: string } | { via: 'conmon'; conmonPid: number; id: string }
+export type ClientClue =
+  | { via: 'run-label'; runId: string }
+  | { via: 'cidfile'; path: string }
+  | { via: 'conmon'; conmonPid: number; id: string }
+  /** `--name`: the engine's container of that name, if it was created after `startedMs` (the client's start, ms since the epoch, rounded down). */
+  | { via: 'name'; name: string; startedMs: number }
 
 /** One container client found in an orphaned tree. */
 export interface ClientFinding {
@@ -44,6 +54,9 @@ export interface ClientFinding {
   /** Why its clue is not followed (another user's --cidfile, mixed uids, its engine not reachable as its user); null: followed. */
   refused: string | null
 }
+
+/** /proc start times are in USER_HZ clock ticks, 100 on every Linux architecture's ABI. */
+const USER_HZ = 100
 
 const procFile = (pid: number, name: string): string | null => {
   try {
@@ -91,23 +104,32 @@ function reapkitRunId(run: ContainerRun): string | null {
 }
 
 /**
- * The user's `--cidfile` among the run's flags. The flag table is command.ts's; its parser is asked
- * two things here, both through parseContainerRun on made-up argvs: where the image is (the
- * shortest prefix it accepts as a run), and whether a flag takes the next argument (`run FLAG X`
- * is a run only when X is the image, i.e. FLAG took no value).
+ * The value of the run flag `long` (the last one given: pflag keeps the last), e.g. `--cidfile` or
+ * `--name`. The flag table is command.ts's; its parser is asked two things here, both through
+ * parseContainerRun on made-up argvs: where the image is (the shortest prefix it accepts as a run),
+ * and whether a flag takes the next argument (`run FLAG X` is a run only when X is the image, i.e.
+ * FLAG took no value).
  */
-function cidfileOf(bin: string, args: readonly string[], runAt: number): string | null {
+function runFlagValue(bin: string, args: readonly string[], runAt: number, long: string): string | null {
   let image = -1
   for (let k = runAt + 2; k <= args.length && image < 0; k++) if (parseContainerRun(bin, args.slice(0, k)) !== null) image = k - 1
   if (image < 0) return null
+  let value: string | null = null
   for (let i = runAt + 1; i < image; ) {
     const arg = args[i]!
     if (arg === '--') break
-    if (arg.startsWith('--cidfile=')) return arg.slice('--cidfile='.length) || null
-    if (arg === '--cidfile') return args[i + 1] ?? null
+    if (arg.startsWith(`${long}=`)) value = arg.slice(long.length + 1) || null
+    else if (arg === long) value = args[i + 1] ?? null
     i += parseContainerRun(bin, ['run', arg, 'X']) !== null ? 1 : 2
   }
-  return null
+  return value
+}
+
+/** The client's start, in ms since the epoch, rounded down (/proc/stat's btime is whole seconds): a container it created is younger. */
+function startedMsOf(ticks: string | undefined): number | null {
+  const boot = bootStartMs()
+  if (boot === null || ticks === undefined || !/^[0-9]+$/.test(ticks)) return null
+  return boot + (Number(ticks) * 1000) / USER_HZ
 }
 
 /** conmon's `-c`/`--cid` value (the container id it monitors). */
@@ -142,9 +164,14 @@ function conmonOf(tree: OrphanTree, client: OrphanProcess, podmanClients: number
 function clueOf(tree: OrphanTree, pid: number, run: ContainerRun, argvs: Map<number, string[] | null>, podmanClients: number, cwd: string | undefined): ClientClue | null {
   const runId = reapkitRunId(run)
   if (runId !== null) return { via: 'run-label', runId }
-  const cidfile = cidfileOf(run.bin, argvs.get(pid)!.slice(1), run.runAt)
+  const args = argvs.get(pid)!.slice(1)
+  const cidfile = runFlagValue(run.bin, args, run.runAt, '--cidfile')
   if (cidfile !== null) return { via: 'cidfile', path: isAbsolute(cidfile) || !cwd ? cidfile : join(cwd, cidfile) }
-  return run.engine === 'podman' ? conmonOf(tree, tree.processes.find((p) => p.pid === pid)!, podmanClients, argvs) : null
+  const conmon = run.engine === 'podman' ? conmonOf(tree, tree.processes.find((p) => p.pid === pid)!, podmanClients, argvs) : null
+  if (conmon !== null) return conmon
+  const name = runFlagValue(run.bin, args, run.runAt, '--name')
+  const startedMs = startedMsOf(tree.processes.find((p) => p.pid === pid)?.start)
+  return name !== null && startedMs !== null ? { via: 'name', name, startedMs } : null
 }
 
 /** How doctor reaches a client's engine (see the file's comment), or why it cannot. */

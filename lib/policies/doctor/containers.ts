@@ -12,7 +12,9 @@
  *   told exactly (./clients.ts); where it cannot, the client is listed saying so. Exactly
  *   means on the engine's own record: the container carries the run label the client names; the
  *   engine names the client's conmon as the container's (podman's ConmonPid); a --cidfile only of
- *   doctor's own user (read by the trusted-file rules), never another user's.
+ *   doctor's own user (read by the trusted-file rules), never another user's; a --name where the
+ *   engine (reached as the client's user) has a container of that very name created after the
+ *   client started.
  *
  * Never listed: a container whose owner is alive, one without reapkit's labels whose client is not
  * an orphan (a `-d` run, any run whose host lives). Never signals, never stops.
@@ -69,8 +71,8 @@ export interface OrphanedClient {
   engine: ContainerEngine
   /** The container's id, when it could be told (then it is in `leaked`, `foreign`, or `note` says why not). */
   container: string | null
-  /** How it was told: its reapkit.run label, its --cidfile, podman's conmon; null: it cannot be. */
-  via: 'run-label' | 'cidfile' | 'conmon' | null
+  /** How it was told: its reapkit.run label, its --cidfile, podman's conmon, its --name; null: it cannot be. */
+  via: 'run-label' | 'cidfile' | 'conmon' | 'name' | null
   note: string
 }
 
@@ -200,6 +202,7 @@ async function clueIds(f: ClientFinding, client: EngineClient, timeoutMs: number
   const clue = f.clue!
   if (clue.via === 'run-label') return listByLabel(client, `${RUN_LABEL}=${clue.runId}`, { timeoutMs })
   if (clue.via === 'conmon') return [clue.id]
+  if (clue.via === 'name') return [clue.name] // the engine's container of that name, checked by untied()
   const id = readTrustedFile(clue.path, CIDFILE)?.trim() ?? ''
   if (!/^[0-9a-f]{12,64}$/.test(id)) throw new Error(`${clue.path} holds no container id`)
   return [id]
@@ -212,6 +215,14 @@ async function clueIds(f: ClientFinding, client: EngineClient, timeoutMs: number
  * conmon as the container's, by a pid this namespace shares with the engine's.
  */
 function untied(f: ClientFinding, c: InspectedContainer): string | null {
+  if (f.clue?.via === 'name') {
+    // inspect also takes an id prefix: the engine must call it by that very name.
+    if (c.name !== f.clue.name) return `the engine's container ${c.id.slice(0, 12)} is named ${JSON.stringify(c.name)}, not ${JSON.stringify(f.clue.name)}`
+    if (c.createdMs === undefined) return `the engine gives no creation time for container ${c.id.slice(0, 12)}`
+    // A container that was there before the client started is not the one it created.
+    if (c.createdMs < f.clue.startedMs) return `container ${c.id.slice(0, 12)} (named ${f.clue.name}) was created before its client started`
+    return null
+  }
   if (f.clue?.via !== 'conmon') return null
   if (inChildPidNamespace()) return "its conmon's pid cannot be compared with the engine's record from a child PID namespace"
   return c.conmonPid === f.clue.conmonPid ? null : `the engine does not name conmon ${f.clue.conmonPid} as the monitor of container ${c.id.slice(0, 12)}`
@@ -233,13 +244,16 @@ async function mapAtMost<T, R>(items: readonly T[], limit: number, fn: (item: T)
   return out
 }
 
-const clueWords = { 'run-label': 'its reapkit.run label', cidfile: 'its --cidfile', conmon: "podman's conmon in its tree" } as const
+const clueWords = { 'run-label': 'its reapkit.run label', cidfile: 'its --cidfile', conmon: "podman's conmon in its tree", name: 'its --name' } as const
 const NOTHING_STOPPED = 'nothing is stopped through the engine'
+/** What a user can do about a client whose container cannot be told. */
+const UNTOLD_ADVICE = (engine: ContainerEngine): string =>
+  `find it with \`${engine} ps\` (the image and the time it was created, after the client started) and stop it with \`${engine} stop ID\`; give such runs a --name, or start them with reapkit's spawn or \`reapkit -- ${engine} run ...\`, and doctor can tell`
 
 /** One client: its container found through its clue and judged, and what to say of it. `deadline`: when every client's look-up ends. */
 async function linkClient(listing: Listing, f: ClientFinding, labels: readonly string[], deadline: number): Promise<OrphanedClient> {
   const base = { pid: f.pid, root: f.root, engine: f.run.engine, via: f.clue?.via ?? null }
-  if (f.clue === null) return { ...base, container: null, note: `its container cannot be told (no reapkit.run label, no --cidfile, no conmon of its own in the tree): ${NOTHING_STOPPED}` }
+  if (f.clue === null) return { ...base, container: null, note: `its container cannot be told (no reapkit.run label, no --cidfile, no --name, no conmon of its own in the tree): ${NOTHING_STOPPED}; ${UNTOLD_ADVICE(f.run.engine)}` }
   if (f.refused !== null || f.client === null) return { ...base, container: null, note: `${f.refused ?? 'its engine cannot be reached'}: ${NOTHING_STOPPED}` }
   const timeoutMs = Math.floor(deadline - performance.now())
   if (timeoutMs < 1) return { ...base, container: null, note: `not looked up: doctor's bound for all container clients passed before its turn: ${NOTHING_STOPPED}` }

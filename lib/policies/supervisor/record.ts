@@ -8,6 +8,7 @@ import type { CloseReport } from '../close'
 import type { Logger } from '../../ground/logger'
 import type { KillResult } from '../../mechanisms/kill'
 import type { RestartPolicy, StartReason } from './restart'
+import type { OutputOptions } from './output'
 
 /** How many incarnations a record keeps (the newest); `restarts` counts them all. */
 const INCARNATIONS_KEPT = 100
@@ -27,7 +28,7 @@ export interface Incarnation {
   exitedAt: Date | null
   exitCode: number | null
   signal: NodeJS.Signals | null
-  /** Why it was started: 'start' (the first), or restarted after a 'failure', a clean 'exit', or as 'unhealthy'. */
+  /** Why it was started: 'start' (the first), or restarted after a 'failure', a clean 'exit', as 'unhealthy', or as 'requested' (`restart()`). */
   reason: StartReason
   /** The backoff waited before it started (0 for the first). */
   delayMs: number
@@ -77,6 +78,11 @@ export interface SupervisorOptions {
   stateFile?: string
   /** What to do with a predecessor's processes still running: 'stop' (default) or 'adopt'. */
   onLeftovers?: 'stop' | 'adopt'
+  /**
+   * What it keeps of its children's stdout and stderr (output.ts): `{ perChildBytes, totalBytes }`
+   * (defaults 64 KiB and 16 MiB), or false to keep nothing. Piped output is drained either way.
+   */
+  output?: OutputOptions | false
 }
 
 export interface ShutdownReport extends CloseReport {

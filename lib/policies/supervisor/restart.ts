@@ -49,7 +49,7 @@ export interface RestartSpec {
  * Why an incarnation was started: the first start, or a restart after a failure, a clean exit, or
  * a stop for failed health checks.
  */
-export type StartReason = 'start' | 'failure' | 'exit' | 'unhealthy'
+export type StartReason = 'start' | 'failure' | 'exit' | 'unhealthy' | 'requested'
 
 export type RestartDecision =
   | { action: 'none' }

@@ -1,0 +1,37 @@
+/**
+ * The Supervisor's side of health checks (the checks themselves: health.ts): one monitor per
+ * running incarnation, and the stop of a child that failed too many in a row. The exit that stop
+ * makes goes to the restart policy (restart-flow.ts), as an unhealthy one.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { logEvent } from '../../ground/logger'
+import { closeClient } from '../close'
+import type { Core } from './core'
+import { HealthMonitor } from './health'
+import { copyRecord } from './record'
+import { type Entry, running } from './registry'
+
+/** The running incarnation's health checks, when the child has some. */
+export function startHealthChecks(core: Core, entry: Entry): void {
+  const health = entry.health
+  if (!health) return
+  const child = entry.child
+  health.monitor = new HealthMonitor(health.spec, {
+    context: () => ({ child, record: copyRecord(entry.record) }),
+    failed: (error, inARow) => {
+      logEvent(core.logger, 'warn', 'process.health-fail', { pid: child.pid, requestId: entry.record.requestId, inARow, error: String(error) })
+      core.event('health-fail', copyRecord(entry.record), error, inARow)
+    },
+    unhealthy: () => stopUnhealthy(core, entry, child),
+  })
+}
+
+/** Failed health checks: the bounded close; the exit then goes to the restart policy. */
+function stopUnhealthy(core: Core, entry: Entry, child: ChildProcess): void {
+  if (entry.child !== child || entry.stopping > 0 || !running(entry)) return
+  entry.health!.unhealthy = true
+  logEvent(core.logger, 'warn', 'process.unhealthy', { pid: child.pid, requestId: entry.record.requestId })
+  closeClient(child, { closeTimeoutMs: core.closeTimeoutMs, graceMs: core.graceMs, logger: core.logger }).catch((err: Error) =>
+    logEvent(core.logger, 'warn', 'process.unhealthy-stop-failed', { pid: child.pid, error: err.message }),
+  )
+}
