@@ -18,6 +18,17 @@ export {
   type WatchParentOptions,
 } from './mechanisms/parent'
 export { spawn, spawnedInfo, type SpawnOptions, type SpawnedInfo } from './mechanisms/spawn'
+export { exec, execFile } from './mechanisms/exec'
+export { fork } from './mechanisms/fork'
+export type {
+  ExecOptions,
+  ExecOptionsWithStringEncoding,
+  ExecOptionsWithBufferEncoding,
+  ExecFileOptions,
+  ExecFileOptionsWithStringEncoding,
+  ExecFileOptionsWithBufferEncoding,
+  ForkOptions,
+} from './mechanisms/exec-types'
 export { killProcessGracefully, type KillOptions, type KillResult, type SignalSent } from './mechanisms/kill'
 export type { ContainerEngine } from './mechanisms/container/command'
 export type { ContainerOutcome, ContainerRecord } from './mechanisms/container/stop'

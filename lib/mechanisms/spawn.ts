@@ -317,8 +317,8 @@ function isSupervisor(command: string): boolean {
   }
 }
 
-/** Node's wording of a wrong value in ERR_INVALID_ARG_TYPE messages ("Received type number (1)"). */
-function receivedLikeNode(value: unknown): string {
+/** Node's wording of a wrong value in ERR_INVALID_ARG_TYPE messages ("Received type number (1)"); exec.ts and fork.ts use it too. */
+export function receivedLikeNode(value: unknown): string {
   if (value === null || value === undefined) return `Received ${value}`
   if (typeof value === 'function') return `Received function ${value.name || '<anonymous>'}`
   if (typeof value === 'object') return `Received an instance of ${value.constructor?.name ?? 'Object'}`
