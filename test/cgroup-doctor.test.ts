@@ -4,9 +4,11 @@
 // user owns, whatever its name says. The stop runs inside a PID namespace of its own (unshare
 // --pid --fork --mount-proc): a mistaken signal as root could end the machine.
 import { spawn as nodeSpawn } from 'node:child_process'
-import { join } from 'node:path'
+import { mkdirSync } from 'node:fs'
+import { basename, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { cgroupOwnerVerdict } from '../lib/mechanisms/cgroup/judge'
+import { listReapkitCgroups } from '../lib/mechanisms/cgroup/list'
 import { ownNamePrefix, parseCgroupName } from '../lib/mechanisms/cgroup/name'
 import { findLeakedCgroups, spawn, spawnedInfo, stopLeakedCgroup } from '../lib/index'
 import { cleanupAfterEach, noCgroup } from './cgroup-lib'
@@ -78,6 +80,20 @@ describe.skipIf(noCgroup !== null)('doctor: leftover cgroups', () => {
       living.child.kill('SIGKILL')
       await exitOf(living.child)
     }
+  })
+
+  it('lists a leftover inside a leftover (a nested reapkit\'s) once, with the outer one; a walk cut at its bound says so', async () => {
+    const dead = await host()
+    dead.child.kill('SIGKILL')
+    await exitOf(dead.child)
+    // A cgroup a member made inside (named, as a nested reapkit names it, for a maker that is gone).
+    const inner = join(dead.cgroup, `${ownNamePrefix().replace(/_\d+_[0-9-]+$/, '')}_4194303_1_0_1`)
+    mkdirSync(inner)
+    expect(parseCgroupName(basename(inner))).not.toBeNull()
+    const report = await findLeakedCgroups()
+    expect(report.leaked.map((c) => c.path)).toContain(dead.cgroup)
+    expect([...report.leaked, ...report.foreign].map((c) => c.path)).not.toContain(inner)
+    expect(listReapkitCgroups({ maxDirs: 1 }).truncated).toBe(true)
   })
 
   it.runIf(canUnshare && process.geteuid?.() === 0)(
