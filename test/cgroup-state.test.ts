@@ -4,7 +4,8 @@
 // on the file finds those cgroups by their names (its predecessor's pid and start time), ends them
 // with cgroup.kill and removes them; with onLeftovers 'adopt', it keeps the cgroup of a process it
 // adopts and ends the rest.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { spawn as nodeSpawn } from 'node:child_process'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -39,15 +40,29 @@ async function crashedHost(keepChildren: boolean): Promise<Ready> {
 }
 
 describe.skipIf(noCgroup !== null)('Supervisor stateFile: the previous incarnation\'s cgroups', () => {
-  it('are ended at start: the escapees that ignore SIGTERM are gone, and both cgroups (one already empty) removed', async () => {
+  it('are ended at start: the escapees that ignore SIGTERM are gone, and both cgroups (one already empty) removed; one of its names owned by another uid is left alone', async () => {
     const ready = await crashedHost(false)
     const [server, quiet] = ready.cgroups as [string, string]
     const escapees = ready.members[0]!.filter((p) => p !== ready.children[0])
     expect(escapees).toHaveLength(2)
     for (const p of escapees) expect(isGone(p)).toBe(false) // left running by the host's death
+    // Named as the predecessor names its cgroups, but another uid's: that user's word, never acted
+    // on. (Made only as root: a chown and a move of a process into it need root.)
+    const root = process.geteuid?.() === 0
+    const forged = server.replace(/_\d+$/, '_999')
+    const sleeper = root ? nodeSpawn('sleep', ['300'], { stdio: 'ignore' }) : null
+    if (sleeper) {
+      mkdirSync(forged)
+      made.add(forged)
+      chownSync(forged, 65534, 65534)
+      strays.add(sleeper.pid!)
+      writeFileSync(join(forged, 'cgroup.procs'), String(sleeper.pid))
+    }
     const sup = new Supervisor({ stateFile: file, graceMs: 2000, backstop: false })
     try {
       const report = (await sup.leftovers)!
+      expect(report.cgroups.map((c) => c.path)).not.toContain(forged)
+      if (sleeper) expect(isGone(sleeper.pid!)).toBe(false)
       const byPath = new Map(report.cgroups.map((c) => [c.path, c]))
       expect(byPath.get(server)).toEqual({ path: server, members: 2, killed: true, state: 'gone', removed: true })
       // The quiet child died with its host (the death signal): its cgroup is an empty leftover, removed.
