@@ -12,13 +12,16 @@ import { spawnedInfo } from '../spawn'
  *   its group included (a privileged process can still move itself out: the group unit covers it);
  * - 'group': its process group: what left the group is not seen;
  * - 'process': the target alone (`group: false`, or a target that leads no group of ours);
- * - 'job': Windows, its Job object (a process started with breakaway is not in it).
+ * - 'job': Windows, the Job object reapkit's spawn() ran it in (a process started with breakaway
+ *   is not in it); a Windows target without one is 'process'.
  */
 export type StopReach = 'cgroup' | 'group' | 'process' | 'job'
 
 /** The reach of a stop of `child` (or of a pid: no child) whose group is `pgid` (null: the process alone). */
 export function reachOf(child: ChildProcess | undefined | null, pgid: number | null): StopReach {
-  if (process.platform === 'win32') return 'job'
-  if (child && spawnedInfo(child)?.cgroup !== undefined) return 'cgroup'
+  const info = child ? spawnedInfo(child) : undefined
+  // Windows: a child of reapkit's spawn runs in a job; anything else is one process (job-unit.ts).
+  if (process.platform === 'win32') return info?.job === true ? 'job' : 'process'
+  if (info?.cgroup !== undefined) return 'cgroup'
   return pgid !== null ? 'group' : 'process'
 }

@@ -94,7 +94,7 @@ export interface KillGroupResult {
    * more than it is: 'cgroup' (the child's own cgroup, spawn({ cgroup: true }): escapees of its
    * group included), 'group' (its process group: a descendant that left it by setsid or a double
    * fork is neither signalled nor counted in `survivors`), 'process' (the target alone), 'job'
-   * (Windows: its Job object).
+   * (Windows: the Job object reapkit's spawn() ran it in).
    */
   reach: StopReach
   /**
