@@ -189,6 +189,7 @@ const httpCostBench = await import('./http-cost.mjs')
 const spawnCostBench = await import('./spawn-cost.mjs')
 const hostDeathBench = await import('./host-death.mjs')
 const backstopCgroupBench = await import('./backstop-cgroup.mjs')
+const escapedTreeBench = await import('./escaped-tree.mjs')
 const cliBench = await import('./cli.mjs')
 const wrapperStopBench = await import('./wrapper-stop.mjs')
 const exitScale = await import('./exitscale.mjs')
@@ -206,6 +207,7 @@ const req = requireBench.requireFigures(N_REQUIRE)
 const spawnCost = process.platform === 'linux' ? await spawnCostBench.spawnCostFigures(quick ? 50 : 300) : null // (pgrp from /proc)
 const hostDeath = process.platform === 'linux' ? hostDeathBench.hostDeathFigures(quick ? 5 : 20) : null // (PID namespaces)
 const backstopCgroup = process.platform === 'linux' ? await backstopCgroupBench.backstopFigures(100, quick ? 2 : 5) : null
+const escapedTree = process.platform === 'linux' ? await escapedTreeBench.escapedTreeFigures(quick ? 200 : 1000, quick ? 20 : 100, quick ? 2 : 5) : null
 const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
 const execa10 = peersBench.execa10Stop(quick ? 3 : 30) // under Node 22, which execa 10 needs
 const close = await reaping.closeServer(quick ? 1 : 3)
@@ -509,6 +511,8 @@ ${spawnCost ? spawnCostBench.spawnCostMarkdown(spawnCost).trimEnd() : ''}
 ${hostDeath ? hostDeathBench.hostDeathMarkdown(hostDeath).trimEnd() : ''}
 
 ${backstopCgroup ? backstopCgroupBench.backstopMarkdown(backstopCgroup).trimEnd() : ''}
+
+${escapedTree ? escapedTreeBench.escapedTreeMarkdown(escapedTree).trimEnd() : ''}
 
 ${httpDrainBench.httpDrainMarkdown(httpDrain).trimEnd()}
 

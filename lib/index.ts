@@ -77,6 +77,18 @@ export {
 } from './policies/doctor/containers'
 export { stopLeakedContainer, stopLeakedContainers, type StopContainersOptions, type StoppedContainer } from './policies/doctor/containers-stop'
 export type { ContainerOwner } from './mechanisms/container/owner'
+export {
+  findLeakedCgroups,
+  stopLeakedCgroup,
+  stopLeakedCgroups,
+  type CgroupMember,
+  type CgroupReport,
+  type FindLeakedCgroupsOptions,
+  type LeakedCgroup,
+  type StopCgroupsOptions,
+  type StoppedCgroup,
+} from './policies/doctor/cgroups'
+export type { CgroupOwner } from './mechanisms/cgroup/name'
 export { type Logger, silentLogger } from './ground/logger'
 export { createKeepalive, type KeepaliveMetrics } from './policies/keepalive/keepalive'
 export {

@@ -19,6 +19,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { KILL_CONFIRM_MS_DEFAULT, closeTimeoutMs as envCloseTimeoutMs, killGraceMs } from '../ground/config'
 import { type ContainerResult, stopContainersOf, withContainers } from '../mechanisms/container/child'
+import { reachOf } from '../mechanisms/stop/reach'
 import type { ContainerOutcome } from '../mechanisms/container/stop'
 import { typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
@@ -73,6 +74,8 @@ export interface CloseReport extends ContainerResult {
   /** Phase 1's duration, and the whole call's, in ms. */
   gracefulMs: number
   durationMs: number
+  /** What the close and its stop could see of what the child started: see KillResult.reach. */
+  reach: KillResult['reach']
   /** Linux: the child's own cgroup's part in phase 2 (spawn({ cgroup: true })): see KillResult.cgroup. */
   cgroup?: KillResult['cgroup']
 }
@@ -210,6 +213,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     error: kill?.error ?? null,
     gracefulMs,
     durationMs: now() - started,
+    reach: kill?.reach ?? reachOf(child, pgid),
     ...(kill?.cgroup ? { cgroup: kill.cgroup } : {}),
   }, kill?.containers ?? containers)
 }

@@ -13,6 +13,7 @@ import { killEntrySync } from './backstop'
 import { dependentsOf } from './order'
 import { type Entry, exited, running } from './registry'
 import { type ProcessRecord, type ProcessStatus, type ShutdownReport, copyRecord } from './record'
+import { reachOf } from '../../mechanisms/stop/reach'
 
 export interface ShutdownContext {
   closeTimeoutMs: number
@@ -131,6 +132,7 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
       containerSurvivors: atCap.containerSurvivors,
       gracefulMs: ctx.closeTimeoutMs,
       durationMs: performance.now() - started,
+      reach: reachOf(entry.child, entry.record.pgid),
     }
     const capped = { ...report, requestId: entry.record.requestId, capped: true }
     if ((wasRunning && exited(entry)) || wasWaiting) ctx.settle(entry, 'killed', capped)
