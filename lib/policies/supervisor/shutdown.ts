@@ -158,6 +158,7 @@ export function neverRanReport(entry: Entry): KillResult & { requestId: string |
     requestId: entry.record.requestId,
     signalsSent: [],
     escalated: false,
+    reach: 'process', // nothing ran: nothing else to see
     code: null,
     signal: null,
     survivors: [],
