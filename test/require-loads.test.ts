@@ -164,6 +164,46 @@ describe('a part loaded when the process is out of descriptors', () => {
   })
 })
 
+describe('the addon', () => {
+  it('loads on first use, not at require: capabilities() loads it, once', () => {
+    const r = fresh<{ atRequire: string[]; after: string[]; native: boolean; again: boolean }>(`
+      const addons = () => Object.keys(require.cache).filter((f) => f.endsWith('.node'))
+      const atRequire = addons()
+      const caps = rk.capabilities()
+      rk.capabilities()
+      report({ atRequire, after: addons(), native: caps.native, again: rk.capabilities().native })`)
+    expect(r.atRequire).toEqual([])
+    expect(r.after).toHaveLength(1)
+    expect(r.native).toBe(true)
+    expect(r.again).toBe(true)
+  })
+
+  it.runIf(process.platform === 'linux')('loads when its first use comes with no descriptor free: a stop of a process reapkit did not start finds its group', () => {
+    // dlopen needs a descriptor; without the spare one (load-part.ts) the addon failed to load here,
+    // for good: the stop signalled nothing and capabilities() said native: false.
+    const r = fresh<{ pid: number; pgid: number | null; signalled: string[]; native: boolean; error: string | null; exited: boolean }>(`
+      const fs = require('node:fs')
+      const child = require('node:child_process').spawn('sleep', ['30'], { detached: true, stdio: 'ignore' })
+      await new Promise((res, rej) => { child.once('spawn', res); child.once('error', rej) })
+      const held = []
+      try { for (;;) held.push(fs.openSync('/dev/null', 'r')) } catch (err) { if (err.code !== 'EMFILE') throw err }
+      let result = null, error = null
+      try { result = await rk.killProcessGracefully(child, { graceMs: 300, confirmMs: 1000 }) } catch (err) { error = err.code || String(err) }
+      held.forEach((fd) => fs.closeSync(fd))
+      const exited = await new Promise((res) => {
+        if (child.exitCode !== null || child.signalCode !== null) return res(true)
+        const t = setTimeout(() => { child.kill('SIGKILL'); res(false) }, 2000)
+        child.once('exit', () => { clearTimeout(t); res(true) })
+      })
+      report({ pid: child.pid, pgid: result ? result.pgid : null, signalled: result ? result.signalsSent.map((s) => s.signal) : [], native: rk.capabilities().native, error, exited })`)
+    expect(r.error).toBeNull()
+    expect(r.native).toBe(true)
+    expect(r.pgid).toBe(r.pid)
+    expect(r.signalled[0]).toBe('SIGTERM')
+    expect(r.exited).toBe(true)
+  })
+})
+
 describe('reapkit loaded afresh many times in one process (a test runner that resets its registry)', () => {
   it('holds one spare descriptor and one exit listener in all, not one per copy', () => {
     const r = fresh<{ fds: [number, number]; exitListeners: [number, number] }>(`

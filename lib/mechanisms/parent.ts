@@ -25,7 +25,7 @@
 import { parentPollMs } from '../ground/config'
 import { rangeError, typeError } from '../ground/errors'
 import { type ExitWatch, watchNative } from './handle'
-import { binding, nativeCapabilities as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
+import { nativeBinding, nativeCapabilities as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalName, signalNumber, validateMs, validateOptions } from '../ground/validate'
 
 export type ParentWatchMechanism = 'pdeathsig' | 'pidfd' | 'kqueue' | 'handle' | 'poll'
@@ -87,7 +87,7 @@ const armedBy = new Map<object, number>() // insertion order = arming order
 let armedBefore = 0
 
 function arm(owner: object, sig: number): void {
-  const native = binding!
+  const native = nativeBinding()!
   const before = armedBy.size === 0 ? native.getParentDeathSignal() : armedBefore
   native.setParentDeathSignal(sig) // may throw: then nothing is recorded
   armedBefore = before
@@ -97,10 +97,11 @@ function arm(owner: object, sig: number): void {
 function disarm(owner: object): void {
   if (!armedBy.delete(owner)) return
   const newest = [...armedBy.values()].pop()
-  binding?.setParentDeathSignal(newest ?? armedBefore)
+  nativeBinding()?.setParentDeathSignal(newest ?? armedBefore)
 }
 
 function currentPpid(): number {
+  const binding = nativeBinding()
   return binding ? binding.getppid() : process.ppid
 }
 
@@ -114,6 +115,7 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   const pollMs = validateMs(options.pollIntervalMs, 'pollIntervalMs') ?? parentPollMs()
   if (pollMs < 1) throw rangeError('ERR_OUT_OF_RANGE', 'The value of "pollIntervalMs" is out of range. It must be >= 1')
   const caps = capabilities()
+  const binding = nativeBinding()
   const wantSignal = options.deathSignal === undefined ? false : options.deathSignal
   const deathSig = wantSignal === false || wantSignal === null ? 0 : signalNumber(wantSignal, { allowZero: false })
   let reffed = options.ref === true
