@@ -47,6 +47,7 @@ function sharedSpare(): Spare {
 }
 
 function take(spare: Spare): void {
+  if (spare.fd !== null) return // held already (a load within a load took it back first)
   try {
     spare.fd = openSync(NULL_DEVICE, 'r')
   } catch {
