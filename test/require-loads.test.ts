@@ -83,6 +83,18 @@ describe("require('reapkit')", () => {
     expect(built).toEqual(expected)
   })
 
+  it('exports each name as esbuild\'s CommonJS does: __esModule first, then enumerable, non-configurable getters (read-only)', () => {
+    const r = fresh<{ keys: string[]; esModule: unknown; shapes: string[] }>(`
+      const d = Object.getOwnPropertyDescriptors(rk)
+      const keys = Reflect.ownKeys(rk).filter((k) => typeof k === 'string')
+      const shapes = [...new Set(keys.slice(1).map((k) => [typeof d[k].get, typeof d[k].set, d[k].enumerable, d[k].configurable].join()))]
+      report({ keys, esModule: d.__esModule, shapes })`)
+    expect(r.keys[0]).toBe('__esModule')
+    expect(r.esModule).toEqual({ value: true, writable: false, enumerable: false, configurable: false })
+    expect(r.keys.slice(1).sort()).toEqual(Object.keys(source).sort())
+    expect(r.shapes).toEqual(['function,undefined,true,false'])
+  })
+
   it('every function fails a bad argument as lib/index.ts does, at the same moment (sync throw or rejection), lazily loaded ones too', async () => {
     // Each is called once with a Symbol, which every one refuses or ignores (no process is touched).
     const built = fresh<{ calls: Record<string, unknown[]>; before: string[]; after: string[] }>(`${outcomeScript}
