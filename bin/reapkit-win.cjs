@@ -17,7 +17,7 @@
  * A container run (`docker run -i --rm IMAGE`, podman, nerdctl, `container run`, after global
  * flags) is recognized and labelled as the library's spawn() does it, and once the job has ended,
  * whatever ended it, its container is ended through the engine before this process exits
- * (lib/reapkit-win-containers.ts, built to dist/cjs): ending the job ends the client only, and the
+ * (lib/cli/win-containers.ts, built to dist/cjs): ending the job ends the client only, and the
  * container belongs to the engine's daemon. `--no-container` runs it as a plain command.
  */
 'use strict'

@@ -36,19 +36,19 @@ export {
   type Incarnation,
   type ShutdownReport,
   type StopReport,
-} from './policies/supervisor'
-export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/restart'
-export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor-metrics'
-export type { HealthOptions, HealthCheckContext } from './policies/supervisor-health'
-export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor-prometheus'
+} from './policies/supervisor/supervisor'
+export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/supervisor/restart'
+export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor/metrics'
+export type { HealthOptions, HealthCheckContext } from './policies/supervisor/health'
+export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor/prometheus'
 export {
   findOrphans,
   type DoctorReport,
   type FindOrphansOptions,
   type OrphanProcess,
   type OrphanTree,
-} from './policies/doctor'
-export { stopOrphans, stopOrphanTree, type StopOrphansOptions, type StoppedTree } from './policies/doctor-stop'
+} from './policies/doctor/doctor'
+export { stopOrphans, stopOrphanTree, type StopOrphansOptions, type StoppedTree } from './policies/doctor/stop'
 export {
   findLeakedContainers,
   type ContainerReport,
@@ -56,11 +56,11 @@ export {
   type FindLeakedContainersOptions,
   type LeakedContainer,
   type OrphanedClient,
-} from './policies/doctor-containers'
-export { stopLeakedContainer, stopLeakedContainers, type StopContainersOptions, type StoppedContainer } from './policies/doctor-containers-stop'
+} from './policies/doctor/containers'
+export { stopLeakedContainer, stopLeakedContainers, type StopContainersOptions, type StoppedContainer } from './policies/doctor/containers-stop'
 export type { ContainerOwner } from './mechanisms/container/owner'
 export { type Logger, silentLogger } from './ground/logger'
-export { createKeepalive, type KeepaliveMetrics } from './policies/keepalive'
+export { createKeepalive, type KeepaliveMetrics } from './policies/keepalive/keepalive'
 export {
   ShuttingDownError,
   SHUTTING_DOWN_JSONRPC_CODE,

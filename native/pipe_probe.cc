@@ -1,6 +1,6 @@
 // pipePeerAlive(pid, fd): whether the pipe that process `pid` holds as `fd` still has a peer, asked
 // of the kernel itself, so that holders /proc cannot show (another PID namespace, e.g. a container
-// runtime holding a `docker exec`'s pipes) count too. Used by `reapkit doctor` (lib/policies/doctor.ts).
+// runtime holding a `docker exec`'s pipes) count too. Used by `reapkit doctor` (lib/policies/doctor/doctor.ts).
 //
 // It opens /proc/PID/fd/FD anew (an anonymous pipe opens like a FIFO, never blocking) on the same
 // side the process holds (read for fd 0, write for fd 1) and polls it once, without waiting and

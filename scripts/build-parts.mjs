@@ -317,7 +317,8 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
   const lazyExports = exports.filter((e) => !eagerFiles.has(e.file))
   // One part per module: index.ts's lazy modules, and the accessors' targets.
   const partOf = new Map()
-  const name = (file) => relative(lib, file).replace(/\.ts$/, '').replaceAll('/', '-')
+  // A folder's main module (policies/supervisor/supervisor.ts, mcp/index.ts) is named by its folder.
+  const name = (file) => relative(lib, file).replace(/\.ts$/, '').replace(/(^|\/)([^/]+)\/(\2|index)$/, '$1$2').replaceAll('/', '-')
   for (const e of lazyExports) partOf.set(e.file, name(e.file))
   for (const a of accessors) if (!partOf.has(a.target)) partOf.set(a.target, a.name)
 

@@ -48,18 +48,29 @@ const secondary = ['mcp', 'testing']
 // The `reapkit doctor` command (bin/reapkit runs it with node) and reapkit-win's container part
 // (bin/reapkit-win.cjs loads it): scripts, not exports.
 const commands = ['doctor-cli', 'reapkit-win-containers']
+// Each entry's source (an output name is a public path; the source lives in its folder).
+const sources = { mcp: 'mcp/index.ts', testing: 'testing.ts', 'doctor-cli': 'cli/doctor.ts', 'reapkit-win-containers': 'cli/win-containers.ts' }
+const mainEntry = join(root, 'lib', 'index.ts')
 for (const entry of [...secondary, ...commands]) {
   await esbuild.build({
     ...common,
-    entryPoints: [join(root, 'lib', `${entry}.ts`)],
+    entryPoints: [join(root, 'lib', sources[entry])],
     outfile: join(dist, 'cjs', `${entry}.js`),
     plugins: [{
       name: 'core-external',
       setup(build) {
-        build.onResolve({ filter: /^\.\/index$/ }, () => ({ path: './index.js', external: true }))
+        // Whatever folder imports it ('./index', '../index'), lib/index.ts stays the main bundle.
+        build.onResolve({ filter: /(^|\/)index$/ }, (a) =>
+          join(a.resolveDir, a.path) === mainEntry.replace(/\.ts$/, '') ? { path: './index.js', external: true } : undefined)
       },
     }],
   })
+}
+// tsc writes an entry's declarations beside its source (dist/cjs/mcp/index.d.ts); the package's
+// exports name dist/cjs/<entry>.d.ts.
+for (const entry of secondary) {
+  const src = sources[entry].replace(/\.ts$/, '')
+  if (src !== entry) writeFileSync(join(dist, 'cjs', `${entry}.d.ts`), `export * from './${src}.js'\n`)
 }
 // The main entry in parts: index.js holds what spawn() and watchExit() need, parts/ the rest, each
 // loaded on first use (scripts/build-parts.mjs says how, and what stays one instance).

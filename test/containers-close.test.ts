@@ -3,7 +3,7 @@
 // container ran (a false success), and the transport's close() left it running.
 import { describe, expect, it } from 'vitest'
 import { closeClient, Supervisor } from '../lib/index'
-import { StdioClientTransport } from '../lib/mcp-stdio-client'
+import { StdioClientTransport } from '../lib/mcp/stdio-client'
 import { containersWith, describeWithEngines, enginesSkipReason, testEngines } from './containers'
 import { containerTestContext, IGNORES_TERM } from './containers-lib'
 

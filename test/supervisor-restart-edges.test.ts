@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { type ProcessRecord, registerSupervisorMetrics, Supervisor } from '../lib/index'
-import { Restarter, restartSpec } from '../lib/policies/restart'
+import { Restarter, restartSpec } from '../lib/policies/supervisor/restart'
 import { isGone, trackGroup, waitFor } from './helpers'
 import { cleanupAfterEach, settled } from './supervisor-cleanup'
 

@@ -105,8 +105,17 @@ function currentPpid(): number {
   return binding ? binding.getppid() : process.ppid
 }
 
-/** Watches this process's parent and fires `onExit` exactly once when it dies. */
-export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
+/** The options, checked (before anything is opened or armed). */
+interface ParentWatchSpec {
+  onExit: ((info: ParentExitInfo) => void) | undefined
+  pollMs: number
+  /** The death signal's number, 0 for none. */
+  deathSig: number
+  expected: number | undefined
+  ref: boolean
+}
+
+function parentWatchSpec(options: WatchParentOptions): ParentWatchSpec {
   options = validateOptions(options)
   const { onExit } = options
   if (onExit !== undefined && typeof onExit !== 'function') {
@@ -114,12 +123,8 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   }
   const pollMs = validateMs(options.pollIntervalMs, 'pollIntervalMs') ?? parentPollMs()
   if (pollMs < 1) throw rangeError('ERR_OUT_OF_RANGE', 'The value of "pollIntervalMs" is out of range. It must be >= 1')
-  const caps = capabilities()
-  const binding = nativeBinding()
   const wantSignal = options.deathSignal === undefined ? false : options.deathSignal
   const deathSig = wantSignal === false || wantSignal === null ? 0 : signalNumber(wantSignal, { allowZero: false })
-  let reffed = options.ref === true
-
   const expected = options.expectedParentPid
   if (expected !== undefined && typeof expected !== 'number') {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "expectedParentPid" option must be a number. Received ${describe(expected)}`)
@@ -127,6 +132,51 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   if (expected !== undefined && (!Number.isInteger(expected) || expected < 1 || expected > 2 ** 31 - 1)) {
     throw rangeError('ERR_OUT_OF_RANGE', `The value of "expectedParentPid" is out of range. It must be an integer >= 1. Received ${expected}`)
   }
+  return { onExit, pollMs, deathSig, expected, ref: options.ref === true }
+}
+
+/** How this platform and build can learn of the parent's death (before the parent is pinned). */
+function preferredMechanism(armed: boolean): ParentWatchMechanism {
+  const caps = capabilities()
+  if (caps.pdeathsig && caps.pidfd) return armed ? 'pdeathsig' : 'pidfd'
+  if (caps.kqueue) return 'kqueue'
+  return caps.exitWatch === 'handle' ? 'handle' : 'poll'
+}
+
+/**
+ * Step 1: pins the recorded parent (a pidfd, a kqueue registration, a Windows handle) before
+ * anything is armed. `parentGone`: it had already exited; the mechanism falls back to the poll
+ * where the parent cannot be pinned.
+ */
+function pinParent(parentPid: number, mechanism: ParentWatchMechanism, armed: boolean): { handle: NativeProcessHandle | null; parentGone: boolean; mechanism: ParentWatchMechanism } {
+  const pinned = (open: () => NativeProcessHandle) => {
+    try {
+      return { handle: open(), parentGone: false, mechanism }
+    } catch (err) {
+      const gone = (err as { code?: string }).code === 'ESRCH'
+      return { handle: null, parentGone: gone, mechanism: gone ? mechanism : ('poll' as const) }
+    }
+  }
+  const binding = nativeBinding()
+  if (binding?.openParent && mechanism === 'handle') {
+    // Windows: our own parent, creation time checked natively; an expected pid that is not our
+    // parent is caught by the re-check after arming.
+    const openParent = binding.openParent
+    return parentPid === currentPpid() ? pinned(() => openParent()) : { handle: null, parentGone: false, mechanism }
+  }
+  if (binding && (mechanism === 'pdeathsig' || mechanism === 'pidfd' || mechanism === 'kqueue') && parentPid > 1) {
+    const { ProcessHandle } = binding
+    return pinned(() => new ProcessHandle(parentPid))
+  }
+  // ppid 0 (parent outside our PID namespace) or 1: nothing to pin; the signal alone still works.
+  if (mechanism !== 'poll') return { handle: null, parentGone: false, mechanism: armed ? 'pdeathsig' : 'poll' }
+  return { handle: null, parentGone: false, mechanism }
+}
+
+/** Watches this process's parent and fires `onExit` exactly once when it dies. */
+export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
+  const { onExit, pollMs, deathSig, expected, ref } = parentWatchSpec(options)
+  let reffed = ref
   const parentPid = expected ?? currentPpid()
   const owner = {}
   let fired = false
@@ -136,20 +186,11 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   let resolveExited!: (info: ParentExitInfo) => void
   const exited = new Promise<ParentExitInfo>((resolve) => (resolveExited = resolve))
 
-  const armed = caps.pdeathsig && deathSig !== 0
-  let mechanism: ParentWatchMechanism =
-    caps.pdeathsig && caps.pidfd
-      ? armed
-        ? 'pdeathsig'
-        : 'pidfd'
-      : caps.kqueue
-        ? 'kqueue'
-        : caps.exitWatch === 'handle'
-          ? 'handle'
-          : 'poll'
-  if (!binding) {
+  const armed = capabilities().pdeathsig && deathSig !== 0
+  if (!nativeBinding()) {
     warnNoNative(`watchParent() polls the parent every ${pollMs} ms instead of a kernel event${deathSig !== 0 ? ', and arms no death signal' : ''}`)
   }
+  const { handle, parentGone, mechanism } = pinParent(parentPid, preferredMechanism(armed), armed)
 
   const stop = (): void => {
     watch?.cancel()
@@ -165,32 +206,6 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
     resolveExited(info)
     // Asynchronous, so onExit never runs inside watchParent() itself; a throw is an uncaught exception.
     if (onExit) process.nextTick(onExit, info)
-  }
-
-  // 1. Pin the recorded parent (pidfd / kqueue registration) before arming.
-  let handle: NativeProcessHandle | null = null
-  let parentGone = false
-  if (binding?.openParent && mechanism === 'handle') {
-    // Windows: our own parent, creation time checked natively; an expected pid that is not our
-    // parent is caught by the re-check below.
-    if (parentPid === currentPpid()) {
-      try {
-        handle = binding.openParent()
-      } catch (err) {
-        if ((err as { code?: string }).code === 'ESRCH') parentGone = true
-        else mechanism = 'poll'
-      }
-    }
-  } else if (binding && (mechanism === 'pdeathsig' || mechanism === 'pidfd' || mechanism === 'kqueue') && parentPid > 1) {
-    try {
-      handle = new binding.ProcessHandle(parentPid)
-    } catch (err) {
-      if ((err as { code?: string }).code === 'ESRCH') parentGone = true
-      else mechanism = 'poll'
-    }
-  } else if (mechanism !== 'poll') {
-    // ppid 0 (parent outside our PID namespace) or 1: nothing to pin; the signal alone still works.
-    mechanism = armed ? 'pdeathsig' : 'poll'
   }
 
   // 2. Register the exit watch (it may fail, e.g. EMFILE: then nothing is armed and nothing leaks),

@@ -12,7 +12,7 @@
  * So whatever the call reads of theirs (their ~/.docker, containers.conf, a socket of their
  * choosing) it reads with their rights, never ours. What program runs, and with which environment,
  * is still the caller's choice (doctor's own client, a clean environment): see
- * policies/doctor-client-user.ts.
+ * policies/doctor/client-user.ts.
  */
 
 /** Whom an engine call runs as, and the setpriv that makes it so. */

@@ -68,7 +68,7 @@ export interface ContainerStopOptions {
 
 /**
  * A stop of the run's container alone, with a unit of its own (see child.ts for one that joins a
- * stop under way; doctor-containers-stop.ts passes the `ids` of a leaked container). Never rejects.
+ * stop under way; doctor/containers-stop.ts passes the `ids` of a leaked container). Never rejects.
  */
 export function stopContainerRun(record: ContainerRecord, options: ContainerStopOptions & Pick<ContainerUnitOptions, 'ids'>): Promise<ContainerOutcome> {
   const journal = new StopJournal(options.logger)

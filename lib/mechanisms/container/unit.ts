@@ -27,7 +27,8 @@ import { logEvent } from '../../ground/logger'
 import { settlesWithin } from '../../ground/wait'
 import type { StopJournal } from '../stop/journal'
 import type { StopUnit } from '../stop/unit'
-import { type CallOptions, ENGINE_CALL_MS_DEFAULT, isNoSuchContainer, killContainers, stopContainers } from './engine'
+import { type Call, EngineCalls } from './engine-calls'
+import { isNoSuchContainer, killContainers, stopContainers } from './engine'
 import { type Look, look, lookKnown, remaining, removeCreated, removeLeftovers, tallyAtRest } from './looks'
 import type { ContainerOutcome, ContainerRecord, ContainerStopOptions } from './stop'
 
@@ -70,13 +71,6 @@ const unstartedOnce = (ids: string[]): ReapkitError =>
   new ReapkitError('ERR_REAPKIT_CONTAINER_UNSETTLED', `container ${ids.join(', ')} was seen never started on one look only: the confirm window ended before a second (its start may have been on its way)`)
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)))
 
-/** An engine call in flight: what it is (for the error when it goes unanswered) and since when. */
-interface Call {
-  what: string
-  since: number
-  promise: Promise<unknown>
-}
-
 export class ContainerUnit implements ContainerStopUnit {
   readonly fields: Readonly<{ engine: string; runId: string }>
   #graceUntil = 0
@@ -105,8 +99,8 @@ export class ContainerUnit implements ContainerStopUnit {
   #next: Promise<void> | null = null
   /** Per container, the looks in a row that found it at rest (looks.ts, tallyAtRest). */
   readonly #tally = new Map<string, number>()
-  readonly #calls = new Set<Call>()
-  readonly #abort = new AbortController()
+  /** The engine calls in flight, bounded by #deadline, cut short at the stop's end. */
+  readonly #engine: EngineCalls
   #final: ContainerOutcome | null = null
   #closed = false
 
@@ -116,6 +110,7 @@ export class ContainerUnit implements ContainerStopUnit {
     private readonly options: ContainerUnitOptions,
   ) {
     this.fields = { engine: record.engine, runId: record.runId }
+    this.#engine = new EngineCalls(() => this.#deadline, options.callTimeoutMs)
     for (const id of options.ids ?? []) this.#ids.add(id)
     this.#late = this.#ids.size === 0 && (options.settleMs ?? 0) > 0
   }
@@ -169,7 +164,7 @@ export class ContainerUnit implements ContainerStopUnit {
     if (this.#closed) return
     this.#closed = true
     const outcome = this.#freeze()
-    await settlesWithin(Promise.allSettled([...[...this.#calls].map((c) => c.promise), this.#next]), CLOSE_WAIT_MS)
+    await settlesWithin(Promise.allSettled([...this.#engine.inFlight().map((c) => c.promise), this.#next]), CLOSE_WAIT_MS)
     if (outcome.state === 'uncertain') this.journal.degraded(outcome.error)
     const level = outcome.state === 'gone' ? 'info' : outcome.state === 'survived' ? 'error' : 'warn'
     logEvent(this.options.logger, level, `container.${outcome.state}`, { ...outcome, error: outcome.error ? String(outcome.error) : undefined })
@@ -184,9 +179,9 @@ export class ContainerUnit implements ContainerStopUnit {
   /** The end of the unit's stop: what is still in flight went unanswered, and is cut short. */
   #freeze(): ContainerOutcome {
     if (this.#final) return this.#final
-    if (!this.#gone) for (const call of this.#calls) this.#unanswered(call)
+    if (!this.#gone) for (const call of this.#engine.inFlight()) this.#unanswered(call)
     this.#final = this.outcome()
-    this.#abort.abort()
+    this.#engine.abort()
     return this.#final
   }
 
@@ -194,7 +189,7 @@ export class ContainerUnit implements ContainerStopUnit {
   async #observe(): Promise<void> {
     await this.#pause()
     if (this.#final) return
-    if (this.#deadline - now() < MIN_CALL_MS) return this.#sleep(this.#deadline - now())
+    if (this.#deadline - now() < MIN_CALL_MS) return this.#engine.sleep(this.#deadline - now())
     let seen = await this.#look()
     if (seen && seen.all.length === 0 && this.#late) seen = await this.#lookLate()
     if (!seen || this.#final) return
@@ -208,12 +203,7 @@ export class ContainerUnit implements ContainerStopUnit {
    * stays 'stopping' with PID 1 running. The next look, once those calls have returned, confirms.
    */
   #confirm(): void {
-    if (this.#acting().length === 0) this.#gone = true
-  }
-
-  /** The engine's stop and kill calls in flight. */
-  #acting(): Array<Promise<unknown>> {
-    return [...this.#calls].filter((c) => c.what === 'stop' || c.what === 'kill').map((c) => c.promise)
+    if (this.#engine.acting().length === 0) this.#gone = true
   }
 
   /**
@@ -223,12 +213,12 @@ export class ContainerUnit implements ContainerStopUnit {
    */
   #pause(): Promise<unknown> {
     if (this.#stopCall && !this.#stopSettled && !this.#forcing) return Promise.race([this.#stopCall, this.#hurry])
-    const poll = this.#sleep(this.#lookEnded + CONFIRM_POLL_MS - now())
+    const poll = this.#engine.sleep(this.#lookEnded + CONFIRM_POLL_MS - now())
     // Once forcing, the engine's kill (and its stop, which the kill ends) are waited for: they are
     // bounded by the deadline, and a look while they run cannot confirm anything (#confirm).
-    const acting = this.#forcing ? this.#acting() : []
+    const acting = this.#forcing ? this.#engine.acting() : []
     if (acting.length === 0) return poll
-    return Promise.all([poll, Promise.race([Promise.allSettled(acting), this.#sleep(this.#deadline - now())])])
+    return Promise.all([poll, Promise.race([Promise.allSettled(acting), this.#engine.sleep(this.#deadline - now())])])
   }
 
   async #look(): Promise<Look | null> {
@@ -236,7 +226,7 @@ export class ContainerUnit implements ContainerStopUnit {
     const known = this.#late ? [] : [...this.#ids]
     const started = now()
     try {
-      const seen = await this.#track(known.length > 0 ? 'inspect' : 'ps', (call) => (known.length > 0 ? lookKnown(this.record, known, call) : look(this.record, call)))
+      const seen = await this.#engine.track(known.length > 0 ? 'inspect' : 'ps', (call) => (known.length > 0 ? lookKnown(this.record, known, call) : look(this.record, call)))
       if (this.#final) return null
       this.#slowest = Math.max(this.#slowest, now() - started)
       this.#seen = seen
@@ -256,11 +246,11 @@ export class ContainerUnit implements ContainerStopUnit {
   /** The second look, `settleMs` after a first that found nothing (within the deadline); a container left `created` is removed. */
   async #lookLate(): Promise<Look | null> {
     this.#late = false
-    await this.#sleep(Math.min(this.options.settleMs ?? 0, this.#deadline - now() - MIN_CALL_MS))
+    await this.#engine.sleep(Math.min(this.options.settleMs ?? 0, this.#deadline - now() - MIN_CALL_MS))
     if (this.#final || this.#deadline - now() < MIN_CALL_MS) return this.#seen
     const again = await this.#look()
     if (!again || again.all.length === 0) return again
-    const created = await removeCreated(this.record, again, () => this.#call())
+    const created = await removeCreated(this.record, again, () => this.#engine.options())
     if (created.length > 0) logEvent(this.options.logger, 'info', 'container.created', { ...this.fields, ids: created })
     return again
   }
@@ -271,7 +261,7 @@ export class ContainerUnit implements ContainerStopUnit {
     // The engine's stop has returned (or the kill phase began) and it still runs: the kill.
     if (running.length > 0 && !this.#killed && (this.#forcing || this.#stopSettled)) return this.#kill(running, this.#forcing ? 'the grace ended' : 'still running after the stop')
     if (running.length > 0 && !this.#stopCall) this.#stop(running)
-    if (this.record.autoRemove) await removeLeftovers(this.record, seen, this.#tally, () => this.#call())
+    if (this.record.autoRemove) await removeLeftovers(this.record, seen, this.#tally, () => this.#engine.options())
   }
 
   /** The engine's stop with what is left of the grace, in whole seconds; the next observation waits for it. */
@@ -279,7 +269,7 @@ export class ContainerUnit implements ContainerStopUnit {
     const seconds = Math.max(0, Math.floor((this.#graceUntil - now() - ENGINE_RESERVE_MS) / 1000))
     logEvent(this.options.logger, 'info', 'container.stop', { ...this.fields, ids, seconds })
     this.#stopped = true
-    const call = this.#track('stop', ({ timeoutMs, signal }) => stopContainers(this.record, ids, seconds, timeoutMs! - seconds * 1000, signal), seconds * 1000)
+    const call = this.#engine.track('stop', ({ timeoutMs, signal }) => stopContainers(this.record, ids, seconds, timeoutMs! - seconds * 1000, signal), seconds * 1000)
     const failed = (err: unknown): void => {
       if (!this.#final && !isNoSuchContainer(err)) this.#stopError = asError(err)
     }
@@ -291,28 +281,10 @@ export class ContainerUnit implements ContainerStopUnit {
     this.#stopped = true
     logEvent(this.options.logger, 'warn', 'container.kill', { ...this.fields, ids, reason })
     try {
-      await this.#track('kill', (call) => killContainers(this.record, ids, call.timeoutMs, call.signal))
+      await this.#engine.track('kill', (call) => killContainers(this.record, ids, call.timeoutMs, call.signal))
     } catch (err) {
       if (!this.#final && !isNoSuchContainer(err)) this.#stopError ??= asError(err)
     }
-  }
-
-  /** An engine call's bound: its own (plus `waitMs` it waits on a container), within the stop's deadline. */
-  #call(waitMs = 0): CallOptions {
-    const own = waitMs + (this.options.callTimeoutMs ?? ENGINE_CALL_MS_DEFAULT)
-    return { timeoutMs: Math.max(1, Math.min(own, this.#deadline - now())), signal: this.#abort.signal }
-  }
-
-  /** Runs an engine call, kept in flight until it settles (the close cuts short what is left). */
-  #track<T>(what: string, run: (call: CallOptions) => Promise<T>, waitMs = 0): Promise<T> {
-    const promise = run(this.#call(waitMs))
-    const call: Call = { what, since: now(), promise }
-    this.#calls.add(call)
-    void promise.then(
-      () => this.#calls.delete(call),
-      () => this.#calls.delete(call),
-    )
-    return promise
   }
 
   /** A call the stop's end cut short: the engine did not answer it within the stop's bound. */
@@ -323,19 +295,5 @@ export class ContainerUnit implements ContainerStopUnit {
     // A look overdue (far longer than the engine took to answer before) makes the last answer stale:
     // the engine stopped answering. One merely under way leaves the last answer standing.
     else if (ms > Math.max(OVERDUE_MIN_MS, 2 * this.#slowest)) this.#lookError = error
-  }
-
-  /** A timer the close cuts short. */
-  #sleep(ms: number): Promise<void> {
-    if (ms <= 0 || this.#abort.signal.aborted) return Promise.resolve()
-    return new Promise((res) => {
-      const done = (): void => {
-        clearTimeout(timer)
-        this.#abort.signal.removeEventListener('abort', done)
-        res()
-      }
-      const timer = setTimeout(done, ms)
-      this.#abort.signal.addEventListener('abort', done, { once: true })
-    })
   }
 }

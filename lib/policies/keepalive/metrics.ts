@@ -3,7 +3,7 @@
  * and how long the work took (a histogram with fixed buckets, as supervisor.metrics() gives for
  * stops). One process drains once, so the drain's duration is one number, not a histogram.
  */
-import { DurationBuckets, type DurationHistogram } from '../supervisor-metrics'
+import { DurationBuckets, type DurationHistogram } from '../supervisor/metrics'
 import type { KeepaliveState } from './types'
 
 /** Upper bounds (ms) of the run-duration histogram's buckets; the last bucket is Infinity. */

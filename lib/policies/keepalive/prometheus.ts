@@ -7,7 +7,7 @@
  */
 import { describe } from '../../ground/validate'
 import { typeError } from '../../ground/errors'
-import { type AddMetric, checkRegistration, loadPromClient, type PrometheusOptions, type PrometheusRegistry, registerAll } from '../supervisor-prometheus'
+import { type AddMetric, checkRegistration, loadPromClient, type PrometheusOptions, type PrometheusRegistry, registerAll } from '../supervisor/prometheus'
 import { type KeepaliveMetrics, RUN_DURATION_BUCKETS_MS, runDurationsOf } from './metrics'
 import type { Keepalive, KeepaliveState } from './types'
 

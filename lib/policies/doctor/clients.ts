@@ -1,0 +1,199 @@
+/**
+ * The container clients among the trees doctor lists: a `docker run`/`podman run` client whose
+ * host is gone (findOrphans' dead-pipe criterion) leaves its container to the daemon, so doctor
+ * says which container it is, where that can be told exactly, in this order:
+ *
+ *   1. the run carries a `reapkit.run=<id>` label among its run flags (the last one: the engine
+ *      keeps the last value, and reapkit puts its own at the end of the run flags; older ones, and
+ *      the wrapper, put it right after `run`): the engine lists the container by that label;
+ *   2. the user's own `--cidfile`: the file the client wrote the id into;
+ *   3. podman's conmon in the same tree, naming the container (`-c <id>`): below the client, or
+ *      beside it under a subreaper when the tree holds no other podman client.
+ *
+ * Anything else cannot be told (the client is listed, saying so; nothing is stopped blind). Linux
+ * only: the client's argv, environment and working directory are read from /proc.
+ *
+ * Whose word each clue is (issue 28): a client of doctor's own user is reached as it reached its
+ * engine, and its --cidfile is read (by the trusted-file rules: no link, no FIFO, ours, bounded).
+ * Another user's is reached by doctor's own client, run as that user (./client-user.ts); its
+ * --cidfile is never opened (a file they wrote proves nothing), and what the other clues name is
+ * taken only where the engine's own record ties it to the client (doctor/containers.ts).
+ */
+import { readFileSync, readlinkSync } from 'node:fs'
+import { isAbsolute, join } from 'node:path'
+import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../../mechanisms/container/command'
+import type { EngineClient } from '../../mechanisms/container/engine'
+import { processStartTime } from '../../mechanisms/container/owner'
+import type { OrphanProcess, OrphanTree } from './doctor'
+import { type ClientUser, clientUser, engineClientAs } from './client-user'
+
+/** How a client's container was told, and what names it. */
+export type ClientClue = { via: 'run-label'; runId: string } | { via: 'cidfile'; path: string } | { via: 'conmon'; conmonPid: number; id: string }
+
+/** One container client found in an orphaned tree. */
+export interface ClientFinding {
+  pid: number
+  root: number
+  run: ContainerRun
+  /** How doctor reaches its engine: as the client did (doctor's own user's), or doctor's own client as its user; null: it cannot. */
+  client: EngineClient | null
+  /** Whose it is: doctor's own user's, another user's, or mixed. */
+  user: ClientUser
+  /** How its container can be told; null when it cannot. */
+  clue: ClientClue | null
+  /** Why its clue is not followed (another user's --cidfile, mixed uids, its engine not reachable as its user); null: followed. */
+  refused: string | null
+}
+
+const procFile = (pid: number, name: string): string | null => {
+  try {
+    return readFileSync(`/proc/${pid}/${name}`, 'latin1')
+  } catch {
+    return null
+  }
+}
+
+/** argv from /proc/<pid>/cmdline (NUL-separated), or null when unreadable. */
+export function argvOf(pid: number): string[] | null {
+  const raw = procFile(pid, 'cmdline')
+  if (raw === null || raw === '') return null
+  return raw.replace(/\0$/, '').split('\0')
+}
+
+/** The client's environment (DOCKER_HOST, CONTAINER_HOST... decide which daemon it spoke to). */
+function envOf(pid: number): NodeJS.ProcessEnv | null {
+  const raw = procFile(pid, 'environ')
+  if (raw === null) return null
+  const env: NodeJS.ProcessEnv = {}
+  for (const entry of raw.split('\0')) {
+    const eq = entry.indexOf('=')
+    if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1)
+  }
+  return env
+}
+
+function cwdOf(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`)
+  } catch {
+    return undefined
+  }
+}
+
+/** The value of the last `reapkit.run` label among the run's flags (the one the engine keeps), or null. */
+function reapkitRunId(run: ContainerRun): string | null {
+  let id: string | null = null
+  for (const label of run.labels) {
+    const eq = label.indexOf('=')
+    if ((eq < 0 ? label : label.slice(0, eq)) === RUN_LABEL) id = eq < 0 ? '' : label.slice(eq + 1)
+  }
+  return id === '' ? null : id
+}
+
+/**
+ * The user's `--cidfile` among the run's flags. The flag table is command.ts's; its parser is asked
+ * two things here, both through parseContainerRun on made-up argvs: where the image is (the
+ * shortest prefix it accepts as a run), and whether a flag takes the next argument (`run FLAG X`
+ * is a run only when X is the image, i.e. FLAG took no value).
+ */
+function cidfileOf(bin: string, args: readonly string[], runAt: number): string | null {
+  let image = -1
+  for (let k = runAt + 2; k <= args.length && image < 0; k++) if (parseContainerRun(bin, args.slice(0, k)) !== null) image = k - 1
+  if (image < 0) return null
+  for (let i = runAt + 1; i < image; ) {
+    const arg = args[i]!
+    if (arg === '--') break
+    if (arg.startsWith('--cidfile=')) return arg.slice('--cidfile='.length) || null
+    if (arg === '--cidfile') return args[i + 1] ?? null
+    i += parseContainerRun(bin, ['run', arg, 'X']) !== null ? 1 : 2
+  }
+  return null
+}
+
+/** conmon's `-c`/`--cid` value (the container id it monitors). */
+function conmonId(argv: readonly string[]): string | null {
+  for (let i = 1; i < argv.length; i++) {
+    const a = argv[i]!
+    if (a === '-c' || a === '--cid') return argv[i + 1] ?? null
+    if (a.startsWith('--cid=')) return a.slice(6)
+  }
+  return null
+}
+
+const isConmon = (argv: readonly string[] | null): boolean => argv !== null && /(^|\/)conmon$/.test(argv[0]!)
+
+/** A conmon of `tree` that is `client`'s: below it, or beside it when it is the tree's only podman client. */
+function conmonOf(tree: OrphanTree, client: OrphanProcess, podmanClients: number, argvs: Map<number, string[] | null>): ClientClue | null {
+  const byPid = new Map(tree.processes.map((p) => [p.pid, p]))
+  const below = (p: OrphanProcess): boolean => {
+    for (let up = byPid.get(p.ppid); up; up = up.ppid === up.pid ? undefined : byPid.get(up.ppid)) if (up.pid === client.pid) return true
+    return false
+  }
+  const candidates = tree.processes.filter((p) => isConmon(argvs.get(p.pid) ?? null))
+  const mine = candidates.filter(below)
+  const beside = podmanClients === 1 ? candidates.filter((p) => p.ppid === client.ppid) : []
+  const found = mine.length === 1 ? mine : mine.length === 0 && beside.length === 1 ? beside : []
+  if (found.length !== 1) return null
+  const id = conmonId(argvs.get(found[0]!.pid)!)
+  return id ? { via: 'conmon', conmonPid: found[0]!.pid, id } : null
+}
+
+/** What tells a client's container: its run label, its --cidfile (under its cwd), or podman's conmon. */
+function clueOf(tree: OrphanTree, pid: number, run: ContainerRun, argvs: Map<number, string[] | null>, podmanClients: number, cwd: string | undefined): ClientClue | null {
+  const runId = reapkitRunId(run)
+  if (runId !== null) return { via: 'run-label', runId }
+  const cidfile = cidfileOf(run.bin, argvs.get(pid)!.slice(1), run.runAt)
+  if (cidfile !== null) return { via: 'cidfile', path: isAbsolute(cidfile) || !cwd ? cidfile : join(cwd, cidfile) }
+  return run.engine === 'podman' ? conmonOf(tree, tree.processes.find((p) => p.pid === pid)!, podmanClients, argvs) : null
+}
+
+/** How doctor reaches a client's engine (see the file's comment), or why it cannot. */
+function reachOf(user: ClientUser, pid: number, run: ContainerRun, cwd: string | undefined, doctorEnv: NodeJS.ProcessEnv): EngineClient | string {
+  const env = envOf(pid)
+  if (user.kind === 'self') return { engine: run.engine, bin: run.bin, globals: run.globals, env: env ?? doctorEnv, ...(cwd ? { cwd } : {}) }
+  if (user.kind === 'mixed') return `its uids differ (${user.uids.join(', ')}): it is no one user's, so nothing it names is looked up`
+  if (user.kind === 'elsewhere') return `it runs in another ${user.namespace === 'unreadable' ? 'namespace (unreadable)' : `${user.namespace} namespace`} than doctor (a container?): its program, paths and environment are not this system's, so nothing it names is looked up`
+  const client = engineClientAs(user, run, env ?? {}, doctorEnv)
+  return typeof client === 'string' ? `it is uid ${user.uid}'s, and its engine cannot be reached as that user: ${client}` : client
+}
+
+/** One client: whose it is, how its engine is reached, what tells its container; null when it went away. */
+function clientFinding(tree: OrphanTree, pid: number, run: ContainerRun, argvs: Map<number, string[] | null>, podmanClients: number, doctorEnv: NodeJS.ProcessEnv): ClientFinding | null {
+  const started = tree.processes.find((p) => p.pid === pid)?.start
+  const user = clientUser(pid)
+  if (user === null) return null
+  const cwd = user.kind === 'self' ? cwdOf(pid) : undefined // another user's cwd is not ours to resolve paths in
+  const base = { pid, root: tree.root, run, user, clue: clueOf(tree, pid, run, argvs, podmanClients, cwd) }
+  const client = reachOf(user, pid, run, cwd, doctorEnv)
+  // Its argv (the tree's), uids, environment and cwd were read one after the other: all of one
+  // process only if the pid still names the process the tree saw start.
+  if (started === undefined || processStartTime(pid) !== started) return null
+  if (typeof client === 'string') return { ...base, client: null, refused: client }
+  const refused =
+    user.kind === 'other' && base.clue?.via === 'cidfile'
+      ? `its --cidfile is uid ${user.uid}'s file, no proof of which container is its: not opened; run \`reapkit doctor\` as that user to stop it`
+      : null
+  return { ...base, client, refused }
+}
+
+/** The container clients in the trees, each with what tells its container (Linux; elsewhere none). */
+export function findClients(trees: readonly OrphanTree[], fallbackEnv: NodeJS.ProcessEnv): ClientFinding[] {
+  if (process.platform !== 'linux') return []
+  const out: ClientFinding[] = []
+  for (const tree of trees) {
+    const argvs = new Map(tree.processes.map((p) => [p.pid, argvOf(p.pid)]))
+    const runs = new Map<number, ContainerRun>()
+    for (const p of tree.processes) {
+      const argv = argvs.get(p.pid)
+      if (!argv || engineOf(argv[0]!) === null) continue
+      const run = parseContainerRun(argv[0]!, argv.slice(1))
+      if (run) runs.set(p.pid, run)
+    }
+    const podmanClients = [...runs.values()].filter((r) => r.engine === 'podman').length
+    for (const [pid, run] of runs) {
+      const finding = clientFinding(tree, pid, run, argvs, podmanClients, fallbackEnv)
+      if (finding) out.push(finding)
+    }
+  }
+  return out
+}

@@ -1,0 +1,132 @@
+/**
+ * The Supervisor's registry: its entries and the indexes over them (by pid, request id, child),
+ * and the history limit on finished ones. No signals here: only bookkeeping.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { ReapkitError, typeError } from '../../ground/errors'
+import type { ProcessHandle } from '../../mechanisms/handle'
+import type { KillResult } from '../../mechanisms/kill'
+import { spawnedInfo } from '../../mechanisms/spawn'
+import type { SpawnOptions } from '../../mechanisms/spawn'
+import type { Restarter } from './restart'
+import type { HealthMonitor, HealthSpec } from './health'
+import type { ProcessRecord } from './record'
+
+export interface Entry {
+  id: number
+  record: ProcessRecord
+  child: ChildProcess
+  /** Pinned while the process runs (spawn's handle, or one opened at adopt time). */
+  handle: ProcessHandle | null
+  /**
+   * How many terminate()/shutdownAll() calls are stopping it now: while any is, they, not the exit
+   * event, settle its status. A count, so that one call ending does not clear another's claim.
+   */
+  stopping: number
+  /**
+   * With a restart policy: its state, the options each incarnation is spawned with, and while it
+   * is 'restarting', the stop of what the last incarnation left in its group.
+   */
+  restart: { restarter: Restarter; options: SpawnOptions; leftovers?: Promise<KillResult> | undefined } | null
+  /** With a health check: its options, the running incarnation's monitor, and whether it failed. */
+  health: { spec: HealthSpec; monitor: HealthMonitor | null; unhealthy: boolean } | null
+}
+
+export const running = (e: Entry): boolean => e.record.status === 'running'
+/** Running, or between two incarnations: not over yet. */
+export const live = (e: Entry): boolean => e.record.status === 'running' || e.record.status === 'restarting'
+/** libuv has reaped the leader: its end is known, not assumed. */
+export const exited = (e: Entry): boolean => e.child.exitCode !== null || e.child.signalCode !== null
+
+export class Registry {
+  readonly entries = new Map<number, Entry>()
+  readonly #byPid = new Map<number, Entry>()
+  readonly #byRequest = new Map<string | number, Entry>()
+  readonly #byChild = new Map<ChildProcess, Entry>()
+  /** Entries whose status is final, in the order they settled (what #prune drops from). */
+  readonly #finished = new Set<Entry>()
+  readonly #history: number
+  #nextId = 1
+
+  constructor(history: number) {
+    this.#history = history
+  }
+
+  /** A new entry, indexed; `finished` when its process had already exited. */
+  add(record: ProcessRecord, child: ChildProcess, handle: ProcessHandle | null, plan: Pick<Entry, 'restart' | 'health'> = { restart: null, health: null }): Entry {
+    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0, restart: plan.restart, health: plan.health }
+    this.entries.set(entry.id, entry)
+    this.#byPid.set(record.pid, entry)
+    this.#byChild.set(child, entry)
+    if (record.requestId !== null) this.#byRequest.set(record.requestId, entry)
+    if (record.status !== 'running') this.#finished.add(entry)
+    return entry
+  }
+
+  /** A restarted entry's new incarnation: indexed by its pid and child, the last one's no longer. */
+  reindex(entry: Entry, child: ChildProcess, handle: ProcessHandle | null): void {
+    if (this.#byPid.get(entry.record.pid) === entry) this.#byPid.delete(entry.record.pid)
+    this.#byChild.delete(entry.child)
+    entry.child = child
+    entry.handle = handle
+    this.#byPid.set(child.pid!, entry)
+    this.#byChild.set(child, entry)
+  }
+
+  byChild(child: ChildProcess): Entry | undefined {
+    return this.#byChild.get(child)
+  }
+
+  /**
+   * A number is first the pid of a running process, then a request id, then the pid of a finished
+   * one (JSON-RPC ids are small integers; so are pids in a container).
+   */
+  find(pidOrRequestId: number | string): Entry | undefined {
+    const byPid = typeof pidOrRequestId === 'number' ? this.#byPid.get(pidOrRequestId) : undefined
+    if (byPid && running(byPid)) return byPid
+    return this.#byRequest.get(pidOrRequestId) ?? byPid
+  }
+
+  checkRequestId(requestId: string | number): void {
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') {
+      throw typeError('ERR_INVALID_ARG_TYPE', 'The "requestId" option must be a string or a number')
+    }
+    const holder = this.#byRequest.get(requestId)
+    if (holder && live(holder)) {
+      throw new ReapkitError('ERR_REAPKIT_DUPLICATE_REQUEST', `Request id ${JSON.stringify(requestId)} already has a running process`)
+    }
+  }
+
+  /** Marks an entry's status final (once), then drops what the history limit no longer keeps. */
+  finish(entry: Entry): void {
+    this.#finished.add(entry)
+    this.prune()
+  }
+
+  /**
+   * Drops the oldest finished records beyond the history limit. O(1) amortized per status change:
+   * it looks only at `#finished` (settled entries, oldest first) and only while there are more of
+   * them than the limit, never at the running ones.
+   */
+  prune(): void {
+    if (this.#finished.size <= this.#history) return
+    // Finished and provably over: its leader reaped and its group (if any) gone. One that is not
+    // over yet (its group still has members) stays, and is looked at again on a later change.
+    const over = (e: Entry): boolean => {
+      if (e.child.exitCode === null && e.child.signalCode === null) return false
+      const info = spawnedInfo(e.child)
+      return !info || info.pgid === null || info.groupGone
+    }
+    let excess = this.#finished.size - this.#history
+    for (const e of this.#finished) {
+      if (excess <= 0) break
+      if (!over(e)) continue
+      this.#finished.delete(e)
+      this.entries.delete(e.id)
+      if (this.#byPid.get(e.record.pid) === e) this.#byPid.delete(e.record.pid)
+      if (e.record.requestId !== null && this.#byRequest.get(e.record.requestId) === e) this.#byRequest.delete(e.record.requestId)
+      this.#byChild.delete(e.child)
+      excess--
+    }
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * Restart policies for the Supervisor's children (off by default): when a child that the
+ * supervisor did not ask to stop exits, start it again ('on-failure': only after a failure;
+ * 'always': after any exit), after an exponential backoff with jitter and a cap, and give it up
+ * once it needed more than `maxRestarts` restarts within `windowMs` (Erlang/OTP's intensity and
+ * period). Pure policy and the one backoff timer: the Supervisor decides when an exit counts.
+ */
+import { rangeError, typeError } from '../../ground/errors'
+import { describe, validateMs, validateOptions } from '../../ground/validate'
+
+export type RestartPolicy = 'never' | 'on-failure' | 'always'
+
+export interface BackoffOptions {
+  /** The wait before the first restart in a window. Default 100 ms. */
+  initialMs?: number
+  /** The longest wait. Default 30000 ms. */
+  maxMs?: number
+  /** Each restart within the window waits this many times longer than the last. Default 2. */
+  factor?: number
+  /** The wait is shortened by a random part of up to this fraction of itself (0..1). Default 0.1. */
+  jitter?: number
+}
+
+export interface IntensityOptions {
+  /** At most this many restarts within `windowMs`; one more gives the child up. Default 5. */
+  maxRestarts?: number
+  /** The window. Default 60000 ms. */
+  windowMs?: number
+}
+
+export interface RestartOptions {
+  /** Default 'never'. */
+  restart?: RestartPolicy
+  backoff?: BackoffOptions
+  intensity?: IntensityOptions
+}
+
+export interface RestartSpec {
+  policy: Exclude<RestartPolicy, 'never'>
+  initialMs: number
+  maxMs: number
+  factor: number
+  jitter: number
+  maxRestarts: number
+  windowMs: number
+}
+
+/**
+ * Why an incarnation was started: the first start, or a restart after a failure, a clean exit, or
+ * a stop for failed health checks.
+ */
+export type StartReason = 'start' | 'failure' | 'exit' | 'unhealthy'
+
+export type RestartDecision =
+  | { action: 'none' }
+  | { action: 'restart'; delayMs: number; reason: Exclude<StartReason, 'start'> }
+  | { action: 'give-up' }
+
+function number(value: unknown, name: string, min: number, max: number, integer = false): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || Number.isNaN(value)) {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" option must be a number. Received ${describe(value)}`)
+  }
+  if (value < min || value > max || (integer && !Number.isSafeInteger(value))) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The value of "${name}" is out of range. It must be ${integer ? 'an integer ' : ''}>= ${min} and <= ${max}. Received ${value}`)
+  }
+  return value
+}
+
+/** The restart options of one spawn(), validated (before anything starts); null for 'never'. */
+export function restartSpec(options: RestartOptions): RestartSpec | null {
+  const { restart = 'never' } = options
+  if (restart !== 'never' && restart !== 'on-failure' && restart !== 'always') {
+    throw typeError('ERR_INVALID_ARG_VALUE', `The "restart" option must be 'never', 'on-failure' or 'always'. Received ${describe(restart)}`)
+  }
+  const backoff = validateOptions(options.backoff, 'backoff')
+  const intensity = validateOptions(options.intensity, 'intensity')
+  const spec: Omit<RestartSpec, 'policy'> = {
+    initialMs: validateMs(backoff.initialMs, 'backoff.initialMs') ?? 100,
+    maxMs: validateMs(backoff.maxMs, 'backoff.maxMs') ?? 30_000,
+    factor: number(backoff.factor, 'backoff.factor', 1, 1000) ?? 2,
+    jitter: number(backoff.jitter, 'backoff.jitter', 0, 1) ?? 0.1,
+    maxRestarts: number(intensity.maxRestarts, 'intensity.maxRestarts', 0, 2 ** 31 - 1, true) ?? 5,
+    windowMs: validateMs(intensity.windowMs, 'intensity.windowMs') ?? 60_000,
+  }
+  return restart === 'never' ? null : { policy: restart, ...spec }
+}
+
+/** A failure: a nonzero exit code, or a signal the supervisor did not send. */
+export const isFailure = (code: number | null, signal: NodeJS.Signals | null): boolean => signal !== null || code !== 0
+
+/**
+ * Whether a restart at `t` still counts at `now` in a window of `windowMs` (null: no window known,
+ * it counts). A time in the future, from a clock stepped back, never does: it would count forever.
+ */
+export function withinWindow(t: number, now: number, windowMs: number | null): boolean {
+  return t <= now && (windowMs === null || now - t < windowMs)
+}
+
+/**
+ * One child's restart state: the restarts within the window, and the backoff wait when one is
+ * pending. The wait is one timer, cleared by cancel() at once.
+ */
+export class Restarter {
+  readonly spec: RestartSpec
+  /** When each restart within the window happened (ms since the epoch), oldest first. */
+  #recent: number[]
+  #timer: NodeJS.Timeout | undefined
+  #cancelled = false
+
+  constructor(spec: RestartSpec, recent: readonly number[] = []) {
+    this.spec = spec
+    // Only the newest maxRestarts can matter: one more than that within the window gives it up.
+    this.#recent = spec.maxRestarts === 0 ? [] : recent.slice(-spec.maxRestarts)
+  }
+
+  /**
+   * The restarts still inside the window (what a state file carries to the next incarnation). A
+   * time in the future (the clock was stepped back) is dropped: it would stay in the window forever.
+   */
+  recent(now = Date.now()): number[] {
+    this.#recent = this.#recent.filter((t) => withinWindow(t, now, this.spec.windowMs))
+    return [...this.#recent]
+  }
+
+  get pending(): boolean {
+    return this.#timer !== undefined
+  }
+
+  /**
+   * What to do after an exit the supervisor did not ask for (`unhealthy`: it was stopped for failed
+   * health checks, a failure whatever its code). Counts the restart it decides.
+   */
+  decide(code: number | null, signal: NodeJS.Signals | null, unhealthy = false, now = Date.now(), random = Math.random): RestartDecision {
+    const failed = unhealthy || isFailure(code, signal)
+    if (this.spec.policy === 'on-failure' && !failed) return { action: 'none' }
+    const recent = this.recent(now)
+    if (recent.length >= this.spec.maxRestarts) return { action: 'give-up' }
+    this.#recent.push(now)
+    const reason = unhealthy ? 'unhealthy' : failed ? 'failure' : 'exit'
+    return { action: 'restart', delayMs: backoffMs(this.spec, recent.length, random), reason }
+  }
+
+  /** Runs `start` after `delayMs` and after `before` settles, unless cancel() comes first. */
+  schedule(delayMs: number, before: Promise<unknown>, start: () => void): void {
+    this.#cancelled = false
+    const waited = new Promise<void>((res) => (this.#timer = setTimeout(res, delayMs)))
+    void Promise.all([waited, before.catch(() => {})]).then(() => {
+      this.#timer = undefined
+      if (!this.#cancelled) start()
+    })
+  }
+
+  /** Cancels a pending wait at once (its timer cleared); true if there was one. */
+  cancel(): boolean {
+    if (this.#timer === undefined) return false
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#cancelled = true
+    return true
+  }
+}
+
+/** The n-th restart within the window (from 0) waits initial * factor^n, capped, less jitter. */
+export function backoffMs(spec: RestartSpec, n: number, random: () => number = Math.random): number {
+  const base = Math.min(spec.maxMs, spec.initialMs * spec.factor ** n)
+  return Math.round(base * (1 - spec.jitter * random()))
+}

@@ -1,0 +1,154 @@
+/**
+ * shutdownAll's stop of many entries at once: each through the two-phase close (closeClient), all
+ * in parallel under one cap. Whatever is left at the cap is SIGKILLed from one listing of the
+ * process table shared by every entry.
+ */
+import type { ChildProcess } from 'node:child_process'
+import type { KillResult } from '../../mechanisms/kill'
+import { type CloseReport, closeClient } from '../close'
+import { containersAtCap } from '../../mechanisms/container/child'
+import { type Logger, logEvent } from '../../ground/logger'
+import { scanGroups } from '../../mechanisms/group'
+import { killEntrySync } from './backstop'
+import { type Entry, exited, running } from './registry'
+import { type ProcessRecord, type ProcessStatus, type ShutdownReport, copyRecord } from './record'
+
+export interface ShutdownContext {
+  closeTimeoutMs: number
+  graceMs: number
+  capMs: number
+  logger: Logger
+  close: ((child: ChildProcess, record: ProcessRecord) => unknown) | undefined
+  /** The supervisor's status change (running -> final), with the stop that made it. */
+  settle(entry: Entry, status: ProcessStatus, report: ShutdownReport): void
+  settleIfExited(entry: Entry): void
+  /**
+   * The stops of children waiting out a backoff, while under way. Such a child stays 'restarting'
+   * until its stop ends, so a concurrent shutdownAll() targets it too: it shares this stop instead
+   * of signalling, settling and reporting it a second time.
+   */
+  backoffStops: Map<Entry, Promise<ShutdownReport>>
+}
+
+/** When the cap fires for everyone at once, one listing of the process table serves them all. */
+class CapTable {
+  #table: Map<number, number[]> | null | undefined
+  error: Error | undefined
+
+  get(): Map<number, number[]> | null {
+    if (this.#table !== undefined) return this.#table
+    try {
+      return (this.#table = scanGroups())
+    } catch (err) {
+      this.error = err as Error
+      return (this.#table = null)
+    }
+  }
+}
+
+/** Closes every target in parallel under one cap; one report each, in the targets' order. */
+export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Promise<ShutdownReport[]> {
+  const started = performance.now()
+  let capTimer: NodeJS.Timeout | undefined
+  const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, ctx.capMs, 'cap')))
+  const table = new CapTable()
+  try {
+    return await Promise.all(targets.map((entry) => ctx.backoffStops.get(entry) ?? closeOnce(entry, cap, table, started, ctx)))
+  } finally {
+    clearTimeout(capTimer)
+  }
+}
+
+/** closeOne, registered as the one stop of a child waiting out a backoff while it runs. */
+function closeOnce(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, started: number, ctx: ShutdownContext): Promise<ShutdownReport> {
+  const waiting = entry.record.status === 'restarting'
+  const stop = closeOne(entry, cap, capTable, started, ctx)
+  if (!waiting) return stop
+  ctx.backoffStops.set(entry, stop)
+  const forget = (): void => void ctx.backoffStops.delete(entry)
+  stop.then(forget, forget)
+  return stop
+}
+
+async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, started: number, ctx: ShutdownContext): Promise<ShutdownReport> {
+  const wasRunning = running(entry)
+  // A child waiting out a backoff (its restart cancelled): this stop ends it, as terminate() would.
+  const wasWaiting = entry.record.status === 'restarting'
+  const joinUnderWay = joinStopUnderWay(entry)
+  entry.stopping++
+  const close = ctx.close
+  const closing = closeClient(entry.child, {
+    closeTimeoutMs: ctx.closeTimeoutMs,
+    graceMs: ctx.graceMs,
+    logger: ctx.logger,
+    ...(close ? { close: () => close(entry.child, copyRecord(entry.record)) } : {}),
+  }).then(joinUnderWay)
+  try {
+    const first = await Promise.race([closing, cap])
+    if (first !== 'cap') {
+      const report = { ...first, requestId: entry.record.requestId, capped: false }
+      if (wasRunning && exited(entry)) ctx.settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated', report)
+      if (wasWaiting) ctx.settle(entry, first.escalated ? 'killed' : 'terminated', report)
+      return report
+    }
+    const table = capTable.get()
+    const killed = killEntrySync(entry, table)
+    logEvent(ctx.logger, 'warn', 'shutdown.capped', { pid: entry.record.pid, killed })
+    let timer: NodeJS.Timeout | undefined
+    const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
+    clearTimeout(timer)
+    const atCap = containersAtCap(entry.child, ctx.capMs) // its container is not known to be gone
+    const report: CloseReport = late ?? {
+      pid: entry.record.pid,
+      pgid: entry.record.pgid,
+      phase: 'forced',
+      closeCompleted: false,
+      closeError: null,
+      code: entry.record.exitCode,
+      signal: entry.record.signal,
+      signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: performance.now() - started, processes: killed }] : [],
+      escalated: true,
+      survivors: [],
+      uncertain: table === null || atCap.uncertain,
+      error: table === null ? (capTable.error ?? null) : atCap.error,
+      containers: atCap.containers,
+      containerSurvivors: atCap.containerSurvivors,
+      gracefulMs: ctx.closeTimeoutMs,
+      durationMs: performance.now() - started,
+    }
+    const capped = { ...report, requestId: entry.record.requestId, capped: true }
+    if ((wasRunning && exited(entry)) || wasWaiting) ctx.settle(entry, 'killed', capped)
+    return capped
+  } finally {
+    entry.stopping--
+    ctx.settleIfExited(entry)
+  }
+}
+
+type StopFigures = Pick<KillResult, 'signalsSent' | 'escalated' | 'survivors' | 'uncertain' | 'error'>
+
+/**
+ * A stop of a child waiting out a backoff (terminate, shutdownAll), taken as it starts: the stop of
+ * its last incarnation's leftovers already under way, if any, is joined to the stop's own report
+ * once that is made (the function returned). The one place a stop joins that one.
+ */
+export function joinStopUnderWay(entry: Entry): <R extends StopFigures>(own: R) => Promise<R> {
+  const underWay = entry.record.status === 'restarting' ? entry.restart?.leftovers : undefined
+  return async (own) => withStopUnderWay(own, await underWay?.catch(() => undefined))
+}
+
+/**
+ * The stop of the leftovers that was already under way (its signals first, timed from its own
+ * start) joins the report, so a SIGKILL it sent is an escalation and what resisted it a survivor.
+ */
+function withStopUnderWay<R extends StopFigures>(own: R, earlier: StopFigures | undefined): R {
+  if (!earlier) return own
+  return {
+    ...own,
+    signalsSent: [...earlier.signalsSent, ...own.signalsSent],
+    escalated: own.escalated || earlier.escalated,
+    survivors: [...new Set([...earlier.survivors, ...own.survivors])],
+    uncertain: own.uncertain || earlier.uncertain,
+    error: own.error ?? earlier.error,
+  }
+}
