@@ -46,7 +46,7 @@ import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
 import { noReportPipe, podmanRefused, refusePidNamespace } from './pid-namespace'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
-import { binding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
+import { nativeBinding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
@@ -177,6 +177,7 @@ function isReaped(child: ChildProcess): boolean {
 function witnessAlive(handle: ProcessHandle, pgid: number): boolean {
   try {
     handle.signal(0) // through the pidfd: fails once the process has exited
+    const binding = nativeBinding()
     return binding !== null && binding.getpgid(handle.pid) === pgid
   } catch {
     return false
@@ -294,6 +295,7 @@ export function trackChild(child: ChildProcess): SpawnedInfo | undefined {
     // Out of descriptors, say: unpinned, but still our unreaped child, whose group is still its own.
   }
   try {
+    const binding = nativeBinding()
     if (binding && binding.getpgid(child.pid) === child.pid) pgid = child.pid // needs no descriptor
   } catch (err) {
     if (isGoneError(err)) {
@@ -420,7 +422,7 @@ export function spawn(
   if (pidNamespace) refusePidNamespace({ explicitSignal: options.parentDeathSignal, asOtherUser })
   const wanted = pidNamespace ? 9 : parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = pidNamespace || capabilities().pdeathsig ? wanted : 0 // (the namespace's guarantee rests on it: Linux has it)
-  if (!binding) {
+  if (!nativeBinding()) {
     if (process.platform === 'linux' && wanted > 0) warnNoNative('spawn() arms no parent-death signal: the child outlives this process if it is SIGKILLed')
     else if (process.platform === 'win32' && group) warnNoNative('spawn() starts the child outside a kill-on-close Job object: what it starts can outlive this process')
   }
