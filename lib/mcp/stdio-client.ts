@@ -246,7 +246,14 @@ export class StdioClientTransport implements McpTransport {
     while (lines.buffer && (nl = lines.buffer.indexOf(0x0a)) >= 0) {
       const line = lines.buffer.toString('utf8', 0, nl).replace(/\r$/, '')
       lines.buffer = nl + 1 < lines.buffer.length ? lines.buffer.subarray(nl + 1) : null
-      this.#deliver(line) // a blank line too: JSON.parse('') fails, reported with 1.x, skipped with 2.x
+      // An onmessage that throws is the host's bug, not the server's: as the SDK's transport does,
+      // it goes to onerror and the lines behind it in this chunk are still delivered (uncaught, it
+      // would crash the host, and the rest of the chunk would wait for the server's next write).
+      try {
+        this.#deliver(line) // a blank line too: JSON.parse('') fails, reported with 1.x, skipped with 2.x
+      } catch (err) {
+        this.onerror?.(err instanceof Error ? err : new Error(String(err)))
+      }
     }
   }
 
