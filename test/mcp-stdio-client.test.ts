@@ -287,4 +287,39 @@ describe.runIf(linux)('StdioClientTransport: a drop-in for the SDK\'s', () => {
       expect(await run(ours as never, `ours, ${line}.x`)).toEqual(want)
     }
   })
+
+  // Review of issue 32 item 4: close() right after a start() that failed rejected "never spawned",
+  // and every close() after it returned that same rejection; the SDK's resolves.
+  it("close() after a start() that failed (ENOENT) resolves, and so does every later one, as the SDK's; onclose once, stderr ends", async () => {
+    for (const line of [1, 2] as const) {
+      const t = new StdioClientTransport({ command: '/nonexistent/reapkit-no-such-server', stderr: 'pipe' })
+      const client = newClient(line)
+      await expect(client.connect(t as never)).rejects.toMatchObject({ code: 'ENOENT' })
+      await expect(client.close(), `${line}.x Client.close()`).resolves.toBeUndefined()
+      await expect(t.close()).resolves.toBeUndefined()
+      await expect(t.close()).resolves.toBeUndefined()
+    }
+    // close() before the failed start() has even settled (its 'error' is yet to come).
+    const t = new StdioClientTransport({ command: '/nonexistent/reapkit-no-such-server', stderr: 'pipe' })
+    let closes = 0
+    t.onclose = () => closes++
+    t.onerror = () => {}
+    const ended = readToEnd(t.stderr, 5000)
+    const starting = t.start()
+    await expect(t.close()).resolves.toBeUndefined()
+    await expect(starting).rejects.toMatchObject({ code: 'ENOENT' })
+    await expect(t.close()).resolves.toBeUndefined()
+    expect(await ended).toBe('')
+    await waitFor(() => closes > 0, 5000, 'onclose')
+    await new Promise((r) => setTimeout(r, 100))
+    expect(closes).toBe(1)
+  })
+
+  it('an empty command: close() after the rejected start() ends transport.stderr (no server ever ran to end it)', async () => {
+    const t = new StdioClientTransport({ command: '', stderr: 'pipe' })
+    const ended = readToEnd(t.stderr, 5000) // before: never ended
+    await expect(t.start()).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
+    await t.close()
+    expect(await ended).toBe('')
+  })
 })

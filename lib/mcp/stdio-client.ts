@@ -288,8 +288,19 @@ export class StdioClientTransport implements McpTransport {
    */
   close(): Promise<void> {
     const child = this.#child
-    if (!child) return this.#closing ?? Promise.resolve()
+    if (!child) {
+      // No server current: a start() whose command was empty never had one, so nothing else ends
+      // the transport's stderr (a `for await` over it would never finish).
+      this.#endStderrIfOver()
+      return this.#closing ?? Promise.resolve()
+    }
     this.#child = null
+    if (child.pid === undefined) {
+      // start() failed (ENOENT, EACCES): no process, nothing to stop. Resolve, as the SDK's close()
+      // does; its 'close' event still gives onclose, and its stderr's end the transport's.
+      for (const stream of child.stdio) (stream as Readable | null)?.destroy()
+      return Promise.resolve()
+    }
     const closing = closeClient(child, {
       closeTimeoutMs: this.#options.closeTimeoutMs ?? STDIO_CLOSE_TIMEOUT_MS_DEFAULT,
       graceMs: this.#options.graceMs ?? STDIO_GRACE_MS_DEFAULT,
@@ -298,12 +309,11 @@ export class StdioClientTransport implements McpTransport {
       this.#releaseStderr(child)
     })
     this.#closing = closing
-    void closing.then(
-      () => {
-        if (this.#closing === closing) this.#closing = null
-      },
-      () => {},
-    )
+    // Cleared however it settles: a close() that rejected must not answer every later close().
+    const settled = (): void => {
+      if (this.#closing === closing) this.#closing = null
+    }
+    void closing.then(settled, settled)
     return closing
   }
 
