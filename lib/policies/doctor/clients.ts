@@ -13,7 +13,8 @@
  *      reapkit, the common leak): while its client lives the engine holds that name for the
  *      client's container alone (a second run of the name fails), so the engine's container of that
  *      name is the client's, if the engine created it after the client started (doctor/containers.ts
- *      checks both on the engine's record: a name in an argv is only a word).
+ *      checks both on the engine's record: a name in an argv is only a word). A name neither
+ *      engine accepts is never looked up.
  *
  * Anything else cannot be told (the client is listed, saying so; nothing is stopped blind). Linux
  * only: the client's argv, environment and working directory are read from /proc.
@@ -28,7 +29,7 @@ import { readFileSync, readlinkSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
 import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../../mechanisms/container/command'
 import type { EngineClient } from '../../mechanisms/container/engine'
-import { bootStartMs, processStartTime } from '../../mechanisms/container/owner'
+import { processStartTime } from '../../mechanisms/container/owner'
 import type { OrphanProcess, OrphanTree } from './doctor'
 import { type ClientUser, clientUser, engineClientAs } from './client-user'
 
@@ -37,8 +38,11 @@ export type ClientClue =
   | { via: 'run-label'; runId: string }
   | { via: 'cidfile'; path: string }
   | { via: 'conmon'; conmonPid: number; id: string }
-  /** `--name`: the engine's container of that name, if it was created after `startedMs` (the client's start, ms since the epoch, rounded down). */
+  /** `--name`: the engine's container of that name, if it was created after `startedMs` (the client's start, ms since the epoch, never later than the true start). */
   | { via: 'name'; name: string; startedMs: number }
+
+/** A name both engines accept for a container (their own pattern): anything else is refused, never passed on. */
+export const CONTAINER_NAME = /^\/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$/
 
 /** One container client found in an orphaned tree. */
 export interface ClientFinding {
@@ -55,8 +59,8 @@ export interface ClientFinding {
   refused: string | null
 }
 
-/** /proc start times are in USER_HZ clock ticks, 100 on every Linux architecture's ABI. */
-const USER_HZ = 100
+/** /proc start times are in USER_HZ clock ticks, 100 on every Linux architecture's ABI: 10 ms each. */
+const TICK_MS = 10
 
 const procFile = (pid: number, name: string): string | null => {
   try {
@@ -125,11 +129,24 @@ function runFlagValue(bin: string, args: readonly string[], runAt: number, long:
   return value
 }
 
-/** The client's start, in ms since the epoch, rounded down (/proc/stat's btime is whole seconds): a container it created is younger. */
+/**
+ * The client's start in ms since the epoch, never later than its true start and at most ~20 ms
+ * before it: its start is clock ticks since boot, /proc/uptime is the same boot clock now, and the
+ * difference is taken from the wall clock once (read first, so a late uptime read only moves the
+ * result earlier; one tick off for each figure's rounding down). /proc/stat's btime, whole seconds
+ * rounded down, let a container created up to a second before the client pass as created after it.
+ */
 function startedMsOf(ticks: string | undefined): number | null {
-  const boot = bootStartMs()
-  if (boot === null || ticks === undefined || !/^[0-9]+$/.test(ticks)) return null
-  return boot + (Number(ticks) * 1000) / USER_HZ
+  if (ticks === undefined || !/^[0-9]+$/.test(ticks)) return null
+  const wall = Date.now()
+  let uptime: number
+  try {
+    uptime = Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0])
+  } catch {
+    return null // no /proc
+  }
+  if (!Number.isFinite(uptime)) return null
+  return wall - (uptime * 1000 + TICK_MS) + Number(ticks) * TICK_MS
 }
 
 /** conmon's `-c`/`--cid` value (the container id it monitors). */
@@ -199,7 +216,9 @@ function clientFinding(tree: OrphanTree, pid: number, run: ContainerRun, argvs: 
   const refused =
     user.kind === 'other' && base.clue?.via === 'cidfile'
       ? `its --cidfile is uid ${user.uid}'s file, no proof of which container is its: not opened; run \`reapkit doctor\` as that user to stop it`
-      : null
+      : base.clue?.via === 'name' && !CONTAINER_NAME.test(base.clue.name)
+        ? `its --name ${JSON.stringify(base.clue.name)} is no container name an engine accepts: not looked up`
+        : null
   return { ...base, client, refused }
 }
 

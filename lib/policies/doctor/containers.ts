@@ -216,11 +216,12 @@ async function clueIds(f: ClientFinding, client: EngineClient, timeoutMs: number
  */
 function untied(f: ClientFinding, c: InspectedContainer): string | null {
   if (f.clue?.via === 'name') {
+    const name = f.clue.name.replace(/^\//, '')
     // inspect also takes an id prefix: the engine must call it by that very name.
-    if (c.name !== f.clue.name) return `the engine's container ${c.id.slice(0, 12)} is named ${JSON.stringify(c.name)}, not ${JSON.stringify(f.clue.name)}`
+    if (c.name !== name) return `the engine's container ${c.id.slice(0, 12)} is named ${JSON.stringify(c.name)}, not ${JSON.stringify(name)}`
     if (c.createdMs === undefined) return `the engine gives no creation time for container ${c.id.slice(0, 12)}`
     // A container that was there before the client started is not the one it created.
-    if (c.createdMs < f.clue.startedMs) return `container ${c.id.slice(0, 12)} (named ${f.clue.name}) was created before its client started`
+    if (c.createdMs < f.clue.startedMs) return `container ${c.id.slice(0, 12)} (named ${name}) was created before its client started`
     return null
   }
   if (f.clue?.via !== 'conmon') return null

@@ -1,7 +1,8 @@
 /**
  * What doctor needs to know of a container, from the engine's `inspect` (docker, podman and nerdctl
  * give the same fields: Id, Name, Created, Config.Image/ImageName, Config.Labels, State.Status,
- * HostConfig.AutoRemove; podman also State.ConmonPid). Bounded like every engine call.
+ * HostConfig.AutoRemove; podman also State.ConmonPid). Bounded like every engine call; the ids
+ * after `--`, so that none is ever read as a flag.
  */
 import { type EngineClient, engineCall, isNoSuchContainer } from '../../mechanisms/container/engine'
 
@@ -50,7 +51,7 @@ function read(raw: unknown): InspectedContainer | null {
 }
 
 async function inspect(client: EngineClient, ids: readonly string[], timeoutMs: number): Promise<InspectedContainer[]> {
-  const out = await engineCall(client, ['inspect', '--type', 'container', ...ids], timeoutMs)
+  const out = await engineCall(client, ['inspect', '--type', 'container', '--', ...ids], timeoutMs)
   const parsed: unknown = JSON.parse(out)
   return (Array.isArray(parsed) ? parsed : []).map(read).filter((c): c is InspectedContainer => c !== null)
 }
