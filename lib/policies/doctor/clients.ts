@@ -11,10 +11,13 @@
  *      beside it under a subreaper when the tree holds no other podman client;
  *   4. the run's `--name` (the plain `docker run -i --rm --name X IMAGE` of a host without
  *      reapkit, the common leak): while its client lives the engine holds that name for the
- *      client's container alone (a second run of the name fails), so the engine's container of that
- *      name is the client's, if the engine created it after the client started (doctor/containers.ts
- *      checks both on the engine's record: a name in an argv is only a word). A name neither
- *      engine accepts is never looked up.
+ *      client's container alone (a second run of the name fails), unless it was renamed (`docker
+ *      rename`), after which another container may take the name. So the engine's container of
+ *      that name is taken as the client's only if the engine created it after the client started
+ *      and its record is what the argv runs: the image, the command (when given), -i and --rm
+ *      (doctor/containers.ts checks them on the engine's record: a name in an argv is only a
+ *      word). A rename followed by the very same run under the old name still passes: that is
+ *      as far as a name can be told. A name neither engine accepts is never looked up.
  *
  * Anything else cannot be told (the client is listed, saying so; nothing is stopped blind). Linux
  * only: the client's argv, environment and working directory are read from /proc.
@@ -27,7 +30,8 @@
  */
 import { readFileSync, readlinkSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
-import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../../mechanisms/container/command'
+import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL, runFlags } from '../../mechanisms/container/command'
+import { BOOL_TRUE } from '../../mechanisms/container/grammar'
 import type { EngineClient } from '../../mechanisms/container/engine'
 import { processStartTime } from '../../mechanisms/container/owner'
 import type { OrphanProcess, OrphanTree } from './doctor'
@@ -38,8 +42,24 @@ export type ClientClue =
   | { via: 'run-label'; runId: string }
   | { via: 'cidfile'; path: string }
   | { via: 'conmon'; conmonPid: number; id: string }
-  /** `--name`: the engine's container of that name, if it was created after `startedMs` (the client's start, ms since the epoch, never later than the true start). */
-  | { via: 'name'; name: string; startedMs: number }
+  /**
+   * `--name`: the engine's container of that name, if it was created after `startedMs` (the
+   * client's start, ms since the epoch, never later than the true start) and the engine's record
+   * of it is what the argv runs: its image, its command (when the argv gives one), `-i` and `--rm`.
+   */
+  | { via: 'name'; name: string; startedMs: number; run: NamedRun }
+
+/** What a `--name` run's argv says its container is, to hold against the engine's record. */
+export interface NamedRun {
+  /** The image as the argv gives it. */
+  image: string
+  /** The arguments after the image (empty: the image's own command). */
+  cmd: string[]
+  /** `-i` given (and true): the engine records OpenStdin. */
+  interactive: boolean
+  /** `--rm` given (and true): the engine records AutoRemove. */
+  autoRemove: boolean
+}
 
 /** A name both engines accept for a container (their own pattern): anything else is refused, never passed on. */
 export const CONTAINER_NAME = /^\/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$/
@@ -149,6 +169,17 @@ function startedMsOf(ticks: string | undefined): number | null {
   return wall - (uptime * 1000 + TICK_MS) + Number(ticks) * TICK_MS
 }
 
+/** What a run's argv says its container is (image, command, -i, --rm), or null where its flags cannot be read. */
+function namedRunOf(args: readonly string[], run: ContainerRun): NamedRun | null {
+  const flags = runFlags(args, run)
+  if (flags === null) return null
+  let interactive = false
+  for (const f of flags) if (f.name === '-i' || f.name === '--interactive') interactive = BOOL_TRUE.includes(f.value)
+  const imageAt = args[run.flagsEnd] === '--' ? run.flagsEnd + 1 : run.flagsEnd
+  const image = args[imageAt]
+  return image === undefined ? null : { image, cmd: args.slice(imageAt + 1), interactive, autoRemove: run.autoRemove }
+}
+
 /** conmon's `-c`/`--cid` value (the container id it monitors). */
 function conmonId(argv: readonly string[]): string | null {
   for (let i = 1; i < argv.length; i++) {
@@ -188,7 +219,8 @@ function clueOf(tree: OrphanTree, pid: number, run: ContainerRun, argvs: Map<num
   if (conmon !== null) return conmon
   const name = runFlagValue(run.bin, args, run.runAt, '--name')
   const startedMs = startedMsOf(tree.processes.find((p) => p.pid === pid)?.start)
-  return name !== null && startedMs !== null ? { via: 'name', name, startedMs } : null
+  const named = namedRunOf(args, run)
+  return name !== null && startedMs !== null && named !== null ? { via: 'name', name, startedMs, run: named } : null
 }
 
 /** How doctor reaches a client's engine (see the file's comment), or why it cannot. */
