@@ -4,7 +4,7 @@
 // and the small things any caller may touch at once (errors, signals, capabilities). Every other
 // module lib/index.ts exports from is a part, dist/cjs/parts/<name>.js, loaded on first use:
 // - a function of a part is, in index.js, a stub of the same name and length (async where the
-//   function is) that loads the part on its first call and calls through: validation errors still
+//   function is, with util.promisify.custom where it has one) that loads the part on its first call and calls through: validation errors still
 //   throw synchronously, from the same code, before the function does anything (an ESM `import` of reapkit loads no part either);
 // - a class of a part (Supervisor) is a getter that loads the part when first read: a stand-in class
 //   would change what `instanceof`, `extends` and `.constructor` see. An ESM import reads every
@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve, sep } from 'node:path'
-import { types } from 'node:util'
+import { promisify, types } from 'node:util'
 
 /**
  * The modules of lib/index.ts's exports that require('reapkit') loads at once: spawn() and
@@ -230,6 +230,11 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
       // constructible as the originals are.
       const kind = types.isAsyncFunction(value) ? 'async function' : 'function'
       lines.push([`export ${kind} ${e.name}(${params}) { return ${load}.${e.local}.apply(this, arguments) }`, ...at(e)])
+      // util.promisify's own form (exec's { stdout, stderr }): the stub has it too, read from the part
+      // when util.promisify asks for it.
+      if (typeof value[promisify.custom] === 'function') {
+        lines.push([`Object.defineProperty(${e.name}, Symbol.for('nodejs.util.promisify.custom'), { __proto__: null, get: () => ${load}.${e.local}[Symbol.for('nodejs.util.promisify.custom')] })`, ...at(e)])
+      }
     } else {
       // A getter: module.exports is esbuild's (made before this module runs), extended here. A
       // descriptor without a prototype: a polluted Object.prototype adds nothing to it.
@@ -360,7 +365,7 @@ export async function buildMain({ esbuild, root, outDir, scratch, common }) {
   }
   for (const n of names(reference)) {
     const [a, b] = [built[n], reference[n]]
-    if (typeof a !== typeof b || (typeof b === 'function' && (a.name !== b.name || a.length !== b.length || types.isAsyncFunction(a) !== types.isAsyncFunction(b)))) {
+    if (typeof a !== typeof b || (typeof b === 'function' && (a.name !== b.name || a.length !== b.length || types.isAsyncFunction(a) !== types.isAsyncFunction(b) || typeof a[promisify.custom] !== typeof b[promisify.custom]))) {
       throw new Error(`build-parts: ${n} differs from lib/index.ts's: ${typeof a} ${a?.name}/${a?.length} against ${typeof b} ${b?.name}/${b?.length}`)
     }
   }

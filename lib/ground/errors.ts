@@ -58,14 +58,23 @@ export function typeError(code: string, message: string): TypeError & { code: st
   // The stack starts at the caller, as Node's own argument errors do: an uncaught one then prints
   // the caller's `throw` line and names the check that failed as its top frame.
   Error.captureStackTrace(err, typeError)
-  err.code = code
-  return err
+  return withCode(err, code)
 }
 
 /** RangeError with Node's `code` property (`ERR_OUT_OF_RANGE`, or reapkit's refusals). */
 export function rangeError(code: string, message: string): RangeError & { code: string } {
   const err = new RangeError(message) as RangeError & { code: string }
   Error.captureStackTrace(err, rangeError)
-  err.code = code
-  return err
+  return withCode(err, code)
+}
+
+/**
+ * Node's own argument errors print as `TypeError [ERR_X]: message` (String(err)), and tests match
+ * that (`assert.throws(fn, /ERR_OUT_OF_RANGE/)` reads String(err)): ours print the same.
+ */
+function withCode<E extends Error>(err: E, code: string): E & { code: string } {
+  const coded = err as E & { code: string }
+  coded.code = code
+  Object.defineProperty(coded, 'toString', { value: () => `${coded.name} [${coded.code}]: ${coded.message}`, enumerable: false, configurable: true, writable: true })
+  return coded
 }

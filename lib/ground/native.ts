@@ -122,7 +122,7 @@ export interface Binding {
 export interface ExecReport {
   ready: boolean
   done: boolean
-  step: 'setpgid' | 'prctl' | 'exec' | null
+  step: 'cgroup' | 'setpgid' | 'prctl' | 'unshare' | 'fork' | 'exec' | null
   /** The helper's errno for `step` (positive), else 0. */
   errno: number
 }

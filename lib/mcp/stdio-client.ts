@@ -62,6 +62,11 @@ export interface StdioClientTransportOptions {
   graceMs?: number | undefined
   /** Linux: run the server in a cgroup of its own (spawn's `cgroup`), so close() also ends what left its group. Default false. */
   cgroup?: boolean | undefined
+  /**
+   * Linux: run the server in a PID namespace of its own (spawn's `pidNamespace`), so that its whole
+   * tree ends when this process dies by any means, SIGKILL included. Default false.
+   */
+  pidNamespace?: boolean | undefined
 }
 
 /**
@@ -127,6 +132,7 @@ export class StdioClientTransport implements McpTransport {
     validateMs(options.closeTimeoutMs, 'closeTimeoutMs')
     validateMs(options.graceMs, 'graceMs')
     if (options.cgroup !== undefined && typeof options.cgroup !== 'boolean') throw Object.assign(new TypeError('The "cgroup" option must be a boolean'), { code: 'ERR_INVALID_ARG_TYPE' })
+    if (options.pidNamespace !== undefined && typeof options.pidNamespace !== 'boolean') throw Object.assign(new TypeError('The "pidNamespace" option must be a boolean'), { code: 'ERR_INVALID_ARG_TYPE' })
     // An empty command is start()'s rejection, as the SDK's (Node's ERR_INVALID_ARG_VALUE from spawn).
     if (typeof server !== 'object' || server === null || typeof server.command !== 'string') {
       throw Object.assign(new TypeError('The "server" argument must be an object with a "command" string'), {
@@ -220,6 +226,7 @@ export class StdioClientTransport implements McpTransport {
       windowsHide: process.platform === 'win32', // as both SDK lines: no console window flashes up
       ...(this.#params.cwd ? { cwd: this.#params.cwd } : {}),
       ...(this.#options.cgroup ? { cgroup: true } : {}),
+      ...(this.#options.pidNamespace ? { pidNamespace: true } : {}),
     })
   }
 

@@ -37,6 +37,7 @@ import { spawnReportMs } from '../ground/config'
 import { binding, type ExecReport } from '../ground/native'
 import { signalName } from '../ground/validate'
 import type { SpawnFunction } from './node-spawn'
+import { explainRefusal } from './pid-namespace'
 
 /** How the child's start was confirmed: see SpawnedInfo.startup. */
 export type Startup = 'exec' | 'timeout' | 'none'
@@ -59,6 +60,8 @@ interface Request {
   sig: number
   /** Linux: the cgroup the helper joins before anything else (cgroup/make.ts made it), or undefined. */
   cgroup?: string
+  /** Linux: run the command in a PID namespace of its own (native/exec_pidns.c); sig is then 9. */
+  pidNamespace?: boolean
   file: string
   argv0: string
   argv: string[]
@@ -111,7 +114,7 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
   let child: ChildProcess
   try {
     const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
-    const join = req.cgroup !== undefined ? ['--cgroup', req.cgroup] : []
+    const join = [...(req.cgroup !== undefined ? ['--cgroup', req.cgroup] : []), ...(req.pidNamespace ? ['--pid-namespace'] : [])]
     const args = [...join, req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
     child = nodeSpawn(req.helper, args, options)
   } catch (err) {
@@ -214,7 +217,8 @@ function failLikeNode(child: ChildProcess, report: ExecReport, cgroup: string | 
     if (event === 'error') {
       delete (child as { emit?: unknown }).emit // the prototype's again
       // Node's error names the exec; a failed join must say it was the cgroup (the target never ran).
-      if ((report.step as string) === 'cgroup' && args[0] instanceof Error) explainCgroup(args[0], cgroup)
+      if (report.step === 'cgroup' && args[0] instanceof Error) explainCgroup(args[0], cgroup)
+      if (report.step === 'unshare' && args[0] instanceof Error) explainRefusal(args[0])
     }
     return own.call(this, event, ...args)
   } as ChildProcess['emit']

@@ -14,12 +14,16 @@
  *   Node's spawn; when we are continued (`fg`: SIGCONT), we give the terminal to the child again
  *   if our group holds it (`bg`: we do not) and continue the child's group.
  *
+ * While the child holds the terminal, our own reads of it wait (terminal-reads.ts), as a shell's
+ * do: from the background they would stop us (SIGTTIN) or, our group orphaned, fail with EIO.
+ *
  * Not in the foreground (started with `&`, or no terminal), nothing is handed over: the child is a
  * background job, as any shell would make it. `spawn(..., { foreground: false })` opts out.
  */
 import type { ChildProcess, StdioOptions } from 'node:child_process'
 import { binding } from '../ground/native'
 import { signalNumber } from '../ground/validate'
+import { holdTerminalReads, releaseTerminalReads } from './terminal-reads'
 
 interface ForegroundJob {
   child: ChildProcess
@@ -80,6 +84,7 @@ export function followForeground(child: ChildProcess, fd: number): boolean {
   }
   const job: ForegroundJob = { child, fd, pgid, stopped: false }
   jobs.add(job)
+  holdTerminalReads(fd)
   if (jobs.size === 1) {
     process.on('SIGCHLD', onChildSignal)
     process.on('SIGCONT', onContinue)
@@ -95,14 +100,15 @@ export function followForeground(child: ChildProcess, fd: number): boolean {
   return true
 }
 
-/** Gives the terminal back to our group, if the job's group still holds it. */
+/** Gives the terminal back to our group, if the job's group still holds it; our reads go on once it is ours. */
 function takeBack(job: ForegroundJob): void {
   const own = ownGroup()
-  if (own === null) return
+  if (own === null) return releaseTerminalReads()
   try {
     if (binding!.tcgetpgrp!(job.fd) === job.pgid) binding!.tcsetpgrp!(job.fd, own)
+    if (binding!.tcgetpgrp!(job.fd) === own) releaseTerminalReads()
   } catch {
-    // the terminal is gone (hang-up): nothing to give back
+    releaseTerminalReads() // the terminal is gone (hang-up): a read says so at once, as it would have
   }
 }
 
@@ -136,7 +142,10 @@ function onContinue(): void {
     if (!job.stopped || !unreaped(job)) continue
     job.stopped = false
     try {
-      if (own !== null && binding!.tcgetpgrp!(job.fd) === own) binding!.tcsetpgrp!(job.fd, job.pgid)
+      if (own !== null && binding!.tcgetpgrp!(job.fd) === own) {
+        binding!.tcsetpgrp!(job.fd, job.pgid)
+        holdTerminalReads(job.fd)
+      }
     } catch {
       // no terminal any more: the job goes on in the background
     }

@@ -21,6 +21,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { KILL_CONFIRM_MS_DEFAULT, closeTimeoutMs as envCloseTimeoutMs, killGraceMs } from '../ground/config'
 import { type ContainerResult, stopContainersOf, withContainers } from '../mechanisms/container/child'
+import { reachOf } from '../mechanisms/stop/reach'
 import type { ContainerOutcome } from '../mechanisms/container/stop'
 import { typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
@@ -75,6 +76,8 @@ export interface CloseReport extends ContainerResult {
   /** Phase 1's duration, and the whole call's, in ms. */
   gracefulMs: number
   durationMs: number
+  /** What the close and its stop could see of what the child started: see KillResult.reach. */
+  reach: KillResult['reach']
   /** Linux: the child's own cgroup's part in phase 2 (spawn({ cgroup: true })): see KillResult.cgroup. */
   cgroup?: KillResult['cgroup']
 }
@@ -143,6 +146,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
   let kill: KillResult | null = null
   let containers: ContainerOutcome[] = []
   let gracefulMs = 0
+  let killStartedAt = started
   try {
     if (child.exitCode !== null || child.signalCode !== null) {
       phase = 'already-exited'
@@ -179,6 +183,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     // Phase 2: the group kill, also for members that outlived a leader that left in phase 1.
     if (phase === 'forced' || (await groupLeft())) {
       if (phase !== 'forced' && phase !== 'already-exited') phase = 'forced'
+      killStartedAt = now()
       kill = await killProcessGracefully(child, {
         ...(graceMs !== undefined ? { graceMs } : {}),
         ...(options.signal !== undefined ? { signal: options.signal } : {}),
@@ -210,13 +215,15 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     closeError,
     code: status?.code ?? kill?.code ?? null,
     signal: status?.signal ?? kill?.signal ?? null,
-    signalsSent: kill?.signalsSent ?? [],
+    // One time origin, this call's start: phase 2's signals are timed from its own start.
+    signalsSent: (kill?.signalsSent ?? []).map((s) => ({ ...s, atMs: s.atMs + (killStartedAt - started) })),
     escalated: kill?.escalated ?? false,
     survivors: kill?.survivors ?? [],
     uncertain: kill?.uncertain ?? false,
     error: kill?.error ?? null,
     gracefulMs,
     durationMs: now() - started,
+    reach: kill?.reach ?? reachOf(child, pgid),
     ...(kill?.cgroup ? { cgroup: kill.cgroup } : {}),
   }, kill?.containers ?? containers)
 }

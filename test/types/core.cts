@@ -7,6 +7,8 @@ const caps = reapkit.capabilities()
 reapkit.kill(child.pid ?? 0, 'SIGTERM')
 const pgid: number = reapkit.getpgid()
 const transport = new mcp.StdioClientTransport({ command: 'node', args: ['server.js'] })
+reapkit.exec('ls', { group: true }, (_err, stdout: string) => void stdout)
+reapkit.fork('worker.js').send('hi')
 void [caps, pgid, transport]
 
 // @ts-expect-error: a stdio value Node does not know (the options are Node's, not `any`)

@@ -4,6 +4,9 @@ import {
   capabilities,
   closeClient,
   createKeepalive,
+  exec,
+  execFile,
+  fork,
   killProcessGracefully,
   openProcess,
   setChildSubreaper,
@@ -16,6 +19,7 @@ import {
   watchParent,
 } from 'reapkit'
 import { getDefaultEnvironment } from 'reapkit/mcp'
+import { promisify } from 'node:util'
 import { installLeakGuard } from 'reapkit/testing'
 
 installLeakGuard({ beforeEach, afterEach })
@@ -64,6 +68,19 @@ const keepalive = createKeepalive({ onShutdown: () => {} })
 const result: number = await keepalive.run(async (abort) => (abort.aborted ? 0 : 1))
 void [caps, pgid, code, signal, r, report, running, first, result]
 
+// exec, execFile and fork as Node types them: stdout is a string by default, a Buffer for
+// encoding 'buffer'; util.promisify gives { stdout, stderr } and .child; reapkit's options too.
+exec('ls', (err, stdout: string) => void [err?.code, stdout.trim()])
+exec('ls', { encoding: 'buffer', group: true }, (_err, stdout) => void stdout.readUInt8(0))
+execFile('ls', ['-l'], { timeout: 1000, parentDeathSignal: 'SIGTERM' }, (err, stdout: string) => void [err?.killed, stdout])
+const listed = promisify(exec)('ls')
+const { stdout: listing }: { stdout: string } = await listed
+void [listed.child.pid, listing]
+const asBuffers = await promisify(execFile)('ls', [], { encoding: 'buffer' })
+void asBuffers.stdout.readUInt8(0)
+const worker = fork('worker.js', ['--flag'], { execArgv: [], silent: true, serialization: 'advanced', foreground: false })
+worker.send({ hello: 1 })
+
 // The types say no where they should (were they `any`, these lines would compile, and tsc fail on
 // the unused directives).
 // @ts-expect-error: a stdio value Node does not know
@@ -72,3 +89,7 @@ spawn('x', [], { stdio: 'nonsense' })
 await killProcessGracefully(child, { graceMs: '5s' })
 // @ts-expect-error: no such restart policy
 sup.spawn('x', [], { restart: 'sometimes' })
+// @ts-expect-error: stdout is a Buffer with encoding 'buffer', not a string
+exec('ls', { encoding: 'buffer' }, (_err, stdout: string) => void stdout)
+// @ts-expect-error: fork takes a module path, not a number
+fork(1)

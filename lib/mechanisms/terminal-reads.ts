@@ -1,0 +1,94 @@
+/**
+ * While a child of ours is the terminal's foreground job, this process's own reads of the terminal
+ * wait, as a shell's do (issue 32 item 3).
+ *
+ * Handing the terminal to the child (terminal.ts) puts this process in a background group. A read
+ * of the terminal from there is refused by the kernel: with SIGTTIN, which stops this process, when
+ * its group has a parent in another group of the session (under a shell: the shell reports the
+ * host "Stopped" and takes the terminal from the child too), or with EIO when its group is orphaned
+ * (the host leads its own session, as under `script -c`, an IDE's terminal, a container's `-t`):
+ * Node's stdin then emits an unhandled `Error: read EIO` and the host exits 1. With Node's spawn
+ * the child stays in the host's group and both read; whoever reads first gets the line.
+ *
+ * A shell never reads while a foreground job runs: it waits for the job, and reads again once the
+ * terminal is back. So do we, for Node's terminal streams (tty.ReadStream: process.stdin and any
+ * other on the same terminal): while the job holds the terminal, one that is reading stops reading
+ * (libuv's readStop, the stream left as it is: nothing is lost, nothing is emitted), and one that
+ * starts reading waits; both read again when the terminal comes back to our group (the job exited
+ * or stopped). Typed input stays in the terminal's buffer meanwhile, for whoever reads first: the
+ * job, as in a shell.
+ *
+ * Two hooks, installed at the first hand-over, never at load: `tty.ReadStream.prototype._read`
+ * (a stream that starts reading during the job), and `process._getActiveHandles()` to find the
+ * streams already reading (Node has no public list; without it, those are not held).
+ */
+import { fstatSync } from 'node:fs'
+import type { ReadStream } from 'node:tty'
+
+/** The parts of a tty.ReadStream's libuv handle used here. */
+interface TtyHandle {
+  fd?: number
+  reading?: boolean
+  readStop?: () => number
+}
+type TerminalStream = ReadStream & { _handle?: TtyHandle | null; _read(n: number): void }
+
+let terminalFd: number | null = null
+const waiting = new Set<TerminalStream>()
+let originalRead: ((this: TerminalStream, n: number) => void) | null = null
+
+function ttyModule(): typeof import('node:tty') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('node:tty') as typeof import('node:tty')
+}
+
+/** Whether `stream` reads the terminal at `fd` (the same device; libuv may read it through a reopened descriptor). */
+function onTerminal(stream: TerminalStream, fd: number): boolean {
+  const own = stream._handle?.fd
+  if (typeof own !== 'number' || own < 0) return false
+  try {
+    return fstatSync(own).rdev === fstatSync(fd).rdev
+  } catch {
+    return false
+  }
+}
+
+function installReadHook(): void {
+  if (originalRead) return
+  const proto = ttyModule().ReadStream.prototype as unknown as TerminalStream
+  const original = proto._read
+  originalRead = original
+  proto._read = function heldRead(this: TerminalStream, n: number): void {
+    if (terminalFd !== null && onTerminal(this, terminalFd)) {
+      waiting.add(this) // its read starts once the terminal is ours again
+      return
+    }
+    original.call(this, n)
+  }
+}
+
+/** The terminal at `fd` went to a job of ours: our reads of it wait until releaseTerminalReads(). */
+export function holdTerminalReads(fd: number): void {
+  installReadHook()
+  terminalFd = fd
+  const active = (process as unknown as { _getActiveHandles?: () => unknown[] })._getActiveHandles?.() ?? []
+  const { ReadStream } = ttyModule()
+  for (const handle of active) {
+    const stream = handle as TerminalStream
+    if (!(handle instanceof ReadStream) || !stream._handle?.reading || !onTerminal(stream, fd)) continue
+    stream._handle.reading = false
+    stream._handle.readStop?.()
+    waiting.add(stream)
+  }
+}
+
+/** The terminal is ours again (or gone): the held streams read again. */
+export function releaseTerminalReads(): void {
+  if (terminalFd === null) return
+  terminalFd = null
+  for (const stream of [...waiting]) {
+    waiting.delete(stream)
+    if (stream.destroyed || !stream._handle || stream._handle.reading) continue
+    originalRead!.call(stream, stream.readableHighWaterMark)
+  }
+}

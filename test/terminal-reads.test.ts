@@ -1,0 +1,124 @@
+// A host that reads its terminal while its child holds it (issue 32 item 3). spawn() hands the
+// terminal to a child that inherits it (terminal-foreground.test.ts); the host is then in the
+// background, where the kernel answers its reads with EIO when its group is orphaned (the host
+// leads its own session, as under `script -c`: Node's stdin emitted an unhandled `Error: read EIO`
+// and the host exited 1) or stops it with SIGTTIN otherwise (under a shell's job control: the shell
+// reported the host Stopped, exit 149). A shell never reads while its foreground job runs; nor does
+// the host now (lib/mechanisms/terminal-reads.ts): its reads wait, the job reads what is typed,
+// and the host reads again once the terminal is back. Each arrangement under a real pty
+// (util-linux `script`); the host is test/fixtures/terminal-reads.cjs.
+import { spawnSync } from 'node:child_process'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { exitOf, FIXTURES, isGone, jsonLines, procStat, spawnFixture, spawnGroup, trackGroup, waitFor } from './helpers'
+
+const linux = process.platform === 'linux'
+const canScript = linux && spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0
+const canBash = linux && spawnSync('bash', ['--version'], { stdio: 'ignore' }).status === 0
+const HOST = join(FIXTURES, 'terminal-reads.cjs')
+// The child waits a moment before it reads, so that the line is typed while only the host could
+// take it: without the hold, the host's read came first (and failed); with it, the child reads it.
+const CHILD = 'sleep 1; read line; echo child-read:$line'
+
+/** `command` (a shell line) under a fresh pty: its output, JSON events, and a way to type. */
+function underTerminal(command: string, env: NodeJS.ProcessEnv) {
+  const term = spawnGroup('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { CHILD, ...env } })
+  let out = ''
+  term.stdout!.setEncoding('utf8')
+  term.stdout!.on('data', (d: string) => (out += d))
+  const events = () => out.split(/\r?\n/).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
+  const next = async (event: string, timeoutMs = 10_000) => {
+    await waitFor(() => events().some((e) => e.event === event), timeoutMs, `${event} (terminal so far: ${JSON.stringify(out)})`)
+    return events().find((e) => e.event === event)!
+  }
+  return { term, out: () => out, events, next, type: (s: string) => term.stdin!.write(s) }
+}
+
+async function hostReadsAfterTheJob(t: ReturnType<typeof underTerminal>) {
+  const s = (await t.next('started')) as { node: number; pgrp: number; sid: number; child: number; tty: boolean }
+  trackGroup(s.pgrp)
+  trackGroup(s.child)
+  expect(s.tty).toBe(true)
+  t.type('first\n') // while the child holds the terminal and the host is reading
+  await waitFor(() => t.out().includes('child-read:first'), 10_000, `the child to read the line (terminal: ${JSON.stringify(t.out())})`)
+  expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+  t.type('quit\n')
+  expect(await t.next('node-read')).toMatchObject({ line: 'quit', childRunning: false })
+  // The host never took the child's line, and nothing failed.
+  expect(t.events().filter((e) => e.event === 'node-read').map((e) => e.line)).toEqual(['quit'])
+  expect(t.out()).not.toContain('EIO')
+  await waitFor(() => isGone(s.node) && isGone(s.child), 10_000, 'the host and its child gone')
+  return s
+}
+
+describe.runIf(canScript)('a host reading the terminal while its foreground child runs', () => {
+  for (const early of [false, true]) {
+    const when = early ? 'reading from before the spawn' : 'starting to read after the spawn'
+    it(`the host leads its own session (script -c; its group orphaned, EIO before), ${when}`, async () => {
+      const t = underTerminal(`"${process.execPath}" "${HOST}"`, { EARLY: early ? '1' : '0' })
+      const s = await hostReadsAfterTheJob(t)
+      expect(s.sid).toBe(s.node) // the session leader
+      expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null }) // script -e: the host's status
+    })
+
+    it.runIf(canBash)(`the host is a shell's foreground job (bash, set -m; SIGTTIN stopped it before), ${when}`, async () => {
+      const t = underTerminal(`bash -c 'set -m; "${process.execPath}" "${HOST}"; echo bash-saw:$?'`, { EARLY: early ? '1' : '0' })
+      const s = await hostReadsAfterTheJob(t)
+      expect(s.sid).not.toBe(s.node) // bash leads the session; the host leads a job of it
+      expect(s.pgrp).toBe(s.node)
+      await waitFor(() => t.out().includes('bash-saw:'), 10_000, `bash to report the host (terminal: ${JSON.stringify(t.out())})`)
+      expect(t.out()).toContain('bash-saw:0')
+      expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    })
+  }
+
+  it('Ctrl-Z: after fg, the job has the terminal again and the reads of the host wait again (the job gets the lines)', async () => {
+    const t = underTerminal(`"${process.execPath}" "${HOST}"`, { EARLY: '1', CHILD: 'read x; echo got:$x; read y; echo got:$y' })
+    const s = (await t.next('started')) as { node: number; pgrp: number; child: number }
+    trackGroup(s.pgrp)
+    trackGroup(s.child)
+    const state = (pid: number) => procStat(pid)?.[0]
+    await waitFor(() => state(s.child) === 'S', 10_000, 'the child to wait in read')
+    t.type('\x1a')
+    await waitFor(() => state(s.node) === 'T' && state(s.child) === 'T', 10_000, 'the child and the host stopped')
+    // fg, as terminal-foreground.test.ts does it: SIGCONT to script's group and to the host.
+    process.kill(-t.term.pid!, 'SIGCONT')
+    process.kill(s.node, 'SIGCONT')
+    await waitFor(() => state(s.child) === 'S' && Number(procStat(s.node)?.[5]) === s.child, 10_000, 'the child in the foreground again')
+    t.type('one\n')
+    await waitFor(() => t.out().includes('got:one'), 10_000, `the child to read (terminal: ${JSON.stringify(t.out())})`)
+    t.type('two\n')
+    expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+    expect(t.out()).toContain('got:two')
+    t.type('quit\n')
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.events().filter((e) => e.event === 'node-read').map((e) => e.line)).toEqual(['quit'])
+  })
+
+  it('fork() hands no terminal over by default: the host keeps it and reads while its worker runs', async () => {
+    const t = underTerminal(`"${process.execPath}" "${HOST}"`, { FORK: '1' })
+    const s = (await t.next('started')) as { node: number; pgrp: number; child: number; tty: boolean }
+    trackGroup(s.pgrp)
+    trackGroup(s.child)
+    expect(s.tty).toBe(true)
+    t.type('first\n')
+    await waitFor(() => t.events().some((e) => e.event === 'node-read'), 10_000, `the host to read (terminal: ${JSON.stringify(t.out())})`)
+    expect(t.events().find((e) => e.event === 'node-read')).toMatchObject({ line: 'first', childRunning: true })
+    t.type('quit\n')
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    await waitFor(() => isGone(s.node) && isGone(s.child), 10_000, 'the host and its worker gone')
+  })
+
+  it('no terminal (stdin a pipe): nothing is handed over or held; the host reads while the child runs', async () => {
+    const host = spawnFixture('terminal-reads.cjs', [], { stdio: ['pipe', 'pipe', 'inherit'], env: { CHILD: 'sleep 30' } })
+    const lines = jsonLines(host.stdout!)
+    const s = await lines.next((m) => m.event === 'started')
+    trackGroup(s.child)
+    expect(s.tty).toBe(false)
+    host.stdin!.write('first\n')
+    expect(await lines.next((m) => m.event === 'node-read')).toMatchObject({ line: 'first', childRunning: true })
+    host.stdin!.write('quit\n')
+    expect(await exitOf(host)).toEqual({ code: 0, signal: null })
+    await waitFor(() => isGone(s.child), 10_000, 'the child gone')
+  })
+})
