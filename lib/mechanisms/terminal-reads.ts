@@ -82,13 +82,30 @@ export function holdTerminalReads(fd: number): void {
   }
 }
 
-/** The terminal is ours again (or gone): the held streams read again. */
+/**
+ * Whether the owner of a held stream still wants it read. One paused (`pause()`, as readline's
+ * close() does) or never given a consumer does not: Node stops process.stdin's read one tick after
+ * pause(), so a hand-over in the same tick found it still reading, held it, and Node's own stop
+ * then found nothing to stop. A consumer of 'readable' reads with read() and never flows.
+ */
+function stillWanted(stream: TerminalStream): boolean {
+  if (stream.destroyed || !stream._handle || stream.readableEnded) return false
+  return stream.readableFlowing === true || stream.listenerCount('readable') > 0
+}
+
+/** The terminal is ours again (or gone): the held streams read again, those their owner still reads. */
 export function releaseTerminalReads(): void {
   if (terminalFd === null) return
   terminalFd = null
   for (const stream of [...waiting]) {
     waiting.delete(stream)
-    if (stream.destroyed || !stream._handle || stream._handle.reading) continue
-    originalRead!.call(stream, stream.readableHighWaterMark)
+    if (stream._handle?.reading) continue
+    if (stillWanted(stream)) {
+      originalRead!.call(stream, stream.readableHighWaterMark)
+    } else {
+      // Left stopped, as Node's pause leaves it; no read is under way, so a later resume() or
+      // read() calls _read again (while `reading` is set, Node never would).
+      ;(stream as unknown as { _readableState: { reading: boolean } })._readableState.reading = false
+    }
   }
 }
