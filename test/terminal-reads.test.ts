@@ -160,6 +160,40 @@ describe.runIf(canScript)('the host stream as its owner left it', () => {
     expect(isGone(s.node)).toBe(true)
   })
 
+  it("an unref'd stdin that reads is held too: the child reads the line, no EIO, the host exits after the child", async () => {
+    const t = host('unref')
+    const s = await started(t)
+    t.type('first\n')
+    await waitFor(() => t.out().includes('child-read:first'), 10_000, `the child to read the line (terminal: ${JSON.stringify(t.out())})`)
+    expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.out()).not.toContain('EIO')
+    expect(t.events().filter((e) => e.event === 'node-read')).toEqual([])
+    expect(isGone(s.node)).toBe(true)
+  })
+
+  it('no process._getActiveHandles(): one warning, and process.stdin is held all the same', async () => {
+    const t = host('nolist')
+    const s = await started(t)
+    t.type('first\n')
+    await waitFor(() => t.out().includes('child-read:first'), 10_000, `the child to read the line (terminal: ${JSON.stringify(t.out())})`)
+    expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+    t.type('quit\n')
+    expect(await t.next('node-read')).toMatchObject({ line: 'quit', childRunning: false })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.out().match(/REAPKIT_TERMINAL_READS/g)).toHaveLength(1)
+    expect(t.out()).not.toContain('EIO')
+    expect(isGone(s.node)).toBe(true)
+  })
+
+  it.runIf(linux)('a host that never touched process.stdin: the hold does not create it (fd 0 stays blocking)', async () => {
+    const t = host('untouched', 'sleep 0.5')
+    const s = await started(t)
+    expect(await t.next('fd0')).toEqual({ event: 'fd0', nonblocking: false })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(isGone(s.node)).toBe(true)
+  })
+
   it("a stdin read with 'readable' and read() reads again after the child", async () => {
     const t = host('readable')
     const s = await started(t)

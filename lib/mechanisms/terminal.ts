@@ -23,7 +23,7 @@
 import type { ChildProcess, StdioOptions } from 'node:child_process'
 import { binding } from '../ground/native'
 import { signalNumber } from '../ground/validate'
-import { holdTerminalReads, releaseTerminalReads } from './terminal-reads'
+import { holdTerminalReads, noteCreatedStdin, releaseTerminalReads } from './terminal-reads'
 
 interface ForegroundJob {
   child: ChildProcess
@@ -64,10 +64,12 @@ export function foregroundTerminal(stdio: StdioOptions | undefined): number | nu
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   if (!(require('node:tty') as typeof import('node:tty')).isatty(0)) return null
   try {
-    return binding.tcgetpgrp(0) === ownGroup() ? 0 : null
+    if (binding.tcgetpgrp(0) !== ownGroup()) return null
   } catch {
     return null // ENOTTY: a terminal, but not our controlling one
   }
+  noteCreatedStdin() // before the child starts: it changes what tells (terminal-reads.ts)
+  return 0
 }
 
 /**
