@@ -15,7 +15,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { inspect } from 'node:util'
 import { fileURLToPath } from 'node:url'
-import { typeError } from '../ground/errors'
+import { codedError, typeError } from '../ground/errors'
 import { applyKills, readKills } from './end-group'
 import type { ForkOptions } from './exec-types'
 import { receivedLikeNode, spawn, type SpawnOptions } from './spawn'
@@ -49,9 +49,7 @@ function forkStdio(stdio: unknown, silent: unknown): unknown[] {
   if (typeof stdio === 'string') return withChannel(stdio)
   if (!Array.isArray(stdio)) return withChannel(silent ? 'pipe' : 'inherit')
   if (!stdio.includes('ipc')) {
-    const err = new Error("Forked processes must have an IPC channel, missing value 'ipc' in options.stdio") as Error & { code: string }
-    err.code = 'ERR_CHILD_PROCESS_IPC_REQUIRED'
-    throw err
+    throw codedError('ERR_CHILD_PROCESS_IPC_REQUIRED', "Forked processes must have an IPC channel, missing value 'ipc' in options.stdio")
   }
   return stdio
 }
