@@ -110,6 +110,24 @@ describe.runIf(canScript)('a host reading the terminal while its foreground chil
     await waitFor(() => isGone(s.node) && isGone(s.child), 10_000, 'the host and its worker gone')
   })
 
+  it('a fork()ed worker that reads the terminal is stopped by SIGTTIN: a warning says so (it hung silently before)', async () => {
+    const t = underTerminal(`"${process.execPath}" "${join(FIXTURES, 'fork-terminal-host.cjs')}"`, {})
+    const s = (await t.next('started')) as { node: number; worker: number }
+    trackGroup(s.node)
+    trackGroup(s.worker)
+    // The worker's read waits for input (libuv polls first): the line typed is what it reads, and
+    // reading it from the background is what stops it.
+    t.type('first\n')
+    const warning = (await t.next('warning')) as { code: string; message: string; workerState: string }
+    expect(warning).toMatchObject({ code: 'REAPKIT_BACKGROUND_TERMINAL_STOP', workerState: 'T' })
+    expect(warning.message).toContain(`(pid ${s.worker}) is stopped by SIGTTIN: it read the terminal`)
+    expect(warning.message).toContain('forked-reads.cjs')
+    expect(await t.next('worker-exit')).toMatchObject({ signal: 'SIGKILL' })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.events().filter((e) => e.event === 'warning')).toHaveLength(1)
+    await waitFor(() => isGone(s.node) && isGone(s.worker), 10_000, 'the host and its worker gone')
+  })
+
   it('no terminal (stdin a pipe): nothing is handed over or held; the host reads while the child runs', async () => {
     const host = spawnFixture('terminal-reads.cjs', [], { stdio: ['pipe', 'pipe', 'inherit'], env: { CHILD: 'sleep 30' } })
     const lines = jsonLines(host.stdout!)
