@@ -83,6 +83,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.shutdownTimeoutMs = fixedCap ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
     const logger = options.logger ?? silentLogger
     const registry = new Registry(validateHistory(options.history))
+    // Before the state file: a bad `output` option must throw before a predecessor's leftovers are touched.
+    const output = new OutputStore(options.output)
     const state = this.#openState(options, logger)
     this.leftovers = state?.leftovers ?? this.leftovers
     this.#core = {
@@ -91,7 +93,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       state,
       closeTimeoutMs: this.closeTimeoutMs,
       graceMs: this.graceMs,
-      output: new OutputStore(options.output),
+      output,
       restartsAllowed: () => this.#shuttingDown === 0 && !this.#disposed.signal.aborted,
       event: (name, ...args) => this.#event(name, ...args),
       unaskedExit: (entry, code, signal) => afterExit(this.#core, entry, code, signal),
