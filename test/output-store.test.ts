@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { INCARNATION_OVERHEAD as OVERHEAD, OutputStore } from '../lib/policies/supervisor/output'
+import { StreamRing } from '../lib/policies/supervisor/output-ring'
 
 const K = 1024
 const all = { offset: 0, maxBytes: 16 * 1024 * 1024 }
@@ -88,6 +89,33 @@ describe('OutputStore', () => {
     expect(page({ offset: 0, maxBytes: 2 })).toMatchObject({ data: 'a', nextOffset: 1 })
     expect(page({ offset: 2, maxBytes: 4 })).toMatchObject({ offset: 3, skipped: 1, data: '€', nextOffset: 6 })
     expect(page({ offset: 6, maxBytes: 1 })).toMatchObject({ data: '😀', nextOffset: 10 }) // one whole character at least
+  })
+
+  it("'lines' after the ring wrapped starts at a whole line, written one line per write (the byte before the oldest kept is remembered)", () => {
+    // Before: the byte before the oldest kept was read from the ring itself, where it is the newest
+    // byte (a newline): a page could start with the tail of a line.
+    const bad: string[] = []
+    for (const cap of [16, 32, 64]) {
+      for (let len = 3; len <= 12; len++) {
+        const ring = new StreamRing()
+        ring.resize(cap)
+        let all = ''
+        for (let i = 0; i < 40; i++) {
+          const line = `${String(i).padStart(2, '0')}${'-'.repeat(len - 3)}\n`.slice(-len)
+          ring.write(Buffer.from(line))
+          all += line
+          const page = ring.read(0, 1000, 'lines')
+          const kept = all.slice(ring.start)
+          const want = ring.start === 0 || all[ring.start - 1] === '\n' ? kept : kept.slice(kept.indexOf('\n') + 1)
+          if (page.data.toString() !== want) bad.push(`cap ${cap}, line ${len}, write ${i}: ${JSON.stringify(page.data.toString())} for ${JSON.stringify(want)}`)
+        }
+        ring.resize(cap / 2 + 1) // giving memory back drops bytes too
+        const kept = all.slice(ring.start)
+        const want = all[ring.start - 1] === '\n' ? kept : kept.slice(kept.indexOf('\n') + 1)
+        if (ring.read(0, 1000, 'lines').data.toString() !== want) bad.push(`cap ${cap}, line ${len}, after a shrink`)
+      }
+    }
+    expect(bad).toEqual([])
   })
 
   it('against a model: each child keeps exactly its newest bytes within its bound, any page reads them back, the charge is what is kept', () => {
