@@ -1,22 +1,24 @@
 // The Supervisor's output rings and their bounds (lib/policies/supervisor/output.ts) as a data
 // structure: the bookkeeping over the chunks it is given, checked against a model. The streams are
-// plain emitters of 'data' and 'close' (what the store listens to), so each step is synchronous;
+// plain Readables given chunks by push() (where the store tees them), so each step is synchronous;
 // the same store under real children and pipes is test/supervisor-output.test.ts. (These checks
 // were the example server's, when it kept a history of its own.)
 import type { ChildProcess } from 'node:child_process'
-import { EventEmitter } from 'node:events'
+import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { INCARNATION_OVERHEAD as OVERHEAD, OutputStore } from '../lib/policies/supervisor/output'
 import { StreamRing } from '../lib/policies/supervisor/output-ring'
 
 const K = 1024
 const all = { offset: 0, maxBytes: 16 * 1024 * 1024 }
-/** A stand-in child: two emitters where its pipes would be. */
+/** A stand-in child: two Readables where its pipes would be, pushed to as a pipe's socket is. */
 function child(pid: number) {
-  const stdout = new EventEmitter()
-  const stderr = new EventEmitter()
-  const write = (s: 'stdout' | 'stderr', d: string | Buffer) => (s === 'stdout' ? stdout : stderr).emit('data', Buffer.isBuffer(d) ? d : Buffer.from(d))
-  const end = () => (stdout.emit('close'), stderr.emit('close'))
+  const stdout = new Readable({ read() {} })
+  const stderr = new Readable({ read() {} })
+  let ended = false
+  /** false once ended: a pipe delivers nothing after its end. */
+  const write = (s: 'stdout' | 'stderr', d: string | Buffer): boolean => !ended && ((s === 'stdout' ? stdout : stderr).push(Buffer.isBuffer(d) ? d : Buffer.from(d)), true)
+  const end = () => void (ended || ((ended = true), stdout.push(null), stderr.push(null)))
   return { child: { pid, stdout, stderr } as unknown as ChildProcess, write, end }
 }
 
@@ -118,6 +120,34 @@ describe('OutputStore', () => {
     expect(bad).toEqual([])
   })
 
+  it("a chunk wakes the followers of its own child only", async () => {
+    const out = new OutputStore({ perChildBytes: K, totalBytes: 64 * K })
+    const [a, b] = [{}, {}]
+    const [ca, cb] = [child(1), child(2)]
+    out.attach(a, ca.child, 0)
+    out.attach(b, cb.child, 0)
+    const ac = new AbortController()
+    let checks = 0 // how often the follower of a woke and found nothing for it
+    const pages: string[] = []
+    const following = (async () => {
+      for await (const p of out.follow(a, { signal: ac.signal, done: () => (checks++, false) })) pages.push(p.data.toString())
+    })()
+    await new Promise((r) => setImmediate(r))
+    const before = checks
+    for (let i = 0; i < 200; i++) {
+      cb.write('stdout', `b${i}`)
+      await Promise.resolve()
+    }
+    await new Promise((r) => setImmediate(r))
+    // Before: every chunk of any child woke every follower (200 checks here).
+    expect(checks - before).toBe(0)
+    ca.write('stdout', 'for a')
+    await new Promise((r) => setImmediate(r))
+    expect(pages).toEqual(['for a'])
+    ac.abort()
+    await following
+  })
+
   it('against a model: each child keeps exactly its newest bytes within its bound, any page reads them back, the charge is what is kept', () => {
     let seed = 1
     const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed % n)
@@ -142,8 +172,7 @@ describe('OutputStore', () => {
           const x = live[rnd(live.length)]!
           const s = rnd(2) ? 'stdout' : 'stderr'
           const b = Buffer.from(Array.from({ length: rnd(300) }, () => rnd(256)))
-          x.written[s].push(b)
-          x.c.write(s, b)
+          if (x.c.write(s, b)) x.written[s].push(b)
         }
         let kept = 0
         let keptBytes = 0
