@@ -3,11 +3,12 @@
 // and a real Unix socket; `top` also under a real pty (script(1)), its screen read back. Every wait
 // bounded; every child, socket and folder removed after each test.
 import { spawn as spawnChild } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, readdirSync, openSync, readFileSync } from 'node:fs'
 import { connect, createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openControlSocket, type ControlSocket, type Supervisor } from '../lib/index'
+import { binding } from '../lib/ground/native'
 import { exitOf, ROOT, waitFor } from './helpers'
 import { run, screenOf } from './control-lib'
 import { cleanupAfterEach, settled } from './supervisor-cleanup'
@@ -143,6 +144,18 @@ describe.runIf(linux)('control socket: its path and its neighbours', () => {
       holder.kill('SIGKILL')
       await exitOf(holder)
     }
+  })
+})
+
+describe.runIf(linux)('peerCredentials (native/peer_cred.cc)', () => {
+  it('names its errors: ENOTSOCK for a file, EBADF for a closed descriptor (ENOTSOCK read "E88" before)', () => {
+    const fd = openSync('/proc/self/stat', 'r')
+    try {
+      expect(() => binding!.peerCredentials!(fd)).toThrow(expect.objectContaining({ code: 'ENOTSOCK', syscall: 'getsockopt' }))
+    } finally {
+      closeSync(fd)
+    }
+    expect(() => binding!.peerCredentials!(fd)).toThrow(expect.objectContaining({ code: 'EBADF' }))
   })
 })
 
