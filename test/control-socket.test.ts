@@ -233,6 +233,29 @@ describe.runIf(linux)('reapkit ps, logs, restart, stop', () => {
     expect(r.stderr).toBe('oops\n')
   })
 
+  it("ps shows other programs' text with every control character as ?: no escape reaches the terminal, no row is forged", async () => {
+    const { sup } = supervise()
+    sup.spawn('sleep', ['1000'], { requestId: 'honest' })
+    // What a client of the example server controls: the request id and the arguments.
+    const forged = 'x\n\x1b]0;pwned-title\x07\x1b[2K\rfake-id   1      running   0s   0  0.00s  1.0M  -  /sbin/init\x9b2J'
+    sup.spawn('sh', ['-c', 'sleep 1000', forged], { requestId: 'r\x1b[8m\x7f' })
+    const path = await withSocket(sup, { drainState: () => 'ok\x1b[2J\nforged' })
+    const r = await run(['ps', '--socket', path])
+    expect(r.code).toBe(0)
+    // Before: the escapes went out raw, and the newline made a row of its own.
+    expect(r.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/)
+    const lines = r.stdout.trimEnd().split('\n')
+    expect(lines).toHaveLength(4) // the header, the titles, two children
+    expect(lines[0]).toContain('drain: ok?[2J?forged;')
+    expect(lines[3]).toMatch(/^r\?\[8m\?/)
+    expect(lines[3]).toContain('sh -c sleep 1000 x??]0;pwned-title??[2K?fake-id')
+    // An error message carries the id the server was given: shown the same way.
+    const refused = await run(['stop', 'n\x9bo', '--socket', path])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/)
+    expect(refused.stderr).toContain('no process "n?o"')
+  })
+
   it('stop ends the child (terminated); restart starts a new incarnation (reason requested); an unknown id is refused', async () => {
     const { sup } = supervise()
     const first = sup.spawn('sh', ticker, { requestId: 'svc' })
