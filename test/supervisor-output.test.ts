@@ -106,6 +106,23 @@ describe.runIf(posix)('Supervisor output', () => {
     expect([page.skipped, page.total]).toEqual([0, MiB + 5])
   })
 
+  it("a stream the caller paused stays paused (the child waits on it); resumed, every byte comes", async () => {
+    const { sup } = supervise({ output: { perChildBytes: 4 * MiB } })
+    const c = sup.spawn('head', ['-c', String(MiB), '/dev/zero'], { requestId: 'paused' })
+    c.stdout!.pause()
+    await waitFor(() => (sup.output('paused')?.total ?? 0) >= c.stdout!.readableHighWaterMark, 10_000, 'the stream buffer to fill')
+    await new Promise((r) => setTimeout(r, 300))
+    // Had the store let it flow, the MiB would be through in a few ms.
+    expect(sup.output('paused')!.total).toBeLessThan(MiB)
+    expect(sup.get('paused')?.status).toBe('running')
+    let got = 0
+    c.stdout!.on('data', (d: Buffer) => (got += d.length))
+    c.stdout!.resume()
+    await settled(sup, 'paused', 'exited', 30_000)
+    await waitFor(() => sup.output('paused')?.ended === true, 10_000, 'the pipes to close')
+    expect([got, sup.output('paused')!.total]).toEqual([MiB, MiB])
+  })
+
   it('the ring keeps the bytes as the pipe gave them, whatever setEncoding() the caller set', async () => {
     const { sup } = supervise()
     const c = sup.spawn('printf', ['\\377\\303\\251'], { requestId: 'enc' })
