@@ -122,7 +122,8 @@
             "type": "executable",
             "product_dir": "<(PRODUCT_DIR)/helper",
             "sources": [
-              "native/exec_helper.c"
+              "native/exec_helper.c",
+              "native/exec_pidns.c"
             ],
             "cflags": [
               "-O2",

@@ -187,7 +187,9 @@ const keepaliveBench = await import('./keepalive.mjs')
 const httpDrainBench = await import('./http-drain.mjs')
 const httpCostBench = await import('./http-cost.mjs')
 const spawnCostBench = await import('./spawn-cost.mjs')
+const hostDeathBench = await import('./host-death.mjs')
 const backstopCgroupBench = await import('./backstop-cgroup.mjs')
+const escapedTreeBench = await import('./escaped-tree.mjs')
 const cliBench = await import('./cli.mjs')
 const wrapperStopBench = await import('./wrapper-stop.mjs')
 const exitScale = await import('./exitscale.mjs')
@@ -203,7 +205,9 @@ const parent = await parentLatency()
 const idle = await idleCost()
 const req = requireBench.requireFigures(N_REQUIRE)
 const spawnCost = process.platform === 'linux' ? await spawnCostBench.spawnCostFigures(quick ? 50 : 300) : null // (pgrp from /proc)
+const hostDeath = process.platform === 'linux' ? hostDeathBench.hostDeathFigures(quick ? 5 : 20) : null // (PID namespaces)
 const backstopCgroup = process.platform === 'linux' ? await backstopCgroupBench.backstopFigures(100, quick ? 2 : 5) : null
+const escapedTree = process.platform === 'linux' ? await escapedTreeBench.escapedTreeFigures(quick ? 200 : 1000, quick ? 20 : 100, quick ? 2 : 5) : null
 const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 1 : 3, execaPipeCapMs: 1000 })
 const execa10 = peersBench.execa10Stop(quick ? 3 : 30) // under Node 22, which execa 10 needs
 const close = await reaping.closeServer(quick ? 1 : 3)
@@ -504,7 +508,11 @@ An idle server leaving (a Node process with createKeepalive; exit seen here by p
 
 ${spawnCost ? spawnCostBench.spawnCostMarkdown(spawnCost).trimEnd() : ''}
 
+${hostDeath ? hostDeathBench.hostDeathMarkdown(hostDeath).trimEnd() : ''}
+
 ${backstopCgroup ? backstopCgroupBench.backstopMarkdown(backstopCgroup).trimEnd() : ''}
+
+${escapedTree ? escapedTreeBench.escapedTreeMarkdown(escapedTree).trimEnd() : ''}
 
 ${httpDrainBench.httpDrainMarkdown(httpDrain).trimEnd()}
 
@@ -570,7 +578,7 @@ const outDir = quick ? join(here, 'results', 'quick') : join(here, 'results')
 mkdirSync(outDir, { recursive: true })
 for (const [file, svg] of Object.entries(figures)) writeFileSync(join(outDir, file), svg)
 writeFileSync(join(outDir, 'latest.md'), md)
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, install, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, spawnCost, backstopCgroup, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows, containers, execa10, restart }, null, 1))
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit, parent, idle, require: req, install, stop, close, exitscale, shutdownWedged, scaling, tracking, sigterm, orphaned, spawnCost, hostDeath, backstopCgroup, httpDrain, httpCost, cliStartup, cliRss, cliSurvivors, wrapperStop, doctor, windows, containers, execa10, restart }, null, 1))
 console.log(md)
 // A full run also rewrites the figures table of docs/figures.md from this very run (bench/readme.mjs).
 if (!quick) (await import('./readme.mjs')).writeReadme(join(outDir, 'latest.json'))

@@ -3,7 +3,10 @@
 // the child already leads its own group (/proc/PID/stat's pgrp == pid), and whether
 // process.kill(-pid, 0) finds the group. Where a cgroup is ours (capabilities().cgroup), a third
 // side: spawn({ cgroup: true }), which makes the child's cgroup, joins it in the exec helper and
-// removes it at the exit (all inside "to exit").
+// removes it at the exit (all inside "to exit"). Where a PID namespace can be made
+// (capabilities().pidNamespace), two more: spawn({ pidNamespace: true }) (the exec helper outside,
+// its init as PID 1, the command as PID 2) and the same guarantee through the native supervisor,
+// reapkit's spawn of `reapkit-supervise --isolate -- true`.
 // Called by run.mjs (spawnCostFigures, spawnCostMarkdown); also runs alone:
 //   node bench/spawn-cost.mjs [N]      (after npm run build:ts)
 import { spawn as nodeSpawn } from 'node:child_process'
@@ -32,6 +35,8 @@ async function once(spawnFn) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const p95 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]
 const inCgroup = (file, args, options) => reapkit.spawn(file, args, { ...options, cgroup: true })
+const inPidNamespace = (file, args, options) => reapkit.spawn(file, args, { ...options, pidNamespace: true })
+const underIsolate = (file, args, options) => reapkit.spawn(reapkit.supervisorPath(), ['--isolate', '--', file, ...args], options)
 
 export async function spawnCostFigures(N = 200) {
   const rows = { node: { returned: [], exited: [] }, reapkit: { returned: [], exited: [] } }
@@ -40,6 +45,15 @@ export async function spawnCostFigures(N = 200) {
   if (cgroup.available) {
     rows.cgroup = { returned: [], exited: [] }
     sides.push(['cgroup', inCgroup])
+  }
+  const pidns = reapkit.capabilities().pidNamespace
+  if (pidns.available) {
+    rows.pidns = { returned: [], exited: [] }
+    sides.push(['pidns', inPidNamespace])
+    if (reapkit.capabilities().supervisor) {
+      rows.isolate = { returned: [], exited: [] }
+      sides.push(['isolate', underIsolate])
+    }
   }
   for (let i = 0; i < 10; i++) for (const [, fn] of sides) await once(fn) // warm-up
   for (let i = 0; i < N; i++) {
@@ -61,13 +75,15 @@ export async function spawnCostFigures(N = 200) {
     child.kill('SIGKILL')
     await exitOf(child)
   }
-  return { n: N, rows, formed, killable, cgroupReason: cgroup.available ? null : cgroup.reason }
+  return { n: N, rows, formed, killable, cgroupReason: cgroup.available ? null : cgroup.reason, pidnsReason: pidns.available ? null : pidns.reason }
 }
 
 const fmt = (x) => x.toFixed(2)
 
 export function spawnCostMarkdown(d) {
   const m = (side, key) => median(d.rows[side][key])
+  const row = (side, name) => `| ${name} | ${fmt(m(side, 'returned'))} | ${fmt(m(side, 'exited'))} | ${fmt(p95(d.rows[side].exited))} |\n`
+  const ratio = (a, b, name) => `| ${name} (median to exit) | | ${(m(a, 'exited') / m(b, 'exited')).toFixed(2)}x | |\n`
   return `## \`spawn\`: what reapkit's costs beside Node's
 
 \`spawn('true')\` to its exit, ${d.n} runs each, reapkit's and \`child_process.spawn\` interleaved in this run. reapkit's
@@ -75,14 +91,14 @@ returns once the exec helper has formed the group, armed the death signal and ex
 
 | spawn | median ms to return | median ms to exit | p95 ms to exit |
 |---|---:|---:|---:|
-| \`child_process.spawn\` | ${fmt(m('node', 'returned'))} | ${fmt(m('node', 'exited'))} | ${fmt(p95(d.rows.node.exited))} |
-| reapkit \`spawn\` | ${fmt(m('reapkit', 'returned'))} | ${fmt(m('reapkit', 'exited'))} | ${fmt(p95(d.rows.reapkit.exited))} |
-| reapkit / Node (median to exit) | | ${(m('reapkit', 'exited') / m('node', 'exited')).toFixed(2)}x | |
-${d.rows.cgroup ? `| reapkit \`spawn({ cgroup: true })\` | ${fmt(m('cgroup', 'returned'))} | ${fmt(m('cgroup', 'exited'))} | ${fmt(p95(d.rows.cgroup.exited))} |
-| cgroup / reapkit (median to exit) | | ${(m('cgroup', 'exited') / m('reapkit', 'exited')).toFixed(2)}x | |
-` : ''}
+${row('node', '`child_process.spawn`')}${row('reapkit', 'reapkit `spawn`')}${ratio('reapkit', 'node', 'reapkit / Node')}${d.rows.cgroup ? row('cgroup', 'reapkit `spawn({ cgroup: true })`') + ratio('cgroup', 'reapkit', 'cgroup / reapkit') : ''}${d.rows.pidns ? row('pidns', 'reapkit `spawn({ pidNamespace: true })`') + ratio('pidns', 'reapkit', 'pidNamespace / reapkit') : ''}${d.rows.isolate ? row('isolate', 'reapkit `spawn` of `reapkit-supervise --isolate -- true`') + ratio('isolate', 'pidns', '--isolate / pidNamespace') : ''}
 ${d.rows.cgroup ? `With \`cgroup: true\`, "to exit" includes making the child's cgroup (mkdir), the helper's join (a write to its
 \`cgroup.procs\`) and its removal (rmdir) at the exit.` : `No \`cgroup: true\` row: ${d.cgroupReason}.`}
+
+${d.rows.pidns ? `\`pidNamespace: true\` and \`--isolate\` give the same guarantee: the whole tree ends when this process dies, SIGKILL
+included (the kernel kills a PID namespace whose init dies). "To exit" includes the namespace and its own /proc mount
+being made and torn down (the kernel completes the teardown before the helper, or the supervisor, sees its init exit).
+With \`--isolate\`, spawn returns once the supervisor runs, before the command does.` : `No PID namespace rows: ${d.pidnsReason}.`}
 
 Right after \`spawn('sleep')\` returned, the child led its own group in ${d.formed} of ${d.n} spawns; \`kill(-pid, 0)\` found it in ${d.killable} of ${d.n}.
 `

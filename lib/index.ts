@@ -5,7 +5,7 @@
 // project that lists no global types (`"types": []`, TypeScript 7's default), as @types packages do.
 /// <reference types="node" preserve="true" />
 export { supervisorCommand as supervisorPath } from './ground/native'
-export { capabilities, type Capabilities, type CgroupCapability } from './mechanisms/cgroup/capabilities'
+export { capabilities, type Capabilities, type CgroupCapability, type PidNamespaceCapability } from './mechanisms/cgroup/capabilities'
 export { getpgid, setpgid, kill, killpg, type SignalOptions } from './ground/signals'
 export { setParentDeathSignal, getParentDeathSignal, setChildSubreaper, isChildSubreaper, reapAdopted } from './mechanisms/prctl'
 export { openProcess, ProcessHandle, type ExitInfo, type OpenProcessOptions } from './mechanisms/handle'
@@ -47,11 +47,16 @@ export {
   type Incarnation,
   type ShutdownReport,
   type StopReport,
+  type StopReason,
+  type StartError,
 } from './policies/supervisor/supervisor'
+export type { ReadinessOptions } from './policies/supervisor/readiness'
+export type { OutputSource } from './policies/supervisor/output-source'
+export { httpProbe, type HttpProbeOptions } from './policies/supervisor/probes'
 export type { RestartPolicy, RestartOptions, BackoffOptions, IntensityOptions, StartReason } from './policies/supervisor/restart'
 export type { SupervisorMetrics, DurationHistogram } from './policies/supervisor/metrics'
 export type { HealthOptions, HealthCheckContext } from './policies/supervisor/health'
-export { registerSupervisorMetrics, type PrometheusOptions, type PrometheusRegistry } from './policies/supervisor/prometheus'
+export { registerSupervisorMetrics, type PrometheusOptions, type SupervisorPrometheusOptions, type PrometheusRegistry } from './policies/supervisor/prometheus'
 export { openControlSocket, type ControlSocket, type ControlSocketOptions, type ControlRow, type ControlSnapshot } from './policies/supervisor/control'
 export type { OutputOptions, OutputReadOptions, OutputPage, OutputStream } from './policies/supervisor/output'
 export {
@@ -72,6 +77,18 @@ export {
 } from './policies/doctor/containers'
 export { stopLeakedContainer, stopLeakedContainers, type StopContainersOptions, type StoppedContainer } from './policies/doctor/containers-stop'
 export type { ContainerOwner } from './mechanisms/container/owner'
+export {
+  findLeakedCgroups,
+  stopLeakedCgroup,
+  stopLeakedCgroups,
+  type CgroupMember,
+  type CgroupReport,
+  type FindLeakedCgroupsOptions,
+  type LeakedCgroup,
+  type StopCgroupsOptions,
+  type StoppedCgroup,
+} from './policies/doctor/cgroups'
+export type { CgroupOwner } from './mechanisms/cgroup/name'
 export { type Logger, silentLogger } from './ground/logger'
 export { createKeepalive, type KeepaliveMetrics } from './policies/keepalive/keepalive'
 export {

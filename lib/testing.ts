@@ -4,16 +4,20 @@
  *
  *   captureProcesses()  from now on, every process this one starts is captured, including the
  *                       descendants that leave their group or session (on Linux the test process
- *                       becomes a child subreaper, so they are re-parented to it instead of escaping);
+ *                       becomes a child subreaper, so they are re-parented to it instead of escaping)
+ *                       and, on Linux, every process in a cgroup spawn({ cgroup: true }) made during
+ *                       the capture, wherever it was re-parented (no subreaper needed), ended by
+ *                       `cgroup.kill`;
  *                       `assertNoSurvivors()` fails with a readable list (pid, age, command), after
  *                       killing them, so one failing test does not poison the next;
  *   installLeakGuard()  the same around every test, from the runner's hooks;
  *   measureReap()       how long a stop took: from the call to the last process of the target's
  *                       tree gone, by kernel exit events, with every process's own figure.
  *
- * Only processes that descend from this one (or share a process group with one that does) and
- * started after the capture began are ever signalled, each pinned by a pidfd and checked by start
- * time first.
+ * Only processes that descend from this one (or share a process group with one that does, or are
+ * in a cgroup this process made during the capture) and started after the capture began are ever
+ * signalled, each pinned by a pidfd and checked by start time first; a cgroup of ours is ended by
+ * `cgroup.kill`, which names no pid at all.
  */
 // Node's types for this entry's .d.ts in a project with `"types": []` (see lib/index.ts).
 /// <reference types="node" preserve="true" />
@@ -32,6 +36,9 @@ import { typeError } from './ground/errors'
 import { descendantsOf, processRow, type ProcessRow, readProcessTable } from './mechanisms/proctable'
 // Stateless validators, bundled into this entry (no second copy of any process-global state).
 import { describe, validateBoolean, validateMs, validateOptions, validatePid } from './ground/validate'
+// Stateless too: our own cgroups found by their names (mechanisms/cgroup/name.ts), ended exactly.
+import { endFoundCgroup } from './mechanisms/cgroup/end'
+import { type FoundCgroup, listOwnCgroups, membersOf, populatedState } from './mechanisms/cgroup/list'
 
 /** A process found by a capture or timed by measureReap. */
 export interface CapturedProcess {
@@ -41,13 +48,15 @@ export interface CapturedProcess {
   /** Milliseconds since it started, when it was found. */
   ageMs: number
   command: string
+  /** The cgroup it was found in (one spawn({ cgroup: true }) made during the capture), when found through one. */
+  cgroup?: string
 }
 
 /** Thrown by assertNoSurvivors (code ERR_REAPKIT_PROCESS_LEAK): the processes that outlived the test. */
 export class ProcessLeakError extends ReapkitError {
   readonly survivors: CapturedProcess[]
   constructor(survivors: CapturedProcess[]) {
-    const lines = survivors.map((p) => `  pid ${p.pid} (ppid ${p.ppid}, pgid ${p.pgid}), age ${p.ageMs} ms: ${p.command}`)
+    const lines = survivors.map((p) => `  pid ${p.pid} (ppid ${p.ppid}, pgid ${p.pgid}${p.cgroup ? `, in cgroup ${p.cgroup}` : ''}), age ${p.ageMs} ms: ${p.command}`)
     super(
       'ERR_REAPKIT_PROCESS_LEAK',
       `${survivors.length} process${survivors.length === 1 ? '' : 'es'} outlived the test (now killed):\n${lines.join('\n')}`,
@@ -83,6 +92,23 @@ export interface ProcessCapture {
 const key = (row: { pid: number; start: string }): string => `${row.pid}:${row.start}`
 const toCaptured = (r: ProcessRow): CapturedProcess => ({ pid: r.pid, ppid: r.ppid, pgid: r.pgid, ageMs: r.ageMs, command: r.command })
 const live = (r: ProcessRow): boolean => r.state !== 'Z' && r.state !== 'X'
+
+/** Where spawn({ cgroup: true }) makes this process's cgroups (our own cgroup), or null where it makes none. */
+function cgroupParent(): string | null {
+  const where = capabilities().cgroup
+  return where.available && where.path ? where.path : null
+}
+
+const cgroupKey = (c: FoundCgroup): string => `${c.path}:${c.id}`
+
+/** The pids in a cgroup now ([] once it is gone, or unreadable for a moment: the next look sees them). */
+function membersNow(path: string): number[] {
+  try {
+    return membersOf(path)
+  } catch {
+    return []
+  }
+}
 
 // The children libuv spawned (child_process in this thread): it waits for each by pid itself, so
 // the capture must never reap one of them. Recorded from the first capture on; a child spawned
@@ -127,6 +153,17 @@ export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
   const self = process.pid
   const baseline = new Set<string>()
   for (const row of readProcessTable()) baseline.add(key(row)) // before the flag: a throw here changes nothing
+  // Our cgroups that exist already (a server of beforeAll's): their members are not this capture's.
+  const cgroupsAt = cgroupParent()
+  const cgroupBaseline = new Set(cgroupsAt === null ? [] : listOwnCgroups(cgroupsAt).map(cgroupKey))
+  /** The cgroups this process made since the capture began. */
+  const newCgroups = (): FoundCgroup[] => (cgroupsAt === null ? [] : listOwnCgroups(cgroupsAt).filter((c) => !cgroupBaseline.has(cgroupKey(c))))
+  /** Which cgroup a survivor was found in (the last look's). */
+  const inCgroup = new Map<number, string>()
+  const captured = (r: ProcessRow): CapturedProcess => {
+    const cg = inCgroup.get(r.pid)
+    return cg === undefined ? toCaptured(r) : { ...toCaptured(r), cgroup: cg }
+  }
   if (wantSubreaper) {
     const before = isChildSubreaper()
     setChildSubreaper(true)
@@ -155,6 +192,17 @@ export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
     for (const row of table) {
       if (row.pid !== self && groups.has(row.pgid) && !baseline.has(key(row)) && !found.has(row.pid)) found.set(row.pid, row)
     }
+    // The members of our new cgroups, wherever they were re-parented: a daemon that double-forked
+    // away with no subreaper to catch it is still in its cgroup.
+    for (const cg of newCgroups()) {
+      for (const pid of membersNow(cg.path)) {
+        const row = byPid.get(pid)
+        if (row && row.pid !== self && !baseline.has(key(row))) {
+          found.set(pid, row)
+          inCgroup.set(pid, cg.path)
+        }
+      }
+    }
     return [...found.values()]
   }
 
@@ -179,6 +227,21 @@ export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
 
   const killSurvivors = async (): Promise<CapturedProcess[]> => {
     const killed: CapturedProcess[] = []
+    // Our new cgroups first: `cgroup.kill` ends every member at once (one forked meanwhile too,
+    // with no pid to race), then the kernel's `populated 0`, then the cgroup's removal.
+    const before = survivorsNow()
+    const populated = newCgroups().filter((c) => {
+      try {
+        return populatedState(c.path) === 'populated'
+      } catch {
+        return false // unreadable: its members are still found by pid below
+      }
+    })
+    if (populated.length > 0) {
+      const ended = await Promise.all(populated.map((c) => endFoundCgroup(c, { confirmMs: killTimeoutMs })))
+      const done = new Set(ended.filter((e) => e.killed).map((e) => e.path))
+      for (const row of before) if (done.has(inCgroup.get(row.pid) ?? '')) killed.push(captured(row))
+    }
     // A few rounds: a parent killed in one round may have forked in between.
     for (let round = 0; round < 3; round++) {
       const rows = survivorsNow()
@@ -198,7 +261,7 @@ export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
         }
         try {
           handle.signal('SIGKILL')
-          killed.push(toCaptured(row))
+          killed.push(captured(row))
           handles.push(handle)
         } catch {
           handle.close()
@@ -222,10 +285,10 @@ export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
 
   return {
     subreaper: wantSubreaper,
-    survivors: () => survivorsNow().map(toCaptured),
+    survivors: () => survivorsNow().map(captured),
     killSurvivors,
     async assertNoSurvivors() {
-      const found = survivorsNow().map(toCaptured)
+      const found = survivorsNow().map(captured)
       if (found.length === 0) return
       await killSurvivors()
       throw new ProcessLeakError(found)

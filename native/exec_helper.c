@@ -1,13 +1,17 @@
 /* reapkit-exec: the pre-exec step that libuv's spawn lacks. Node spawns this helper; it prepares
  * the process and then execs the target in its place, so no extra process stays behind.
  *
- *   reapkit-exec [--cgroup DIR] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]
+ *   reapkit-exec [--cgroup DIR] [--pid-namespace] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]
  *
  * DIR     Linux, cgroup v2: the cgroup (a directory spawn() made for this child) to join first,
  *         by writing our own pid into DIR/cgroup.procs. Joined before anything else runs, so the
  *         target and everything it starts are in it from their first instruction, and cannot
  *         leave it (a move needs write access to the common ancestor's cgroup.procs). Fails closed:
  *         a failed join is reported (step 'c') and the target never runs.
+ * --pid-namespace  Linux: run FILE as the first process of a new PID namespace under a small init
+ *         of ours, and stay outside as the process the parent sees (native/exec_pidns.c): the whole
+ *         tree then ends when the parent dies, by any means. Needs SIGNAL 9 (SIGKILL): that death
+ *         signal is the guarantee. A refused namespace is reported (step 'n') and FILE never runs.
  * GROUP   1: become the leader of a new process group (setpgid(0, 0)); 0: stay in the parent's;
  *         2: as 1, and then take the foreground of the controlling terminal on fd 0 for the new
  *         group, when the parent's group holds it (spawn()'s foreground hand-over, lib/mechanisms/terminal.ts).
@@ -40,12 +44,7 @@
 #include <sys/prctl.h>
 #endif
 
-/* Steps, as the report names them (native/exec_report.cc maps them to syscall names). */
-#define STEP_CGROUP 'c'
-#define STEP_SETPGID 'g'
-#define STEP_PDEATHSIG 'p'
-#define STEP_EXEC 'e'
-#define STEP_REPORT 'r'
+#include "exec_pidns.h" /* the steps' letters too */
 /* A failure record: 'F', the step, two bytes of padding, the errno as a native int32. */
 #define REPORT_RECORD 8
 
@@ -135,18 +134,25 @@ static void take_foreground(long parent) {
 
 int main(int argc, char **argv) {
   const char *cgroup = NULL;
+  int pid_namespace = 0;
   if (argc >= 3 && strcmp(argv[1], "--cgroup") == 0) {
     cgroup = argv[2];
     argv += 2;
     argc -= 2;
   }
+  if (argc >= 2 && strcmp(argv[1], "--pid-namespace") == 0) {
+    pid_namespace = 1;
+    argv += 1;
+    argc -= 1;
+  }
   if (argc < 7 || (cgroup != NULL && cgroup[0] != '/')) {
-    fprintf(stderr, "reapkit-exec: usage: reapkit-exec [--cgroup DIR] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]\n");
+    fprintf(stderr, "reapkit-exec: usage: reapkit-exec [--cgroup DIR] [--pid-namespace] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]\n");
     return 2;
   }
   long group = number(argv[1]), sig = number(argv[2]), parent = number(argv[3]);
   long report = strcmp(argv[4], "-1") == 0 ? -1 : number(argv[4]);
-  if (group < 0 || group > 2 || sig < 0 || sig > 64 || parent < 0 || (report < 0 && report != -1) || report > 65535) {
+  if (group < 0 || group > 2 || sig < 0 || sig > 64 || parent < 0 || (report < 0 && report != -1) || report > 65535 ||
+      (pid_namespace && sig != 9)) {
     fprintf(stderr, "reapkit-exec: bad arguments\n");
     return 2;
   }
@@ -161,10 +167,17 @@ int main(int argc, char **argv) {
   /* EPERM: already a session leader (spawned detached), hence already a group leader. */
   if (group >= 1 && setpgid(0, 0) != 0 && errno != EPERM) return fail(fd, STEP_SETPGID, errno, "setpgid");
   if (group == 2) take_foreground(parent);
+  /* Before the death signal: the unprivileged route's new user namespace is a change of credentials,
+   * and the kernel clears a death signal armed before it. */
+  if (pid_namespace) {
+    int nerr = enter_pid_namespace();
+    if (nerr != 0) return fail(fd, STEP_NAMESPACE, nerr, "unshare(CLONE_NEWPID)");
+  }
   int err = arm_death_signal(sig, parent);
   if (err != 0) return fail(fd, STEP_PDEATHSIG, err, "prctl(PR_SET_PDEATHSIG)");
   if (fd >= 0) write_all(fd, "R", 1); /* the group exists and the signal is armed */
   char *file = argv[5];
+  if (pid_namespace) run_in_pid_namespace(fd, file, argv + 6, fail); /* does not return */
   execvp(file, argv + 6); /* argv[6] is argv0 exactly as the caller gave it, even "" */
   return fail(fd, STEP_EXEC, errno, file);
 }

@@ -13,7 +13,8 @@
 // execReportWait reads until EOF or until `ms` has passed, in one bounded poll loop:
 //   ready  the helper wrote 'R': the group exists and the death signal is armed
 //   done   EOF: the helper is gone (exec'd, or exited); the read end is then closed here
-//   step   null, or which step failed: 'cgroup' | 'setpgid' | 'prctl' | 'exec' (the errno is the helper's)
+//   step   null, or which step failed: 'cgroup' | 'setpgid' | 'prctl' | 'unshare' | 'fork' | 'exec'
+//          (the errno is the helper's; unshare and fork: spawn({ pidNamespace }), native/exec_pidns.c)
 // When `done` is false (the deadline passed first), the read end stays open and is the caller's.
 #include <napi.h>
 
@@ -117,6 +118,8 @@ static const char* StepName(char step) {
     case 'c': return "cgroup";
     case 'g': return "setpgid";
     case 'p': return "prctl";
+    case 'n': return "unshare";
+    case 'f': return "fork";
     case 'e': return "exec";
     default: return nullptr;
   }

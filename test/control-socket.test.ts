@@ -8,7 +8,7 @@ import { connect, createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openControlSocket, type ControlSocket, type Supervisor } from '../lib/index'
-import { binding } from '../lib/ground/native'
+import { nativeBinding } from '../lib/ground/native'
 import { exitOf, ROOT, waitFor } from './helpers'
 import { run, screenOf } from './control-lib'
 import { cleanupAfterEach, settled } from './supervisor-cleanup'
@@ -151,11 +151,11 @@ describe.runIf(linux)('peerCredentials (native/peer_cred.cc)', () => {
   it('names its errors: ENOTSOCK for a file, EBADF for a closed descriptor (ENOTSOCK read "E88" before)', () => {
     const fd = openSync('/proc/self/stat', 'r')
     try {
-      expect(() => binding!.peerCredentials!(fd)).toThrow(expect.objectContaining({ code: 'ENOTSOCK', syscall: 'getsockopt' }))
+      expect(() => nativeBinding()!.peerCredentials!(fd)).toThrow(expect.objectContaining({ code: 'ENOTSOCK', syscall: 'getsockopt' }))
     } finally {
       closeSync(fd)
     }
-    expect(() => binding!.peerCredentials!(fd)).toThrow(expect.objectContaining({ code: 'EBADF' }))
+    expect(() => nativeBinding()!.peerCredentials!(fd)).toThrow(expect.objectContaining({ code: 'EBADF' }))
   })
 })
 

@@ -210,7 +210,10 @@ describe.runIf(posix)('Supervisor restart policies', () => {
     expect(m.stopDurationMs.count).toBe(2)
     expect(m.stopDurationMs.buckets.at(-1)).toEqual({ le: Infinity, count: 2 })
     expect(m.stopDurationMs.sum).toBeGreaterThanOrEqual(300) // the stubborn one's grace
-    expect(m.children).toEqual({ running: 0, adopted: 0, restarting: 0, exited: 1, terminated: 1, killed: 1, 'given-up': 1 })
+    expect(m.children).toEqual({ starting: 0, running: 0, adopted: 0, restarting: 0, exited: 1, terminated: 1, killed: 1, 'start-failed': 0, 'given-up': 1 })
+    expect(m.stopsByReason).toEqual({ terminate: 2, shutdown: 0, unhealthy: 0, 'not-ready': 0 })
+    // JSON has no Infinity: the last bucket says '+Inf', as Prometheus writes it (not null).
+    expect(JSON.parse(JSON.stringify(m)).stopDurationMs.buckets.at(-1)).toEqual({ le: '+Inf', count: 2 })
   })
 
   it('bad restart options are refused before anything starts', () => {
@@ -292,8 +295,9 @@ describe.runIf(posix)('Supervisor health checks', () => {
     expect(fails).toEqual([[1, 'no pong'], [2, 'no pong'], [3, 'no pong']])
     expect(r.incarnations.map((i) => i.reason)).toEqual(['start', 'unhealthy'])
     expect(r.incarnations[0]!.signal).toBe('SIGTERM') // phase 1 (stdin end) did not end sleep: phase 2 did
-    expect(events).toEqual(['spawn', 'exit', 'restart', 'spawn'])
-    expect(sup.metrics()).toMatchObject({ healthFailures: 3, restarts: 1, starts: 2 })
+    // The health stop is a stop: its 'terminate' (reason 'unhealthy') before the restart.
+    expect(events).toEqual(['spawn', 'exit', 'terminate', 'restart', 'spawn'])
+    expect(sup.metrics()).toMatchObject({ healthFailures: 3, restarts: 1, starts: 2, stops: 1, stopsByReason: { unhealthy: 1 } })
   })
 
   it('a check that hangs is bounded by its timeout (its signal aborted); without a restart policy the child ends terminated', async () => {
@@ -363,7 +367,7 @@ describe.runIf(posix)('registerSupervisorMetrics: Prometheus text through prom-c
     expect(value('restarts_total')).toBe(1)
     expect(value('requested_restarts_total')).toBe(1)
     expect(value('given_up_total')).toBe(1)
-    expect(value('stops_total')).toBe(1)
+    expect(value('stops_total', { reason: 'terminate' })).toBe(1)
     expect(value('escalations_total')).toBe(0)
     expect(value('exits_total', { code: '1' })).toBe(2)
     expect(value('exits_total', { signal: 'SIGTERM' })).toBe(2) // the requested restart's stop, and the terminate

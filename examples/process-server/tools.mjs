@@ -254,7 +254,8 @@ export function createProcessTools({ supervisor, allowAny, allowed, childEnv, co
   async function endSession(owner) {
     const mine = supervisor.list().filter((r) => metaOf(r)?.owner === owner)
     for (const r of mine) metas.delete(metaKey(r.requestId, r.pid))
-    const running = mine.filter((r) => r.status === 'running')
+    // 'starting': a process runs, not ready yet (or its start is failing); stopped as a running one.
+    const running = mine.filter((r) => r.status === 'running' || r.status === 'starting')
     await Promise.allSettled(running.map((r) => stop(r.requestId, 'session closed')))
   }
 

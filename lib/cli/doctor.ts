@@ -5,15 +5,19 @@
  * containers were asked for and no engine answered), 2 usage error or a stop refused.
  */
 import { createInterface } from 'node:readline'
+import { humanCgroups, stoppedCgroupLines } from './doctor-cgroups'
 import { humanContainers, stoppedContainerLines } from './doctor-containers'
 import { zombieLine } from './doctor-zombies'
 import {
+  type CgroupReport,
   type ContainerEngine,
   type ContainerReport,
   type DoctorReport,
+  findLeakedCgroups,
   findLeakedContainers,
   findOrphans,
   type OrphanProcess,
+  stopLeakedCgroups,
   stopLeakedContainers,
   stopOrphans,
   type StoppedTree,
@@ -25,7 +29,9 @@ const USAGE = `Usage: reapkit doctor [--json] [--path DIR]... [--all-users] [--[
 Lists every process tree whose stdio host is gone: stdin a pipe nobody can write to any more and
 stdout a pipe nobody reads (asked of the kernel: /proc on Linux, libproc on macOS; never by name).
 Lists apart the leaked containers: those whose reapkit.owner label names a process that is gone,
-and the container of a docker/podman run client in such a tree, where it can be told exactly.
+and the container of a docker/podman run client in such a tree, where it can be told exactly,
+and the leftover cgroups of spawn({ cgroup: true }): named for a reapkit process that is gone,
+with their members (your own uid's; --all-users lists others' apart, never stops them).
 Signals nothing unless --stop.
 
   --json          machine-readable output
@@ -37,8 +43,9 @@ Signals nothing unless --stop.
   --label L       only containers that also carry label L, KEY or KEY=VALUE (repeatable)
   --containers    containers only: the process table is not read, no process is signalled
   --no-containers processes only: no container engine is asked
-  --stop          stop each listed tree (SIGTERM, then SIGKILL after the grace) and each leaked
+  --stop          stop each listed tree (SIGTERM, then SIGKILL after the grace), each leaked
                   container (the engine's stop with the grace, then its kill; confirmed gone)
+                  and each leftover cgroup (cgroup.kill; confirmed empty, then removed)
   --yes           stop without asking (required for --stop without a terminal)
   --grace-ms N    grace between SIGTERM and SIGKILL (default 5000)
 
@@ -169,7 +176,11 @@ interface Found {
   containersOnly: boolean
   /** Containers were asked for (--containers, or --engine) and no engine answered: no all-clear can be given. */
   unchecked: boolean
+  /** The leftover cgroups (none read with --containers). */
+  cgroups: CgroupReport
 }
+
+const NO_CGROUPS: CgroupReport = { checked: false, leaked: [], foreign: [], otherUsers: [], truncated: false }
 
 /**
  * Whether the containers asked for could not be checked at all. Only when they were asked for
@@ -187,7 +198,7 @@ function containerSummary(containers: ContainerReport, unchecked: boolean): stri
   return n === 0 ? 'No leaked containers.' : `${n} leaked container${n === 1 ? '' : 's'}`
 }
 
-function human({ report, containers, containersOnly, unchecked }: Found): string {
+function human({ report, containers, containersOnly, unchecked, cgroups }: Found): string {
   if (containersOnly) return `${humanContainers(containers)}${containerSummary(containers, unchecked)}\n`
   let out = ''
   if (report.trees.length > 0) {
@@ -201,8 +212,11 @@ function human({ report, containers, containersOnly, unchecked }: Found): string
     out += '\n'
   }
   if (report.unreadable > 0) out += `(${report.unreadable} processes of other users not examined; run as root with --all-users to include them)\n`
+  out += humanCgroups(cgroups)
   if (containers !== NO_CONTAINERS) out += humanContainers(containers)
-  return `${out}${containers.leaked.length > 0 || unchecked ? `${containerSummary(containers, unchecked)}\n` : ''}${summary(report)}\n`
+  const n = cgroups.leaked.length
+  const cgroupLine = n > 0 ? `${n} leftover cgroup${n === 1 ? '' : 's'}\n` : ''
+  return `${out}${containers.leaked.length > 0 || unchecked ? `${containerSummary(containers, unchecked)}\n` : ''}${cgroupLine}${summary(report)}\n`
 }
 
 function stopLines(results: StoppedTree[]): string {
@@ -231,21 +245,22 @@ async function find(args: Args): Promise<Found> {
   const report = args.containersOnly ? NO_PROCESSES : await findOrphans({ allUsers: args.allUsers, paths: args.paths })
   const engines = args.engines.length > 0 ? args.engines : undefined // all
   const containers = args.noContainers ? NO_CONTAINERS : await findLeakedContainers({ trees: report.trees, labels: args.labels, engines })
-  return { report, containers, containersOnly: args.containersOnly, unchecked: uncheckedContainers(args, containers) }
+  const cgroups = args.containersOnly ? NO_CGROUPS : await findLeakedCgroups({ allUsers: args.allUsers })
+  return { report, containers, containersOnly: args.containersOnly, unchecked: uncheckedContainers(args, containers), cgroups }
 }
 
 const json = (found: Found, extra: object = {}): string =>
-  `${JSON.stringify(found.containersOnly ? { containers: found.containers, ...extra } : { ...found.report, containers: found.containers, ...extra }, null, 2)}\n`
+  `${JSON.stringify(found.containersOnly ? { containers: found.containers, ...extra } : { ...found.report, containers: found.containers, cgroups: found.cgroups, ...extra }, null, 2)}\n`
 
 /** Asks on the terminal before a --stop without --yes; a status to exit with when it must not go on. */
-async function confirmStop({ report, containers }: Found, yes: boolean): Promise<number | null> {
+async function confirmStop({ report, containers, cgroups }: Found, yes: boolean): Promise<number | null> {
   if (yes) return null
   if (!process.stdin.isTTY) {
     process.stderr.write('reapkit doctor: refusing to --stop without a terminal to confirm on; pass --yes to stop what is listed\n')
     return 2
   }
   const procs = report.trees.reduce((s, t) => s + t.processes.length, 0)
-  const what = [...(report.trees.length > 0 ? [`${report.trees.length} trees (${procs} processes)`] : []), ...(containers.leaked.length > 0 ? [`${containers.leaked.length} containers`] : [])]
+  const what = [...(report.trees.length > 0 ? [`${report.trees.length} trees (${procs} processes)`] : []), ...(containers.leaked.length > 0 ? [`${containers.leaked.length} containers`] : []), ...(cgroups.leaked.length > 0 ? [`${cgroups.leaked.length} cgroups`] : [])]
   if (await ask(`Stop these ${what.join(' and ')}? [y/N] `)) return null
   process.stderr.write('Nothing stopped.\n')
   return 1
@@ -254,7 +269,7 @@ async function confirmStop({ report, containers }: Found, yes: boolean): Promise
 async function main(): Promise<number> {
   const args = parse(process.argv.slice(2))
   const found = await find(args)
-  const listed = found.report.trees.length + found.containers.leaked.length
+  const listed = found.report.trees.length + found.containers.leaked.length + found.cgroups.leaked.length
   if (!args.stop || listed === 0) {
     process.stdout.write(args.json ? json(found) : human(found))
     return listed > 0 || found.unchecked ? 1 : 0
@@ -262,13 +277,14 @@ async function main(): Promise<number> {
   if (!args.json) process.stdout.write(human(found))
   const refused = await confirmStop(found, args.yes)
   if (refused !== null) return refused
-  // The trees and the containers at once: a client's SIGTERM and its container's engine stop do not wait on each other.
-  const [results, containerResults] = await Promise.all([
+  // The trees, the containers and the cgroups at once: a client's SIGTERM and its container's engine stop do not wait on each other.
+  const [results, containerResults, cgroupResults] = await Promise.all([
     stopOrphans(found.report, { graceMs: args.graceMs }),
     stopLeakedContainers(found.containers, { graceMs: args.graceMs }),
+    stopLeakedCgroups(found.cgroups),
   ])
-  const survived = results.some((r) => r.survivors.length > 0) || containerResults.some((r) => r.state !== 'gone')
-  process.stdout.write(args.json ? json(found, { stopped: results, stoppedContainers: containerResults }) : stopLines(results) + stoppedContainerLines(containerResults))
+  const survived = results.some((r) => r.survivors.length > 0) || containerResults.some((r) => r.state !== 'gone') || cgroupResults.some((r) => r.state !== 'gone')
+  process.stdout.write(args.json ? json(found, { stopped: results, stoppedContainers: containerResults, stoppedCgroups: cgroupResults }) : stopLines(results) + stoppedContainerLines(containerResults) + stoppedCgroupLines(cgroupResults))
   return survived ? 1 : 0
 }
 

@@ -34,9 +34,10 @@
  */
 import type { ChildProcess, SpawnOptions as NodeSpawnOptions, StdioOptions } from 'node:child_process'
 import { spawnReportMs } from '../ground/config'
-import { binding, type ExecReport } from '../ground/native'
+import { nativeBinding, type ExecReport } from '../ground/native'
 import { signalName } from '../ground/validate'
 import type { SpawnFunction } from './node-spawn'
+import { explainRefusal } from './pid-namespace'
 
 /** How the child's start was confirmed: see SpawnedInfo.startup. */
 export type Startup = 'exec' | 'timeout' | 'none'
@@ -59,6 +60,8 @@ interface Request {
   sig: number
   /** Linux: the cgroup the helper joins before anything else (cgroup/make.ts made it), or undefined. */
   cgroup?: string
+  /** Linux: run the command in a PID namespace of its own (native/exec_pidns.c); sig is then 9. */
+  pidNamespace?: boolean
   file: string
   argv0: string
   argv: string[]
@@ -80,7 +83,7 @@ function stdioArray(stdio: StdioOptions | undefined): Array<unknown> | null {
 /** Closes one of the pipe's descriptors (the addon's, closed natively: see execReportClose). */
 function closeFd(fd: number): void {
   try {
-    binding!.execReportClose(fd)
+    nativeBinding()!.execReportClose(fd)
   } catch {
     // EBADF: already closed
   }
@@ -88,6 +91,7 @@ function closeFd(fd: number): void {
 
 /** Opens the report pipe; null when it cannot be (EMFILE...): the spawn then goes on without it. */
 function openPipe(): [number, number] | null {
+  const binding = nativeBinding()
   if (!binding || typeof binding.execReportPipe !== 'function') return null
   try {
     return binding.execReportPipe()
@@ -111,7 +115,7 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
   let child: ChildProcess
   try {
     const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
-    const join = req.cgroup !== undefined ? ['--cgroup', req.cgroup] : []
+    const join = [...(req.cgroup !== undefined ? ['--cgroup', req.cgroup] : []), ...(req.pidNamespace ? ['--pid-namespace'] : [])]
     const args = [...join, req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
     child = nodeSpawn(req.helper, args, options)
   } catch (err) {
@@ -152,7 +156,7 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
 /** The bounded wait; a failed poll counts as a timeout (the fd stays ours, read on in the background). */
 function waitForReport(fd: number): ExecReport {
   try {
-    return binding!.execReportWait(fd, spawnReportMs())
+    return nativeBinding()!.execReportWait(fd, spawnReportMs())
   } catch {
     return { ready: false, done: false, step: null, errno: 0 }
   }
@@ -214,7 +218,8 @@ function failLikeNode(child: ChildProcess, report: ExecReport, cgroup: string | 
     if (event === 'error') {
       delete (child as { emit?: unknown }).emit // the prototype's again
       // Node's error names the exec; a failed join must say it was the cgroup (the target never ran).
-      if ((report.step as string) === 'cgroup' && args[0] instanceof Error) explainCgroup(args[0], cgroup)
+      if (report.step === 'cgroup' && args[0] instanceof Error) explainCgroup(args[0], cgroup)
+      if (report.step === 'unshare' && args[0] instanceof Error) explainRefusal(args[0])
     }
     return own.call(this, event, ...args)
   } as ChildProcess['emit']

@@ -16,6 +16,8 @@
  *   before its exec, so that every stop also ends what left the group (lib/mechanisms/cgroup/,
  *   stop/cgroup-unit.ts). A join that fails fails the spawn; where no cgroup is ours to make, the
  *   child runs uncontained and spawnedInfo() says why.
+ * - `pidNamespace` (Linux, opt-in): the whole tree ends with this process, done by the kernel
+ *   (pid-namespace.ts, native/exec_pidns.c).
  * - A handle pinned to the child (a pidfd), opened synchronously before libuv can reap it, so later
  *   signals can never hit a recycled pid: see spawnedHandle().
  *
@@ -42,8 +44,9 @@ import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
+import { noReportPipe, podmanRefused, refusePidNamespace } from './pid-namespace'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
-import { binding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
+import { nativeBinding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
@@ -77,6 +80,14 @@ export interface SpawnOptions extends NodeSpawnOptions {
    * spawnedInfo(child).cgroupUnavailable says why. Default false.
    */
   cgroup?: boolean
+  /**
+   * Linux: the child's whole tree (setsid'd and double-forked processes included) ends when this
+   * process dies by any means, SIGKILL included: the command runs as PID 2 of a PID namespace of its
+   * own, whose init dies with the helper (child.pid), which forwards signals and ends with the
+   * command's status. Root or unprivileged user namespaces (capabilities().pidNamespace); refused
+   * otherwise, never weaker. What it changes for the program: pid-namespace.ts. Default false.
+   */
+  pidNamespace?: boolean
 }
 
 /** What spawn() applied to a child. */
@@ -121,6 +132,8 @@ export interface SpawnedInfo {
   readonly cgroupRemoved?: boolean
   /** Why a child spawned with { cgroup: true } is not contained. */
   cgroupUnavailable?: string
+  /** True when the child runs in a PID namespace of its own ({ pidNamespace: true }). */
+  pidNamespace?: boolean
 }
 
 const spawned = new WeakMap<ChildProcess, SpawnedInfo>()
@@ -164,6 +177,7 @@ function isReaped(child: ChildProcess): boolean {
 function witnessAlive(handle: ProcessHandle, pgid: number): boolean {
   try {
     handle.signal(0) // through the pidfd: fails once the process has exited
+    const binding = nativeBinding()
     return binding !== null && binding.getpgid(handle.pid) === pgid
   } catch {
     return false
@@ -281,6 +295,7 @@ export function trackChild(child: ChildProcess): SpawnedInfo | undefined {
     // Out of descriptors, say: unpinned, but still our unreaped child, whose group is still its own.
   }
   try {
+    const binding = nativeBinding()
     if (binding && binding.getpgid(child.pid) === child.pid) pgid = child.pid // needs no descriptor
   } catch (err) {
     if (isGoneError(err)) {
@@ -392,7 +407,7 @@ export function spawn(
   // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
   // is therefore no death signal; an explicit option still wins.
   const defaultDeathSignal = isSupervisor(command) ? false : 'SIGKILL'
-  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, container = true, cgroup = false, ...nodeOptions } = options
+  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, container = true, cgroup = false, pidNamespace = false, ...nodeOptions } = options
   // The rest is a plain object again: own properties only, as validateOptions made them, so that an
   // option set on Object.prototype (shell, uid, argv0...) is never read below.
   Object.setPrototypeOf(nodeOptions, null)
@@ -401,9 +416,13 @@ export function spawn(
   if (typeof handOver !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "foreground" option must be a boolean')
   if (typeof container !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "container" option must be a boolean. Received ${describe(container)}`)
   if (typeof cgroup !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "cgroup" option must be a boolean. Received ${describe(cgroup)}`)
-  const wanted = parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
-  const sig = capabilities().pdeathsig ? wanted : 0
-  if (!binding) {
+  if (typeof pidNamespace !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "pidNamespace" option must be a boolean. Received ${describe(pidNamespace)}`)
+  // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
+  const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
+  if (pidNamespace) refusePidNamespace({ explicitSignal: options.parentDeathSignal, asOtherUser })
+  const wanted = pidNamespace ? 9 : parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
+  const sig = pidNamespace || capabilities().pdeathsig ? wanted : 0 // (the namespace's guarantee rests on it: Linux has it)
+  if (!nativeBinding()) {
     if (process.platform === 'linux' && wanted > 0) warnNoNative('spawn() arms no parent-death signal: the child outlives this process if it is SIGKILLed')
     else if (process.platform === 'win32' && group) warnNoNative('spawn() starts the child outside a kill-on-close Job object: what it starts can outlive this process')
   }
@@ -412,6 +431,7 @@ export function spawn(
   // The container code loads only for a program named like an engine (the parser decides the rest).
   const run = container && !nodeOptions.shell && engineOf(command) !== null ? containerPart().prepareContainerRun(command, args, nodeOptions) : null
   if (run) args = run.args
+  if (pidNamespace && run?.record.engine === 'podman') throw podmanRefused()
   const withContainer = (child: ChildProcess): ChildProcess => {
     const info = spawned.get(child)
     if (run && info && child.pid !== undefined) containerPart().attachContainer(child, (info.container = run.record))
@@ -433,9 +453,10 @@ export function spawn(
   }
 
   const helper = execHelperPath()
-  // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
-  const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
-  const throughHelper = helper !== null && (group || sig > 0 || cgroup) && !asOtherUser && resolvable(file, nodeOptions)
+  // With pidNamespace, even a command execvp may not find goes through the helper (its failed exec is
+  // reported as Node's 'error'): should our look-up and execvp's ever differ, Node's spawn would run
+  // it outside any namespace.
+  const throughHelper = helper !== null && (group || sig > 0 || cgroup || pidNamespace) && !asOtherUser && (pidNamespace || resolvable(file, nodeOptions))
   let uncontained = cgroup ? cgroupPart().whyUncontained(helper !== null, asOtherUser) : null
   if (throughHelper) {
     // Made now, joined by the helper before anything else (fails closed: a failed join fails the spawn).
@@ -446,15 +467,19 @@ export function spawn(
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
     let started: HelperSpawn | null
     try {
-      started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, cgroup: cg, file, argv0, argv, nodeOptions })
+      started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, cgroup: cg, pidNamespace, file, argv0, argv, nodeOptions })
     } catch (err) {
       // Node refused (a NUL byte in an argument or the environment...): no child of ours is in it,
       // removed now (or once empty, should a helper have got in before the throw).
       if (cg !== undefined) cgroupPart().removeWhenEmpty(cg)
       throw err
     }
+    if (!started && pidNamespace) {
+      if (cg !== undefined) cgroupPart().removeWhenEmpty(cg)
+      throw noReportPipe()
+    }
     if (started) {
-      const child = withContainer(registerHelperSpawn(started, cg))
+      const child = withContainer(registerHelperSpawn(started, cg, pidNamespace))
       if (terminal !== null && started.startup !== 'none') followForeground(child, terminal)
       return child
     }
@@ -475,7 +500,7 @@ export function spawn(
 
 
 /** Pins and registers a child the helper started; a late confirmation (startup 'timeout') updates its info. */
-function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined): ChildProcess {
+function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined, pidNamespace: boolean): ChildProcess {
   const child = started.child
   if (cgroup !== undefined) {
     // Removed once the child has exited and the cgroup is empty (a stop removes it sooner).
@@ -484,7 +509,8 @@ function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined): 
     else child.once('exit', release)
   }
   if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
-  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}) })
+  const inNamespace = pidNamespace ? { pidNamespace: true } : {}
+  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}), ...inNamespace })
   const info = spawned.get(child)!
   if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => cgroupPart().isCgroupRemoved(cgroup), enumerable: true })
   started.onLate?.((late) => {

@@ -21,7 +21,7 @@
  * background job, as any shell would make it. `spawn(..., { foreground: false })` opts out.
  */
 import type { ChildProcess, StdioOptions } from 'node:child_process'
-import { binding } from '../ground/native'
+import { nativeBinding } from '../ground/native'
 import { signalNumber } from '../ground/validate'
 import { holdTerminalReads, releaseTerminalReads } from './terminal-reads'
 
@@ -45,6 +45,7 @@ function inherits(stdio: StdioOptions | undefined, fd: number): boolean {
 /** Our group's id, or null when it cannot be read (no addon). */
 function ownGroup(): number | null {
   try {
+    const binding = nativeBinding()
     return binding ? binding.getpgid(0) : null
   } catch {
     return null
@@ -58,7 +59,8 @@ function ownGroup(): number | null {
  * the foreground would take Ctrl-C away from its host.
  */
 export function foregroundTerminal(stdio: StdioOptions | undefined): number | null {
-  if (process.platform === 'win32' || !binding?.tcgetpgrp) return null
+  const binding = process.platform === 'win32' ? null : nativeBinding()
+  if (!binding?.tcgetpgrp) return null
   if (!inherits(stdio, 0)) return null
   // node:tty loads here, for a child that inherits our stdin, not with reapkit.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -76,6 +78,7 @@ export function foregroundTerminal(stdio: StdioOptions | undefined): number | nu
  */
 export function followForeground(child: ChildProcess, fd: number): boolean {
   const pgid = child.pid
+  const binding = nativeBinding()
   if (pgid === undefined || !binding?.tcgetpgrp) return false
   try {
     if (binding.tcgetpgrp(fd) !== pgid) return false
@@ -105,8 +108,9 @@ function takeBack(job: ForegroundJob): void {
   const own = ownGroup()
   if (own === null) return releaseTerminalReads()
   try {
-    if (binding!.tcgetpgrp!(job.fd) === job.pgid) binding!.tcsetpgrp!(job.fd, own)
-    if (binding!.tcgetpgrp!(job.fd) === own) releaseTerminalReads()
+    const binding = nativeBinding()!
+    if (binding.tcgetpgrp!(job.fd) === job.pgid) binding.tcsetpgrp!(job.fd, own)
+    if (binding.tcgetpgrp!(job.fd) === own) releaseTerminalReads()
   } catch {
     releaseTerminalReads() // the terminal is gone (hang-up): a read says so at once, as it would have
   }
@@ -122,7 +126,7 @@ function onChildSignal(): void {
     if (job.stopped || !unreaped(job)) continue
     let stopped = false
     try {
-      stopped = binding!.childStopped!(job.pgid)
+      stopped = nativeBinding()!.childStopped!(job.pgid)
     } catch {
       continue
     }
@@ -138,19 +142,20 @@ function onChildSignal(): void {
 /** SIGCONT: the stopped job goes on too, in the foreground if we were given it back (`fg`). */
 function onContinue(): void {
   const own = ownGroup()
+  const binding = nativeBinding()!
   for (const job of jobs) {
     if (!job.stopped || !unreaped(job)) continue
     job.stopped = false
     try {
-      if (own !== null && binding!.tcgetpgrp!(job.fd) === own) {
-        binding!.tcsetpgrp!(job.fd, job.pgid)
+      if (own !== null && binding.tcgetpgrp!(job.fd) === own) {
+        binding.tcsetpgrp!(job.fd, job.pgid)
         holdTerminalReads(job.fd)
       }
     } catch {
       // no terminal any more: the job goes on in the background
     }
     try {
-      binding!.killpg(job.pgid, signalNumber('SIGCONT'))
+      binding.killpg(job.pgid, signalNumber('SIGCONT'))
     } catch {
       // ESRCH: the group is gone
     }

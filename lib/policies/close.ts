@@ -3,7 +3,9 @@
  *
  * 1. Graceful: run the caller's `close()` (an MCP client's, say), then end the child's stdin (after
  *    the close(), whatever it did: an SDK Client over the child's pipes never ends them), bounded
- *    by `closeTimeoutMs` (default 2000), then wait for the exit within that same bound.
+ *    by `closeTimeoutMs` (default 2000), then wait for the exit within that same bound. A close()
+ *    still pending 500 ms (at most half the bound) before that deadline is not waited for: stdin
+ *    ends then, so the server still has that time to leave on it.
  * 2. Forced: killProcessGracefully on the child's process group (SIGTERM, `graceMs`, SIGKILL). Also
  *    when the child did exit in phase 1 but left members of its group behind (a server started
  *    through `sh -c` or npx whose wrapper exited first), or anything in its own cgroup (spawn's
@@ -19,6 +21,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { KILL_CONFIRM_MS_DEFAULT, closeTimeoutMs as envCloseTimeoutMs, killGraceMs } from '../ground/config'
 import { type ContainerResult, stopContainersOf, withContainers } from '../mechanisms/container/child'
+import { reachOf } from '../mechanisms/stop/reach'
 import type { ContainerOutcome } from '../mechanisms/container/stop'
 import { typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
@@ -73,11 +76,16 @@ export interface CloseReport extends ContainerResult {
   /** Phase 1's duration, and the whole call's, in ms. */
   gracefulMs: number
   durationMs: number
+  /** What the close and its stop could see of what the child started: see KillResult.reach. */
+  reach: KillResult['reach']
   /** Linux: the child's own cgroup's part in phase 2 (spawn({ cgroup: true })): see KillResult.cgroup. */
   cgroup?: KillResult['cgroup']
 }
 
 const now = (): number => performance.now()
+
+/** Phase 1's time kept for the server to leave on stdin end when the caller's close() has not settled. */
+const STDIN_RESERVE_MS = 500
 
 /** How long the child's stdio may take to reach EOF after its group is gone, before it is destroyed. */
 const STDIO_DRAIN_MS = 100
@@ -138,6 +146,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
   let kill: KillResult | null = null
   let containers: ContainerOutcome[] = []
   let gracefulMs = 0
+  let killStartedAt = started
   try {
     if (child.exitCode !== null || child.signalCode !== null) {
       phase = 'already-exited'
@@ -145,20 +154,25 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
       // Phase 1: the graceful close, then the exit, both within closeTimeoutMs.
       const deadline = started + closeMs
       logEvent(logger, 'info', 'close.attempt', { pid, pgid, closeTimeoutMs: closeMs, via: options.close ? 'close(), then stdin end' : 'stdin end' })
+      let settled = false
       const attempt = (async () => {
         try {
           if (options.close) await options.close()
         } catch (err) {
           closeError = err
         }
+        settled = true
       })()
-      closeCompleted = await settlesWithin(attempt, deadline - now())
       // Then stdin end, after the caller's close() too: an SDK Client's close() over the child's
       // pipes (StdioServerTransport(child.stdout, child.stdin)) lets go of the streams but never
       // ends them, and a server leaves on stdin end; without it, the documented pattern
-      // `closeClient(child, { close: () => client.close() })` always ended 'forced'.
+      // `closeClient(child, { close: () => client.close() })` always ended 'forced'. A close()
+      // that never settles must not take the server's whole time to leave: stdin ends at the
+      // latest STDIN_RESERVE_MS (at most half the bound) before the deadline.
+      await settlesWithin(attempt, deadline - Math.min(STDIN_RESERVE_MS, closeMs / 2) - now())
       endStdin(child)
       const gone = await settlesWithin(exited.promise, deadline - now())
+      closeCompleted = settled
       if (gone) logEvent(logger, 'info', 'close.graceful', { pid, pgid, elapsedMs: now() - started })
       else {
         phase = 'forced'
@@ -169,6 +183,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     // Phase 2: the group kill, also for members that outlived a leader that left in phase 1.
     if (phase === 'forced' || (await groupLeft())) {
       if (phase !== 'forced' && phase !== 'already-exited') phase = 'forced'
+      killStartedAt = now()
       kill = await killProcessGracefully(child, {
         ...(graceMs !== undefined ? { graceMs } : {}),
         ...(options.signal !== undefined ? { signal: options.signal } : {}),
@@ -200,13 +215,15 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     closeError,
     code: status?.code ?? kill?.code ?? null,
     signal: status?.signal ?? kill?.signal ?? null,
-    signalsSent: kill?.signalsSent ?? [],
+    // One time origin, this call's start: phase 2's signals are timed from its own start.
+    signalsSent: (kill?.signalsSent ?? []).map((s) => ({ ...s, atMs: s.atMs + (killStartedAt - started) })),
     escalated: kill?.escalated ?? false,
     survivors: kill?.survivors ?? [],
     uncertain: kill?.uncertain ?? false,
     error: kill?.error ?? null,
     gracefulMs,
     durationMs: now() - started,
+    reach: kill?.reach ?? reachOf(child, pgid),
     ...(kill?.cgroup ? { cgroup: kill.cgroup } : {}),
   }, kill?.containers ?? containers)
 }

@@ -4,15 +4,22 @@
  */
 import { type Capabilities as BaseCapabilities, nativeCapabilities as baseCapabilities } from '../../ground/native'
 import { type CgroupCapability, cgroupCapability } from './where'
+import { type PidNamespaceCapability, pidNamespaceCapability } from '../pid-namespace'
 
 export type { CgroupCapability } from './where'
+export type { PidNamespaceCapability } from '../pid-namespace'
 
 export interface Capabilities extends BaseCapabilities {
   /** Linux: whether spawn({ cgroup: true }) can put a child in a cgroup of its own, where, and if not, why. */
   cgroup: CgroupCapability
+  /**
+   * Linux: whether spawn({ pidNamespace: true }) works here (root, or an unprivileged user namespace
+   * the system allows), by which route, and if not, why. Tried once, on the first read (a few ms).
+   */
+  readonly pidNamespace: PidNamespaceCapability
 }
 
-/** What this platform and build support: `{ native, pidfd, pdeathsig, subreaper, kqueue, parentWatch, cgroup, ... }`. */
+/** What this platform and build support: `{ native, pidfd, pdeathsig, subreaper, kqueue, parentWatch, cgroup, pidNamespace, ... }`. */
 export function capabilities(): Capabilities {
   const base = baseCapabilities()
   const where = cgroupCapability()
@@ -20,5 +27,8 @@ export function capabilities(): Capabilities {
   const cgroup = where.available && !base.execHelper
     ? { available: false, reason: 'the exec helper (reapkit-exec) is missing: nothing can join a cgroup before the exec' }
     : where
-  return { ...base, cgroup }
+  const caps = { ...base, cgroup } as Capabilities
+  // A getter: the probe starts a process, so only a caller who asks pays for it.
+  Object.defineProperty(caps, 'pidNamespace', { get: pidNamespaceCapability, enumerable: true })
+  return caps
 }

@@ -2,17 +2,12 @@
  * A child's own cgroup: made by spawn() under ours (where.ts says where), joined by the exec helper
  * before it execs the target (native/exec_helper.c), and removed once it is empty.
  *
- * Its name says who made it, as a container's owner label does (container/owner.ts), so that a
- * leftover can be judged later (by doctor) without guessing:
- *
- *   reapkit-<hostname>_<boot id, 32 hex>_<pid namespace inode>_<pid>_<start time>_<thread>_<seq>
- *
- * hostname made safe (letters, digits, '.', '-' only, at most 63), '-' for a field that cannot be
- * read; `thread` is the worker thread's id (0: the main thread), `seq` counts the children of this
- * process, through one counter every copy of the library in the thread shares (globalThis): two
- * copies (a second install, a bundle) never give the same name, nor do two threads, each with a
- * globalThis of its own. A name taken anyway (EEXIST) is skipped. '_' appears in no field, so the
- * name splits on it.
+ * Its name says who made it (name.ts), as a container's owner label does (container/owner.ts), so
+ * that a leftover can be judged later (doctor, a Supervisor's next incarnation: judge.ts) without
+ * guessing. `thread` in it is the worker thread's id (0: the main thread), `seq` counts the children
+ * of this process, through one counter every copy of the library in the thread shares (globalThis):
+ * two copies (a second install, a bundle) never give the same name, nor do two threads, each with a
+ * globalThis of its own. A name taken anyway (EEXIST) is skipped.
  *
  * Its identity is its directory's inode, the kernel's cgroup id, never reused while the cgroup
  * exists: recorded at mkdir, checked before the cgroup is listed, killed or removed. A cgroup
@@ -22,20 +17,10 @@
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
 import { join } from 'node:path'
 import { systemError } from '../../ground/errors'
-import { ownerOf } from '../container/owner'
+import { ownNamePrefix } from './name'
 import { cgroupCapability } from './where'
 
-export interface CgroupOwner {
-  hostname: string
-  bootId: string
-  pidNamespace: string
-  pid: number
-  startTime: string
-  thread: number
-  seq: number
-}
-
-let ownerPrefix: string | undefined
+export { type CgroupOwner, parseCgroupName } from './name'
 
 /** The counter every copy of the library in this thread shares (one globalThis per thread). */
 const SEQ = Symbol.for('reapkit.cgroup.seq')
@@ -55,25 +40,6 @@ function threadId(): number {
 /** The cgroups this copy made and still owns: path -> the cgroup id (its directory's inode). */
 const made = new Map<string, bigint>()
 
-/** This process's part of every name it gives (read once: none of it changes while we run). */
-function prefix(): string {
-  if (ownerPrefix === undefined) {
-    const o = ownerOf()
-    const host = o.hostname.replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 63) || '-'
-    const boot = o.bootId === '-' ? '-' : o.bootId.replace(/-/g, '')
-    const ns = o.pidNamespace?.startsWith('pidns:') ? o.pidNamespace.slice(6) : '-'
-    ownerPrefix = `reapkit-${host}_${boot}_${ns}_${o.pid}_${o.startTime}`
-  }
-  return ownerPrefix
-}
-
-/** Who made the cgroup called `name` (its last path component), or null for a name reapkit did not give. */
-export function parseCgroupName(name: string): CgroupOwner | null {
-  const m = /^reapkit-([A-Za-z0-9.-]+)_([0-9a-f]{32}|-)_([0-9]+|-)_([0-9]+)_([0-9]+|-)_([0-9]+)_([0-9]+)$/.exec(name)
-  if (!m) return null
-  return { hostname: m[1]!, bootId: m[2]!, pidNamespace: m[3]!, pid: Number(m[4]), startTime: m[5]!, thread: Number(m[6]), seq: Number(m[7]) }
-}
-
 /** For spawn(): why a child asked to be contained cannot be, or null when it can. */
 export function whyUncontained(haveHelper: boolean, asOtherUser: boolean): string | null {
   const where = cgroupCapability()
@@ -89,7 +55,7 @@ const NAME_TRIES = 16
 /** Makes a new, empty cgroup for one child under `parent` (our own cgroup); throws a system error naming it. */
 export function makeChildCgroup(parent: string): string {
   for (let tries = 1; ; tries++) {
-    const path = join(parent, `${prefix()}_${threadId()}_${nextSeq()}`)
+    const path = join(parent, `${ownNamePrefix()}_${threadId()}_${nextSeq()}`)
     try {
       mkdirSync(path, { mode: 0o755 })
       made.set(path, statSync(path, { bigint: true }).ino)

@@ -8,6 +8,7 @@ import type { ContainerOutcome } from '../container/stop'
 import type { KillResult } from './types'
 import type { TargetUnit } from './unit'
 import type { CgroupOutcome } from './cgroup-unit'
+import { reachOf } from './reach'
 
 type Status = { code: number | null; signal: NodeJS.Signals | null }
 
@@ -27,6 +28,7 @@ export async function report(target: PinnedTarget, unit: TargetUnit, outcome: St
     containers,
     containerSurvivors: outcome.containerSurvivors,
     durationMs: journal.elapsed(),
+    reach: cgroup ? 'cgroup' : reachOf(child, unit.pgid),
     ...(cgroup ? { cgroup } : {}),
   }
 }

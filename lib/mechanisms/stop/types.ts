@@ -4,6 +4,7 @@ import type { ProcessHandle } from '../handle'
 import type { SignalLike } from '../../ground/validate'
 import type { ContainerResult } from '../container/child'
 import type { CgroupOutcome } from './cgroup-unit'
+import type { StopReach } from './reach'
 
 export interface KillOptions {
   /** The first signal, sent to the whole group. Default 'SIGTERM'. */
@@ -88,6 +89,14 @@ export interface KillGroupResult {
   /** The first error that made the result uncertain (a system error with a `code`), or null. */
   error: Error | null
   durationMs: number
+  /**
+   * What the stop could see of what the target started, so that `survivors: []` is never read as
+   * more than it is: 'cgroup' (the child's own cgroup, spawn({ cgroup: true }): escapees of its
+   * group included), 'group' (its process group: a descendant that left it by setsid or a double
+   * fork is neither signalled nor counted in `survivors`), 'process' (the target alone), 'job'
+   * (Windows: the Job object reapkit's spawn() ran it in).
+   */
+  reach: StopReach
   /**
    * Linux: what the stop did with the child's own cgroup, when spawn({ cgroup: true }) contained it:
    * how many members it had (escapees of the group included), whether `cgroup.kill` was needed,

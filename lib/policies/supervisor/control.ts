@@ -17,7 +17,7 @@ import { chmodSync, lstatSync, readFileSync, unlinkSync } from 'node:fs'
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import { ReapkitError, systemError, typeError } from '../../ground/errors'
 import { type Logger, logEvent, silentLogger } from '../../ground/logger'
-import { binding } from '../../ground/native'
+import { nativeBinding } from '../../ground/native'
 import { describe, validateOptions } from '../../ground/validate'
 import { checkStateFolder } from '../state-file-trust'
 import { CONTROL_SOCKET, checkSocketPathLength, type ControlRow, type ControlSnapshot } from './control-wire'
@@ -56,7 +56,7 @@ export async function openControlSocket(sup: Supervisor, options: ControlSocketO
   if (typeof o.path !== 'string' || o.path === '') throw typeError('ERR_INVALID_ARG_TYPE', `The "path" option must be a non-empty string. Received ${describe(o.path)}`)
   if (o.drainState !== undefined && typeof o.drainState !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'The "drainState" option must be a function')
   checkSocketPathLength(o.path)
-  if (process.platform === 'win32' || !binding?.peerCredentials) {
+  if (process.platform === 'win32' || !nativeBinding()?.peerCredentials) {
     throw systemError('ENOTSUP', 'openControlSocket', 'A control socket needs a Unix socket and the addon (to learn who connected)')
   }
   const logger = o.logger ?? silentLogger
@@ -150,7 +150,7 @@ interface Context {
 async function serve(sup: Supervisor, socket: Socket, ctx: Context): Promise<void> {
   socket.unref()
   const fd = (socket as Socket & { _handle?: { fd?: number } })._handle?.fd
-  const peer = typeof fd === 'number' && fd >= 0 ? binding!.peerCredentials!(fd) : null
+  const peer = typeof fd === 'number' && fd >= 0 ? nativeBinding()!.peerCredentials!(fd) : null
   const me = process.geteuid!()
   if (!peer || (peer.uid !== me && peer.uid !== 0)) {
     logEvent(ctx.logger, 'warn', 'control.refused', { uid: peer?.uid ?? null, pid: peer?.pid ?? null })

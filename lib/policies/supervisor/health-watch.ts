@@ -1,13 +1,13 @@
 /**
  * The Supervisor's side of health checks (the checks themselves: health.ts): one monitor per
- * running incarnation, and the stop of a child that failed too many in a row. The exit that stop
- * makes goes to the restart policy (restart-flow.ts), as an unhealthy one.
+ * running incarnation (from when it is ready), and the stop of a child that failed too many in a
+ * row: the supervisor's own stop (own-stop.ts), then the restart policy.
  */
 import type { ChildProcess } from 'node:child_process'
 import { logEvent } from '../../ground/logger'
-import { closeClient } from '../close'
 import type { Core } from './core'
 import { HealthMonitor } from './health'
+import { stopFor } from './own-stop'
 import { copyRecord } from './record'
 import { type Entry, running } from './registry'
 
@@ -26,12 +26,8 @@ export function startHealthChecks(core: Core, entry: Entry): void {
   })
 }
 
-/** Failed health checks: the bounded close; the exit then goes to the restart policy. */
+/** Failed health checks: the supervisor's own stop (own-stop.ts), reason 'unhealthy'. */
 function stopUnhealthy(core: Core, entry: Entry, child: ChildProcess): void {
   if (entry.child !== child || entry.stopping > 0 || !running(entry)) return
-  entry.health!.unhealthy = true
-  logEvent(core.logger, 'warn', 'process.unhealthy', { pid: child.pid, requestId: entry.record.requestId })
-  closeClient(child, { closeTimeoutMs: core.closeTimeoutMs, graceMs: core.graceMs, logger: core.logger }).catch((err: Error) =>
-    logEvent(core.logger, 'warn', 'process.unhealthy-stop-failed', { pid: child.pid, error: err.message }),
-  )
+  stopFor(core, entry, 'unhealthy')
 }

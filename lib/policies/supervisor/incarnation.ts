@@ -9,8 +9,10 @@ import type { ProcessHandle } from '../../mechanisms/handle'
 import { spawnedInfo, trackChild } from '../../mechanisms/spawn'
 import type { Core } from './core'
 import { startHealthChecks } from './health-watch'
+import { stopFor } from './own-stop'
+import { awaitReady } from './readiness'
 import { copyRecord, newRecord, type ProcessRecord } from './record'
-import type { Entry } from './registry'
+import { type Entry, NO_PLAN, type Plan } from './registry'
 
 /** One step for a running incarnation (`entry.child` is it). */
 export type IncarnationStep = (core: Core, entry: Entry, spawnedWithToken: boolean) => void
@@ -38,16 +40,52 @@ const followExit: IncarnationStep = (core, entry) => {
   const pid = child.pid!
   child.once('exit', (code, signal) => {
     entry.health?.monitor?.stop()
+    if (record.status === 'starting') {
+      entry.ready?.wait?.cancel()
+      // On its own, that is: a stop (for not being ready, say) keeps the reason it gave.
+      if (entry.stopping === 0) record.error = { code: 'ERR_REAPKIT_NOT_READY', message: `It exited before it was ready (code ${code}, signal ${signal})` }
+    }
     core.state?.remove(pid)
     recordExit(record, code, signal)
     core.event('exit', copyRecord(record))
-    // A stop the supervisor asked for settles the status itself, and is never restarted.
-    if (entry.stopping === 0) core.unaskedExit(entry, code, signal)
+    // A stop the supervisor makes settles the status itself (or, its own, hands it on when over).
+    if (entry.stopping === 0) core.ended(entry, { kind: 'exit', code, signal })
+  })
+}
+
+/**
+ * Without a readiness condition it is ready now: its health checks start. With one, it stays
+ * 'starting' until it is ready (then 'running', a 'ready' event, its health checks), or is stopped
+ * at the bound (reason 'not-ready', a 'start-failed' event).
+ */
+const startWhenReady: IncarnationStep = (core, entry) => {
+  const ready = entry.ready
+  if (!ready) return startHealthChecks(core, entry)
+  const { child, record } = entry
+  ready.wait = awaitReady(ready.spec, {
+    context: () => ({ child, record: copyRecord(record) }),
+    output: core.outputSource,
+    ready: () => {
+      ready.wait = null
+      record.status = 'running'
+      record.error = null
+      logEvent(core.logger, 'info', 'process.ready', { pid: child.pid, requestId: record.requestId, afterMs: Date.now() - record.startedAt.getTime() })
+      core.event('ready', copyRecord(record))
+      core.event('status', copyRecord(record))
+      startHealthChecks(core, entry)
+    },
+    notReady: (error) => {
+      ready.wait = null
+      if (entry.stopping > 0 || entry.child !== child) return
+      record.error = { code: 'ERR_REAPKIT_NOT_READY', message: error.message }
+      core.event('start-failed', copyRecord(record), error)
+      stopFor(core, entry, 'not-ready')
+    },
   })
 }
 
 /** In order, for every incarnation that starts running. */
-const INCARNATION_STEPS: readonly IncarnationStep[] = [recordInState, keepOutput, startHealthChecks, followExit]
+const INCARNATION_STEPS: readonly IncarnationStep[] = [recordInState, keepOutput, followExit, startWhenReady]
 
 /** Runs every step for the incarnation now in `entry.child`. */
 export function watchIncarnation(core: Core, entry: Entry, spawnedWithToken: boolean): void {
@@ -63,7 +101,8 @@ function recordExit(record: ProcessRecord, code: number | null, signal: NodeJS.S
 
 /**
  * Registers a child (spawned here or adopted) under a new record; a running one goes through the
- * incarnation steps and is announced ('spawn', then 'status').
+ * incarnation steps and is announced ('spawn', then 'status'). One whose spawn failed (no pid) is
+ * 'starting' until its 'error' settles it (restart-flow.ts).
  */
 export function registerChild(
   core: Core,
@@ -72,18 +111,18 @@ export function registerChild(
   args: string[],
   requestId: string | number | null,
   spawnedWithToken = false,
-  plan: Pick<Entry, 'restart' | 'health'> = { restart: null, health: null },
+  plan: Plan = NO_PLAN,
 ): Entry {
-  const pid = child.pid!
-  const exited = child.exitCode !== null || child.signalCode !== null
+  const pid = child.pid
+  const exited = pid === undefined || child.exitCode !== null || child.signalCode !== null
   // A child spawn() did not start gets the same tracking (pinned handle, group trust), now,
   // before libuv can reap it.
   const info = spawnedInfo(child) ?? (exited ? undefined : trackChild(child))
   const handle: ProcessHandle | null = info?.handle && !info.handle.closed ? info.handle : null
-  const record = newRecord(child, info?.pgid ?? null, requestId, command, args, plan.restart?.restarter.spec.policy ?? 'never')
+  const record = newRecord(child, info?.pgid ?? null, requestId, command, args, plan.restart?.restarter.spec.policy ?? 'never', plan.ready !== null)
   const entry = core.registry.add(record, child, handle, plan)
   if (!exited) watchIncarnation(core, entry, spawnedWithToken)
-  logEvent(core.logger, 'info', 'process.started', { pid, pgid: record.pgid, requestId, command })
+  if (pid !== undefined) logEvent(core.logger, 'info', 'process.started', { pid, pgid: record.pgid, requestId, command })
   if (!exited) core.event('spawn', copyRecord(record), child)
   core.event('status', copyRecord(record))
   core.registry.prune()

@@ -2,7 +2,7 @@
  * supervisor.metrics(): counters kept from the Supervisor's own events (each event is counted as
  * it is emitted, so a snapshot matches the events one for one), and the children by status.
  */
-import type { ProcessRecord, ProcessStatus, StopReport, SupervisorEvents } from './record'
+import { type ProcessRecord, type ProcessStatus, STATUSES, type StopReason, type StopReport, type SupervisorEvents } from './record'
 
 /** Upper bounds (ms) of the stop-duration histogram's buckets; the last bucket is Infinity. */
 export const STOP_DURATION_BUCKETS_MS = [10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const
@@ -11,7 +11,10 @@ export interface DurationHistogram {
   count: number
   /** Sum of all observations, ms. */
   sum: number
-  /** Cumulative, as Prometheus reads them: how many took at most `le` ms; the last `le` is Infinity. */
+  /**
+   * Cumulative, as Prometheus reads them: how many took at most `le` ms; the last `le` is Infinity
+   * (in JSON '+Inf', as Prometheus writes it: JSON has no Infinity and would write null).
+   */
   buckets: Array<{ le: number; count: number }>
 }
 
@@ -35,9 +38,16 @@ export class DurationBuckets {
 
   snapshot(): DurationHistogram {
     let cumulative = 0
-    const buckets = [...this.bounds, Infinity].map((le, i) => ({ le, count: (cumulative += this.#counts[i]!) }))
+    const buckets = [...this.bounds, Infinity].map((le, i) => bucket(le, (cumulative += this.#counts[i]!)))
     return { count: this.#count, sum: this.#sum, buckets }
   }
+}
+
+/** A bucket; the Infinity one says '+Inf' in JSON (toJSON, not enumerable: the object reads as before). */
+function bucket(le: number, count: number): { le: number; count: number } {
+  const b = { le, count }
+  if (le === Infinity) Object.defineProperty(b, 'toJSON', { value: () => ({ le: '+Inf', count: b.count }) })
+  return b
 }
 
 export interface SupervisorMetrics {
@@ -55,8 +65,15 @@ export interface SupervisorMetrics {
   givenUp: number
   /** Failed health checks ('health-fail' events). */
   healthFailures: number
-  /** Stops the supervisor made (terminate, shutdownAll) that ended a child ('terminate' events). */
+  /** Starts that failed: the spawn's error (ENOENT, EACCES) or not ready in time ('start-failed' events). */
+  startFailures: number
+  /**
+   * Stops the supervisor made that ended a child ('terminate' events): terminate(), shutdownAll(),
+   * failed health checks, not ready in time.
+   */
   stops: number
+  /** The same stops by reason ('terminate', 'shutdown', 'unhealthy', 'not-ready'). */
+  stopsByReason: Record<StopReason, number>
   /** Of those, how many had to send SIGKILL ('escalate' events). */
   escalations: number
   /** Processes those stops left alive (they resisted even SIGKILL). */
@@ -65,7 +82,7 @@ export interface SupervisorMetrics {
   stopDurationMs: DurationHistogram
 }
 
-const STATUSES: ProcessStatus[] = ['running', 'adopted', 'restarting', 'exited', 'terminated', 'killed', 'given-up']
+const STOP_REASONS: readonly StopReason[] = ['terminate', 'shutdown', 'unhealthy', 'not-ready']
 
 export class MetricsRecorder {
   #starts = 0
@@ -76,7 +93,9 @@ export class MetricsRecorder {
   #requestedRestarts = 0
   #givenUp = 0
   #healthFailures = 0
+  #startFailures = 0
   #stops = 0
+  readonly #stopsByReason = Object.fromEntries(STOP_REASONS.map((r) => [r, 0])) as Record<StopReason, number>
   #escalations = 0
   #survivors = 0
   readonly #stopDurations = new DurationBuckets(STOP_DURATION_BUCKETS_MS)
@@ -90,8 +109,9 @@ export class MetricsRecorder {
     else if (name === 'give-up') this.#givenUp++
     else if (name === 'escalate') this.#escalations++
     else if (name === 'health-fail') this.#healthFailures++
+    else if (name === 'start-failed') this.#startFailures++
     else if (name === 'exit') this.#exit(record)
-    else if (name === 'terminate') this.#stop(args[1] as StopReport)
+    else if (name === 'terminate') this.#stop(args[1] as StopReport, args[2] as StopReason)
   }
 
   #exit(record: ProcessRecord): void {
@@ -100,8 +120,9 @@ export class MetricsRecorder {
     else bump(this.#byCode, String(record.exitCode))
   }
 
-  #stop(report: StopReport): void {
+  #stop(report: StopReport, reason: StopReason): void {
     this.#stops++
+    this.#stopsByReason[reason]++
     this.#survivors += report.survivors.length
     this.#stopDurations.observe(report.durationMs)
   }
@@ -118,7 +139,9 @@ export class MetricsRecorder {
       requestedRestarts: this.#requestedRestarts,
       givenUp: this.#givenUp,
       healthFailures: this.#healthFailures,
+      startFailures: this.#startFailures,
       stops: this.#stops,
+      stopsByReason: { ...this.#stopsByReason },
       escalations: this.#escalations,
       survivors: this.#survivors,
       stopDurationMs: this.#stopDurations.snapshot(),

@@ -9,6 +9,8 @@ import { describe, validateOptions } from '../../ground/validate'
 import type { Supervisor } from './supervisor'
 import { STOP_DURATION_BUCKETS_MS, type SupervisorMetrics } from './metrics'
 import type { StopReport } from './record'
+import type { EventEmitter } from 'node:events'
+import { MetricsById, byIdSpec } from './metrics-by-id'
 
 type PromClient = typeof import('prom-client')
 
@@ -21,6 +23,15 @@ export interface PrometheusRegistry {
 export interface PrometheusOptions {
   /** Prefix of every metric name. Default 'reapkit_supervisor_' (one supervisor per prefix on a registry). */
   prefix?: string
+}
+
+export interface SupervisorPrometheusOptions extends PrometheusOptions {
+  /**
+   * An `id` label (the child's request id) on every counter, so `rate(..._restarts_total[5m]) by (id)`
+   * works. Opt-in and bounded: at most `maxIds` distinct ids (default 100; true: the default), the
+   * rest under `id="_other"`. With it the counters count from this call on, as the histogram does.
+   */
+  byId?: boolean | { maxIds?: number }
 }
 
 /** prom-client, or ERR_REAPKIT_MISSING_PEER when it is not installed. */
@@ -72,14 +83,14 @@ export function registerAll<T>(registry: PrometheusRegistry, prefix: string, def
   }
 }
 
-type Counted = Exclude<keyof SupervisorMetrics, 'children' | 'exits' | 'stopDurationMs'>
+type Counted = Exclude<keyof SupervisorMetrics, 'children' | 'exits' | 'stopDurationMs' | 'stops' | 'stopsByReason'>
 const COUNTERS: Array<[Counted, string, string]> = [
   ['starts', 'starts_total', 'Incarnations started (first starts and restarts)'],
   ['restarts', 'restarts_total', 'Restarts made by restart policies'],
   ['requestedRestarts', 'requested_restarts_total', 'Restarts someone asked for (restart(), reapkit restart)'],
   ['givenUp', 'given_up_total', 'Children given up by their restart policy'],
   ['healthFailures', 'health_failures_total', 'Failed health checks'],
-  ['stops', 'stops_total', 'Stops the supervisor made (terminate, shutdownAll) that ended a child'],
+  ['startFailures', 'start_failures_total', 'Starts that failed (a spawn error, or not ready in time)'],
   ['escalations', 'escalations_total', 'Stops that had to send SIGKILL'],
   ['survivors', 'survivors_total', 'Processes left alive by those stops'],
 ]
@@ -88,21 +99,36 @@ const COUNTERS: Array<[Counted, string, string]> = [
  * Registers `supervisor`'s metrics on `registry` (a prom-client Registry). Returns a function that
  * removes them again (and stops observing the supervisor).
  */
-export function registerSupervisorMetrics(supervisor: Supervisor, registry: PrometheusRegistry, options: PrometheusOptions = {}): () => void {
+export function registerSupervisorMetrics(supervisor: Supervisor, registry: PrometheusRegistry, options: SupervisorPrometheusOptions = {}): () => void {
   const prefix = checkRegistration(registry, options, 'reapkit_supervisor_')
+  const perChild = byIdSpec(options.byId)
   const client = loadPromClient()
   const registers = [registry as unknown as import('prom-client').Registry]
-  const { made: durations, remove } = registerAll(registry, prefix, (add) => defineMetrics(client, supervisor, registers, add))
+  // The counters' source: one set from metrics() (since the supervisor's creation), or one per id.
+  const byId = perChild ? new MetricsById(perChild.maxIds) : null
+  const counts: Counts = byId
+    ? { labelNames: ['id'], read: () => [...byId.snapshots()].map(([id, m]) => [{ id }, m]) }
+    : { labelNames: [], read: () => [[{}, supervisor.metrics()]] }
+  const { made: durations, remove } = registerAll(registry, prefix, (add) => defineMetrics(client, supervisor, registers, add, counts))
+  const unfollow = byId?.follow(supervisor as unknown as EventEmitter)
   const observe = (_record: unknown, report: StopReport): void => durations.observe(report.durationMs / 1000)
   supervisor.on('terminate', observe)
   return () => {
     supervisor.off('terminate', observe)
+    unfollow?.()
     remove()
   }
 }
 
+/** Where the counters read their values: each set of labels with its figures. */
+interface Counts {
+  labelNames: string[]
+  read(): Array<[labels: Record<string, string>, metrics: SupervisorMetrics]>
+}
+
 /** Creates the metrics on `registers`, each through `add` (registerAll). */
-function defineMetrics(client: PromClient, supervisor: Supervisor, registers: import('prom-client').Registry[], add: AddMetric): import('prom-client').Histogram {
+function defineMetrics(client: PromClient, supervisor: Supervisor, registers: import('prom-client').Registry[], add: AddMetric, counts: Counts): import('prom-client').Histogram {
+  const { labelNames } = counts
   add('children', (name) => new client.Gauge({
     name,
     help: 'Children (and adopted leftovers) by status',
@@ -113,21 +139,34 @@ function defineMetrics(client: PromClient, supervisor: Supervisor, registers: im
     },
   }))
   for (const [key, metric, help] of COUNTERS) {
-    add(metric, (name) => new client.Counter({ name, help, registers, collect() {
+    add(metric, (name) => new client.Counter({ name, help, labelNames, registers, collect() {
       this.reset()
-      this.inc(supervisor.metrics()[key])
+      for (const [labels, m] of counts.read()) this.inc(labels, m[key])
     } }))
   }
-  add('exits_total', (name) => new client.Counter({
+  add('stops_total', (name) => new client.Counter({
     name,
-    help: 'Incarnations that ended, by exit code or signal',
-    labelNames: ['code', 'signal'],
+    help: 'Stops the supervisor made that ended a child, by reason (terminate, shutdown, unhealthy, not-ready)',
+    labelNames: [...labelNames, 'reason'],
     registers,
     collect() {
       this.reset()
-      const { byCode, bySignal } = supervisor.metrics().exits
-      for (const [code, n] of Object.entries(byCode)) this.inc({ code, signal: '' }, n)
-      for (const [signal, n] of Object.entries(bySignal)) this.inc({ code: '', signal }, n)
+      for (const [labels, m] of counts.read()) {
+        for (const [reason, n] of Object.entries(m.stopsByReason)) this.inc({ ...labels, reason }, n)
+      }
+    },
+  }))
+  add('exits_total', (name) => new client.Counter({
+    name,
+    help: 'Incarnations that ended, by exit code or signal',
+    labelNames: [...labelNames, 'code', 'signal'],
+    registers,
+    collect() {
+      this.reset()
+      for (const [labels, { exits }] of counts.read()) {
+        for (const [code, n] of Object.entries(exits.byCode)) this.inc({ ...labels, code, signal: '' }, n)
+        for (const [signal, n] of Object.entries(exits.bySignal)) this.inc({ ...labels, code: '', signal }, n)
+      }
     },
   }))
   return add('stop_duration_seconds', (name) => new client.Histogram({

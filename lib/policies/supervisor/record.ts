@@ -14,11 +14,29 @@ import type { OutputOptions } from './output'
 const INCARNATIONS_KEPT = 100
 
 /**
+ * 'starting': its incarnation runs but is not ready yet (spawn's `ready` option; without one a child
+ *   is 'running' at once), or its start is under way (a failed start settles in the next tick).
  * 'adopted': running, found by a stateFile after the previous supervisor on that file crashed.
  * 'restarting': its last incarnation exited and a restart policy waits out the backoff.
+ * 'start-failed': it never ran: its start failed (ENOENT, EACCES: `error` says why) and no restart
+ *   policy started it again.
  * 'given-up': its restart policy gave it up (more restarts within the window than allowed).
+ * After a stop the supervisor made (terminate, shutdownAll, failed health checks, not ready in
+ * time) the status is the supervisor's: 'terminated', or 'killed' when that stop needed SIGKILL.
  */
-export type ProcessStatus = 'running' | 'adopted' | 'restarting' | 'exited' | 'terminated' | 'killed' | 'given-up'
+export type ProcessStatus = 'starting' | 'running' | 'adopted' | 'restarting' | 'exited' | 'terminated' | 'killed' | 'start-failed' | 'given-up'
+
+/** Every status, in the order metrics list them. */
+export const STATUSES: readonly ProcessStatus[] = ['starting', 'running', 'adopted', 'restarting', 'exited', 'terminated', 'killed', 'start-failed', 'given-up']
+
+/** Why the supervisor stopped a child: terminate(), shutdownAll(), failed health checks, or not ready in time. */
+export type StopReason = 'terminate' | 'shutdown' | 'unhealthy' | 'not-ready'
+
+/** Why a start failed: the spawn's error code (ENOENT, EACCES...) or ERR_REAPKIT_NOT_READY, and its message. */
+export interface StartError {
+  code: string | null
+  message: string
+}
 
 /** One run of a child: a restarted child keeps its record and request id, and gets a new incarnation. */
 export interface Incarnation {
@@ -36,6 +54,7 @@ export interface Incarnation {
 
 /** What the supervisor knows of one child. pid, pgid, times, code and signal are its latest incarnation's. */
 export interface ProcessRecord {
+  /** NaN (null in JSON) while no incarnation ever ran (its start failed): never a pid to signal. */
   pid: number
   /** Its process group, when it leads one. */
   pgid: number | null
@@ -56,6 +75,8 @@ export interface ProcessRecord {
   incarnations: Incarnation[]
   /** While 'restarting': when the next incarnation is due. */
   nextStartAt: Date | null
+  /** Why its last start failed (the spawn's error, or not ready in time); null once an incarnation is ready. */
+  error: StartError | null
 }
 
 export interface SupervisorOptions {
@@ -116,10 +137,21 @@ export interface SupervisorEvents {
   'give-up': [record: ProcessRecord]
   /** A health check failed (`inARow`: how many in a row, counting this one). */
   'health-fail': [record: ProcessRecord, error: unknown, inARow: number]
-  /** A stop the supervisor asked for (terminate, shutdownAll) ended it. */
-  terminate: [record: ProcessRecord, report: StopReport]
+  /**
+   * A stop the supervisor made ended it: terminate(), shutdownAll(), failed health checks
+   * ('unhealthy') or a readiness wait that ran out ('not-ready'); `reason` says which.
+   */
+  terminate: [record: ProcessRecord, report: StopReport, reason: StopReason]
   /** That stop had to send SIGKILL. */
-  escalate: [record: ProcessRecord, report: StopReport]
+  escalate: [record: ProcessRecord, report: StopReport, reason: StopReason]
+  /**
+   * A start failed: the spawn's error (ENOENT, EACCES...; the record is then 'starting' with no pid
+   * yet, or 'restarting' for a restart), or not ready within its bound. The restart policy decides
+   * what follows ('status' next); never an unhandled 'error' on the child.
+   */
+  'start-failed': [record: ProcessRecord, error: Error]
+  /** It became ready (spawn's `ready`): 'starting' -> 'running'. */
+  ready: [record: ProcessRecord]
 }
 
 /** A record's copy: nothing in it is shared with the supervisor's own. */
@@ -130,6 +162,7 @@ export function copyRecord(record: ProcessRecord): ProcessRecord {
     startedAt: new Date(record.startedAt),
     exitedAt: copyDate(record.exitedAt),
     nextStartAt: copyDate(record.nextStartAt),
+    error: record.error ? { ...record.error } : null,
     incarnations: record.incarnations.map((i) => ({ ...i, startedAt: new Date(i.startedAt), exitedAt: copyDate(i.exitedAt) })),
   }
 }
@@ -137,7 +170,11 @@ export function copyRecord(record: ProcessRecord): ProcessRecord {
 /** A Date is mutable (setTime): a copy must not hand out the supervisor's own. */
 const copyDate = (date: Date | null): Date | null => (date === null ? null : new Date(date))
 
-/** The record of a child just registered (or found already exited). */
+/**
+ * The record of a child just registered (or found already exited). `starting`: it waits to be ready.
+ * A child whose spawn failed (no pid: its 'error' follows) has no incarnation yet: pid NaN, 'starting'
+ * until that error settles it.
+ */
 export function newRecord(
   child: ChildProcess,
   pgid: number | null,
@@ -145,16 +182,17 @@ export function newRecord(
   command: string,
   args: string[],
   restart: RestartPolicy,
+  starting = false,
 ): ProcessRecord {
-  const exited = child.exitCode !== null || child.signalCode !== null
+  const exited = child.pid !== undefined && (child.exitCode !== null || child.signalCode !== null)
   const now = new Date()
   const first: Incarnation = {
-    pid: child.pid!,
+    pid: child.pid ?? NaN,
     pgid,
     startedAt: now,
     exitedAt: exited ? now : null,
-    exitCode: child.exitCode,
-    signal: child.signalCode,
+    exitCode: exited ? child.exitCode : null,
+    signal: exited ? child.signalCode : null,
     reason: 'start',
     delayMs: 0,
   }
@@ -164,22 +202,24 @@ export function newRecord(
     requestId,
     command,
     args,
-    status: exited ? 'exited' : 'running',
+    status: exited ? 'exited' : starting || child.pid === undefined ? 'starting' : 'running',
     startedAt: now,
     exitedAt: first.exitedAt,
     exitCode: first.exitCode,
     signal: first.signal,
     restart,
     restarts: 0,
-    incarnations: [first],
+    incarnations: child.pid === undefined ? [] : [first],
     nextStartAt: null,
+    error: null,
   }
 }
 
-/** Moves a record to its next incarnation, now running. */
-export function startIncarnation(record: ProcessRecord, child: ChildProcess, pgid: number | null, reason: StartReason, delayMs: number): void {
+/** Moves a record to its next incarnation, now running (or `starting`, until it is ready). */
+export function startIncarnation(record: ProcessRecord, child: ChildProcess, pgid: number | null, reason: StartReason, delayMs: number, starting = false): void {
   const startedAt = new Date()
-  Object.assign(record, { pid: child.pid!, pgid, status: 'running', startedAt, exitedAt: null, exitCode: null, signal: null, nextStartAt: null })
+  const status = starting ? 'starting' : 'running'
+  Object.assign(record, { pid: child.pid!, pgid, status, startedAt, exitedAt: null, exitCode: null, signal: null, nextStartAt: null })
   record.restarts++
   record.incarnations.push({ pid: child.pid!, pgid, startedAt, exitedAt: null, exitCode: null, signal: null, reason, delayMs })
   if (record.incarnations.length > INCARNATIONS_KEPT) record.incarnations.shift()

@@ -11,6 +11,7 @@ import type { SpawnOptions } from '../../mechanisms/spawn'
 import type { Restarter } from './restart'
 import type { HealthMonitor, HealthSpec } from './health'
 import type { ProcessRecord } from './record'
+import type { ReadySpec } from './readiness'
 
 export interface Entry {
   id: number
@@ -27,14 +28,29 @@ export interface Entry {
    * With a restart policy: its state, the options each incarnation is spawned with, and while it
    * is 'restarting', the stop of what the last incarnation left in its group.
    */
-  restart: { restarter: Restarter; options: SpawnOptions; leftovers?: Promise<KillResult> | undefined } | null
-  /** With a health check: its options, the running incarnation's monitor, and whether it failed. */
-  health: { spec: HealthSpec; monitor: HealthMonitor | null; unhealthy: boolean } | null
+  restart: { restarter: Restarter; options: SpawnOptions; leftovers?: Leftovers | undefined } | null
+  /** With a health check: its options and the running incarnation's monitor. */
+  health: { spec: HealthSpec; monitor: HealthMonitor | null } | null
+  /** With a readiness condition (spawn's `ready`): it, and the running incarnation's wait. */
+  ready: { spec: ReadySpec; wait: { cancel(): void } | null } | null
+  /** The children it starts after (spawn's `after`): shutdownAll() stops it before them. */
+  after: Entry[]
 }
 
-export const running = (e: Entry): boolean => e.record.status === 'running'
-/** Running, or between two incarnations: not over yet. */
-export const live = (e: Entry): boolean => e.record.status === 'running' || e.record.status === 'restarting'
+/** The stop of what an exited incarnation left in its group, and when it began (performance.now()). */
+export interface Leftovers {
+  stop: Promise<KillResult | undefined>
+  startedAt: number
+}
+
+/** What a new entry brings beside its record: its restart policy, health check, readiness and order. */
+export type Plan = Pick<Entry, 'restart' | 'health' | 'ready' | 'after'>
+export const NO_PLAN: Plan = { restart: null, health: null, ready: null, after: [] }
+
+/** An incarnation is up: ready ('running') or not yet ('starting'). */
+export const running = (e: Entry): boolean => e.record.status === 'running' || e.record.status === 'starting'
+/** Up, or between two incarnations: not over yet. */
+export const live = (e: Entry): boolean => running(e) || e.record.status === 'restarting'
 /** libuv has reaped the leader: its end is known, not assumed. */
 export const exited = (e: Entry): boolean => e.child.exitCode !== null || e.child.signalCode !== null
 
@@ -53,13 +69,13 @@ export class Registry {
   }
 
   /** A new entry, indexed; `finished` when its process had already exited. */
-  add(record: ProcessRecord, child: ChildProcess, handle: ProcessHandle | null, plan: Pick<Entry, 'restart' | 'health'> = { restart: null, health: null }): Entry {
-    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0, restart: plan.restart, health: plan.health }
+  add(record: ProcessRecord, child: ChildProcess, handle: ProcessHandle | null, plan: Plan = NO_PLAN): Entry {
+    const entry: Entry = { id: this.#nextId++, record, child, handle, stopping: 0, ...plan }
     this.entries.set(entry.id, entry)
-    this.#byPid.set(record.pid, entry)
+    if (!Number.isNaN(record.pid)) this.#byPid.set(record.pid, entry) // NaN: it never ran
     this.#byChild.set(child, entry)
     if (record.requestId !== null) this.#byRequest.set(record.requestId, entry)
-    if (record.status !== 'running') this.#finished.add(entry)
+    if (!live(entry)) this.#finished.add(entry)
     return entry
   }
 

@@ -46,19 +46,19 @@ export async function restartRequested(core: Core, entry: Entry, options: SpawnO
   }
   if (!exited(entry) || !core.restartsAllowed()) {
     // It did not end (nothing to start beside it), or a shutdownAll()/dispose() began meanwhile.
-    settle(core, entry, stop.escalated ? 'killed' : 'terminated', stop)
+    settle(core, entry, stop.escalated ? 'killed' : 'terminated', { report: stop, reason: 'terminate' })
     throw new ReapkitError('ERR_REAPKIT_NOT_RESTARTED', `${JSON.stringify(record.requestId ?? record.pid)} was stopped but not started again: ${exited(entry) ? 'the supervisor is shutting down' : 'it did not exit'}`)
   }
   let child: ChildProcess
   try {
     child = spawn(record.command, record.args, options)
   } catch (err) {
-    settle(core, entry, 'terminated', stop)
+    settle(core, entry, 'terminated', { report: stop, reason: 'terminate' })
     throw err
   }
   if (child.pid === undefined) {
     const error = await new Promise<Error>((resolve) => child.once('error', resolve))
-    settle(core, entry, 'terminated', stop)
+    settle(core, entry, 'terminated', { report: stop, reason: 'terminate' })
     throw error
   }
   child.on('error', (err) => logEvent(core.logger, 'warn', 'process.error', { pid: child.pid, error: err.message }))

@@ -46,10 +46,10 @@ export interface RestartSpec {
 }
 
 /**
- * Why an incarnation was started: the first start, or a restart after a failure, a clean exit, or
- * a stop for failed health checks.
+ * Why an incarnation was started: the first start, or a restart after a failure (a failed start
+ * included), a clean exit, a stop for failed health checks, or a stop for not being ready in time.
  */
-export type StartReason = 'start' | 'failure' | 'exit' | 'unhealthy' | 'requested'
+export type StartReason = 'start' | 'failure' | 'exit' | 'unhealthy' | 'not-ready' | 'requested'
 
 export type RestartDecision =
   | { action: 'none' }
@@ -128,16 +128,18 @@ export class Restarter {
   }
 
   /**
-   * What to do after an exit the supervisor did not ask for (`unhealthy`: it was stopped for failed
-   * health checks, a failure whatever its code). Counts the restart it decides.
+   * What to do after an exit the supervisor did not ask for, or after its own stop for failed health
+   * checks (`stoppedFor` true or 'unhealthy') or for not being ready in time ('not-ready'): such a
+   * stop is a failure whatever the exit code. Counts the restart it decides.
    */
-  decide(code: number | null, signal: NodeJS.Signals | null, unhealthy = false, now = Date.now(), random = Math.random): RestartDecision {
-    const failed = unhealthy || isFailure(code, signal)
+  decide(code: number | null, signal: NodeJS.Signals | null, stoppedFor: boolean | 'unhealthy' | 'not-ready' = false, now = Date.now(), random = Math.random): RestartDecision {
+    const cause = stoppedFor === true ? 'unhealthy' : stoppedFor || null
+    const failed = cause !== null || isFailure(code, signal)
     if (this.spec.policy === 'on-failure' && !failed) return { action: 'none' }
     const recent = this.recent(now)
     if (recent.length >= this.spec.maxRestarts) return { action: 'give-up' }
     this.#recent.push(now)
-    const reason = unhealthy ? 'unhealthy' : failed ? 'failure' : 'exit'
+    const reason = cause ?? (failed ? 'failure' : 'exit')
     return { action: 'restart', delayMs: backoffMs(this.spec, recent.length, random), reason }
   }
 

@@ -4,27 +4,33 @@
  * restart).
  */
 import { logEvent } from '../../ground/logger'
-import type { Core } from './core'
-import { copyRecord, type ProcessStatus, type StopReport } from './record'
+import type { Core, Stop } from './core'
+import { copyRecord, type ProcessStatus } from './record'
 import { type Entry, exited, live } from './registry'
 
 /**
- * running (or restarting) -> exited | terminated | killed | given-up, once: a finished status is
- * final. `report`: the stop that ended it, when the supervisor asked for one.
+ * starting, running (or restarting) -> exited | terminated | killed | start-failed | given-up, once:
+ * a finished status is final. `stop`: the stop that ended it, when the supervisor made one.
  */
-export function settle(core: Core, entry: Entry, status: ProcessStatus, report?: StopReport): void {
-  if (!live(entry) || status === 'running') return
+export function settle(core: Core, entry: Entry, status: ProcessStatus, stop?: Stop): void {
+  if (!live(entry) || status === 'running' || status === 'starting') return
   entry.record.status = status
   entry.record.exitedAt ??= new Date()
   entry.record.nextStartAt = null
   logEvent(core.logger, 'info', 'process.status', { pid: entry.record.pid, requestId: entry.record.requestId, status })
   core.event('status', copyRecord(entry.record))
-  if (report) {
-    core.event('terminate', copyRecord(entry.record), report)
-    if (report.escalated) core.event('escalate', copyRecord(entry.record), report)
-  }
+  if (stop) announceStop(core, entry, stop)
   core.registry.finish(entry)
 }
+
+/** A stop the supervisor made ended an incarnation: 'terminate', and 'escalate' when it needed SIGKILL. */
+export function announceStop(core: Core, entry: Entry, { report, reason }: Stop): void {
+  core.event('terminate', copyRecord(entry.record), report, reason)
+  if (report.escalated) core.event('escalate', copyRecord(entry.record), report, reason)
+}
+
+/** The status a stop the supervisor made leaves, whatever the child did meanwhile. */
+export const stoppedStatus = (stop: Stop): ProcessStatus => (stop.report.escalated ? 'killed' : 'terminated')
 
 /** A live entry whose leader libuv has reaped: 'exited' (e.g. a stop threw after the child exited). */
 export function settleIfExited(core: Core, entry: Entry): void {
@@ -37,6 +43,7 @@ export function settleIfExited(core: Core, entry: Entry): void {
  */
 export function quiesce(core: Core, entry: Entry, status?: ProcessStatus): void {
   entry.health?.monitor?.stop()
+  entry.ready?.wait?.cancel()
   if (!entry.restart?.restarter.cancel()) return
   // No start is due any more: it stays 'restarting' only until the stop that ends it is over.
   entry.record.nextStartAt = null

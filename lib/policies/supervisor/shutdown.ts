@@ -1,6 +1,6 @@
 /**
- * shutdownAll's stop of many entries at once: each through the two-phase close (closeClient), all
- * in parallel under one cap. Whatever is left at the cap is SIGKILLed from one listing of the
+ * shutdownAll's stop of many entries at once: each through the two-phase close (closeClient), in
+ * parallel but each after the children started after it (spawn's `after`), all under one cap. Whatever is left at the cap is SIGKILLed from one listing of the
  * process table shared by every entry.
  */
 import type { ChildProcess } from 'node:child_process'
@@ -10,8 +10,10 @@ import { containersAtCap } from '../../mechanisms/container/child'
 import { type Logger, logEvent } from '../../ground/logger'
 import { scanGroups } from '../../mechanisms/group'
 import { killEntrySync } from './backstop'
+import { dependentsOf } from './order'
 import { type Entry, exited, running } from './registry'
 import { type ProcessRecord, type ProcessStatus, type ShutdownReport, copyRecord } from './record'
+import { reachOf } from '../../mechanisms/stop/reach'
 
 export interface ShutdownContext {
   closeTimeoutMs: number
@@ -53,7 +55,20 @@ export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Pro
   const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, ctx.capMs, 'cap')))
   const table = new CapTable()
   try {
-    return await Promise.all(targets.map((entry) => ctx.backoffStops.get(entry) ?? closeOnce(entry, cap, table, started, ctx)))
+    // Reverse start order: each one after its dependents among the targets, in parallel otherwise
+    // (and begun in the targets' order). There is no cycle: a dependent is newer than what it names.
+    const stops = new Map<Entry, Promise<ShutdownReport>>()
+    const dependentsOfEach = dependentsOf(targets)
+    const stopOf = (entry: Entry): Promise<ShutdownReport> => {
+      const known = stops.get(entry)
+      if (known) return known
+      const dependents = dependentsOfEach.get(entry)!.map((t) => stopOf(t).catch(() => {}))
+      const stop = (): Promise<ShutdownReport> => ctx.backoffStops.get(entry) ?? closeOnce(entry, cap, table, started, ctx)
+      const made = dependents.length === 0 ? stop() : Promise.all(dependents).then(stop)
+      stops.set(entry, made)
+      return made
+    }
+    return await Promise.all(targets.map(stopOf))
   } finally {
     clearTimeout(capTimer)
   }
@@ -71,6 +86,7 @@ function closeOnce(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, starte
 }
 
 async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, started: number, ctx: ShutdownContext): Promise<ShutdownReport> {
+  if (entry.child.pid === undefined) return closeNeverRan(entry, ctx)
   const wasRunning = running(entry)
   // A child waiting out a backoff (its restart cancelled): this stop ends it, as terminate() would.
   const wasWaiting = entry.record.status === 'restarting'
@@ -87,7 +103,8 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
     const first = await Promise.race([closing, cap])
     if (first !== 'cap') {
       const report = { ...first, requestId: entry.record.requestId, capped: false }
-      if (wasRunning && exited(entry)) ctx.settle(entry, first.phase !== 'forced' ? 'exited' : first.escalated ? 'killed' : 'terminated', report)
+      // Its stop, whatever the child did in its grace (left on stdin end, say): the supervisor's status.
+      if (wasRunning && exited(entry)) ctx.settle(entry, first.phase === 'already-exited' ? 'exited' : first.escalated ? 'killed' : 'terminated', report)
       if (wasWaiting) ctx.settle(entry, first.escalated ? 'killed' : 'terminated', report)
       return report
     }
@@ -115,6 +132,7 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
       containerSurvivors: atCap.containerSurvivors,
       gracefulMs: ctx.closeTimeoutMs,
       durationMs: performance.now() - started,
+      reach: reachOf(entry.child, entry.record.pgid),
     }
     const capped = { ...report, requestId: entry.record.requestId, capped: true }
     if ((wasRunning && exited(entry)) || wasWaiting) ctx.settle(entry, 'killed', capped)
@@ -125,7 +143,34 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
   }
 }
 
-type StopFigures = Pick<KillResult, 'signalsSent' | 'escalated' | 'survivors' | 'uncertain' | 'error'>
+/** A child whose start failed (no process, nothing to signal), waiting out a backoff: the stop only ends the wait. */
+function closeNeverRan(entry: Entry, ctx: ShutdownContext): ShutdownReport {
+  const report: ShutdownReport = { ...neverRanReport(entry), phase: 'already-exited', closeCompleted: false, closeError: null, gracefulMs: 0, capped: false }
+  ctx.settle(entry, 'terminated', report)
+  return report
+}
+
+/** The stop of a child that never ran: nothing signalled, nothing left. */
+export function neverRanReport(entry: Entry): KillResult & { requestId: string | number | null } {
+  return {
+    pid: entry.record.pid,
+    pgid: null,
+    requestId: entry.record.requestId,
+    signalsSent: [],
+    escalated: false,
+    reach: 'process', // nothing ran: nothing else to see
+    code: null,
+    signal: null,
+    survivors: [],
+    uncertain: false,
+    error: null,
+    containers: [],
+    containerSurvivors: [],
+    durationMs: 0,
+  }
+}
+
+type StopFigures = Pick<KillResult, 'signalsSent' | 'escalated' | 'survivors' | 'uncertain' | 'error' | 'durationMs'>
 
 /**
  * A stop of a child waiting out a backoff (terminate, shutdownAll), taken as it starts: the stop of
@@ -134,18 +179,21 @@ type StopFigures = Pick<KillResult, 'signalsSent' | 'escalated' | 'survivors' | 
  */
 export function joinStopUnderWay(entry: Entry): <R extends StopFigures>(own: R) => Promise<R> {
   const underWay = entry.record.status === 'restarting' ? entry.restart?.leftovers : undefined
-  return async (own) => withStopUnderWay(own, await underWay?.catch(() => undefined))
+  const ownStart = performance.now()
+  return async (own) => withStopUnderWay(own, await underWay?.stop.catch(() => undefined), ownStart - (underWay?.startedAt ?? ownStart))
 }
 
 /**
- * The stop of the leftovers that was already under way (its signals first, timed from its own
- * start) joins the report, so a SIGKILL it sent is an escalation and what resisted it a survivor.
+ * The stop of the leftovers that was already under way (its signals first) joins the report, so a
+ * SIGKILL it sent is an escalation and what resisted it a survivor. One time origin: the report's
+ * own start; that stop began `earlierByMs` before it, so its signals' atMs are moved back by that
+ * much (one sent before this stop began is negative). durationMs stays this stop's own.
  */
-function withStopUnderWay<R extends StopFigures>(own: R, earlier: StopFigures | undefined): R {
+function withStopUnderWay<R extends StopFigures>(own: R, earlier: StopFigures | undefined, earlierByMs: number): R {
   if (!earlier) return own
   return {
     ...own,
-    signalsSent: [...earlier.signalsSent, ...own.signalsSent],
+    signalsSent: [...earlier.signalsSent.map((s) => ({ ...s, atMs: s.atMs - earlierByMs })), ...own.signalsSent],
     escalated: own.escalated || earlier.escalated,
     survivors: [...new Set([...earlier.survivors, ...own.survivors])],
     uncertain: own.uncertain || earlier.uncertain,

@@ -24,7 +24,9 @@
  * A child that is a container client also records its run (supervisor/state-containers.ts): the
  * container outlives a SIGKILLed supervisor, so the next incarnation stops it through the engine.
  * A run stays in the file (top-level `containers`) after its client exits until its container is
- * confirmed gone. The args of any engine command (docker, podman, nerdctl: a run or not) are
+ * confirmed gone. The cgroups the predecessor's process made (spawn({ cgroup: true })) are found by
+ * their names, which carry the owner's pid and start time, and ended (supervisor/state-cgroups.ts).
+ * The args of any engine command (docker, podman, nerdctl: a run or not) are
  * written with the values of their secret flags (`-e KEY=value` in every spelling, `--creds`...:
  * command.ts's redactRunArgs) redacted: the file names what ran, never a secret given to it.
  */
@@ -41,6 +43,7 @@ import { stopRecordedContainer, withContainers } from '../../mechanisms/containe
 import { redactRunArgs } from '../../mechanisms/container/command'
 import type { ContainerOutcome, ContainerRecord } from '../../mechanisms/container/stop'
 import { parseStateContainer, type StateContainer, stopLeftoverContainer, toStateContainer } from './state-containers'
+import { endPredecessorCgroups, findPredecessorCgroups, type LeftoverCgroup } from './state-cgroups'
 import { checkStateFolder, readTrustedStateFile } from '../state-file-trust'
 import { copyRecord, type ProcessRecord } from './record'
 
@@ -81,6 +84,11 @@ export interface LeftoverReport {
    * client gone, stopped, or unproven): stopped through its engine, by its run label.
    */
   containers: ContainerOutcome[]
+  /**
+   * The cgroups the previous incarnation's process made (spawn({ cgroup: true })) and left: each
+   * ended with `cgroup.kill` once the found processes' stops are over (supervisor/state-cgroups.ts).
+   */
+  cgroups: LeftoverCgroup[]
 }
 
 interface Adopted {
@@ -234,7 +242,9 @@ export class SupervisorState {
     this.#restarts = restarts
     const self = processRow(process.pid)
     this.#owner = self ? { pid: process.pid, start: self.start } : null
-    const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt, containers: [] }
+    const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt, containers: [], cgroups: [] }
+    // Listed now, ended after the processes' own stops (their graceful signal first): see state-cgroups.ts.
+    const cgroups = owner !== null && owner.pid !== process.pid ? findPredecessorCgroups(owner, hooks.logger) : []
     if (corrupt) logEvent(hooks.logger, 'warn', 'state.corrupt', { file })
     const live: Array<{ rec: StateRecord; handle: ProcessHandle }> = []
     // A predecessor's container runs, except those of clients adopted below: stopped through the engine.
@@ -253,7 +263,8 @@ export class SupervisorState {
     const containerSteps = Promise.all(retired.map((c) => this.#retire(c)))
     if (onLeftovers === 'adopt') {
       for (const { rec, handle } of live) report.adopted.push(copyRecord(this.#adopt(rec, handle).record))
-      this.leftovers = containerSteps.then((outcomes) => ({ ...report, containers: outcomes }))
+      const cgroupSteps = endPredecessorCgroups(cgroups, new Set(live.map(({ rec }) => rec.pid)), hooks.logger)
+      this.leftovers = Promise.all([containerSteps, cgroupSteps]).then(([outcomes, ended]) => ({ ...report, containers: outcomes, cgroups: ended }))
     } else {
       const stopping = Promise.all(
         live.map(async ({ handle }) => {
@@ -264,7 +275,8 @@ export class SupervisorState {
           }
         }),
       )
-      this.leftovers = Promise.all([stopping, containerSteps]).then(([stopped, outcomes]) => ({ ...report, stopped, containers: outcomes }))
+      const cgroupSteps = stopping.then(() => endPredecessorCgroups(cgroups, new Set(), hooks.logger))
+      this.leftovers = Promise.all([stopping, containerSteps, cgroupSteps]).then(([stopped, outcomes, ended]) => ({ ...report, stopped, containers: outcomes, cgroups: ended }))
     }
     logEvent(hooks.logger, 'info', 'state.leftovers', { file, found: report.found.length, dropped: report.dropped.length, action: onLeftovers })
     this.#write() // the file now describes this incarnation (the adopted, if any), not the last one
@@ -286,6 +298,7 @@ export class SupervisorState {
       restarts: 0,
       incarnations: [],
       nextStartAt: null,
+      error: null,
     }
     record.incarnations.push({ pid: rec.pid, pgid: rec.pgid, startedAt: record.startedAt, exitedAt: null, exitCode: null, signal: null, reason: 'start', delayMs: 0 })
     const a: Adopted = { record, handle, stopping: 0 }

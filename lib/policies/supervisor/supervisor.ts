@@ -18,7 +18,7 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter, setMaxListeners } from 'node:events'
-import { SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../../ground/config'
+import { KILL_CONFIRM_MS_DEFAULT, SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../../ground/config'
 import { ReapkitError, rangeError, systemError, typeError } from '../../ground/errors'
 import { type Logger, logEvent, silentLogger } from '../../ground/logger'
 import { describe, validateMs, validateOptions } from '../../ground/validate'
@@ -36,7 +36,10 @@ import { MetricsRecorder, type SupervisorMetrics } from './metrics'
 import { copyRecord, type ProcessRecord, type ShutdownReport, type SupervisorEvents, type SupervisorOptions } from './record'
 import { type Entry, Registry, exited, live } from './registry'
 import { type RestartOptions, Restarter, restartSpec } from './restart'
-import { afterExit } from './restart-flow'
+import { afterEnd, failsInItsErrorEvent } from './restart-flow'
+import { childStreams } from './output-source'
+import { layers, resolveAfter, untilReady } from './order'
+import { DEFAULT_READY_TIMEOUT_MS, pipesStdout, type ReadinessOptions, readySpec } from './readiness'
 import { quiesce, settle, settleIfExited } from './settle'
 import { closeUnderCap } from './shutdown'
 import { type LeftoverReport, STATE_TOKEN_ENV, SupervisorState } from './state'
@@ -45,14 +48,28 @@ import { type OutputPage, type OutputReadOptions, OutputStore } from './output'
 import type { Align } from './output-ring'
 import { type RestartResult, restartRequested } from './restart-requested'
 
-export type { Incarnation, ProcessRecord, ProcessStatus, ShutdownReport, StopReport, SupervisorEvents, SupervisorOptions } from './record'
+export type { Incarnation, ProcessRecord, ProcessStatus, ShutdownReport, StartError, StopReason, StopReport, SupervisorEvents, SupervisorOptions } from './record'
 
 /**
- * spawn()'s options: reapkit's spawn options, a request id, a restart policy and a health check.
- * With a restart policy, `signal` and `timeout` are refused (ERR_INVALID_ARG_COMBINATION): every
- * incarnation would reuse them.
+ * spawn()'s options: reapkit's spawn options, a request id, a restart policy, a health check, a
+ * readiness condition (`ready`: 'starting' until it holds) and the children it starts after
+ * (`after`, by request id). With a restart policy, `signal` and `timeout` are refused
+ * (ERR_INVALID_ARG_COMBINATION): every incarnation would reuse them.
  */
-export type SupervisedSpawnOptions = SpawnOptions & RestartOptions & { requestId?: string | number; health?: HealthOptions }
+export type SupervisedSpawnOptions = SpawnOptions & RestartOptions & {
+  requestId?: string | number
+  health?: HealthOptions
+  ready?: ReadinessOptions
+  after?: ReadonlyArray<string | number>
+}
+
+/** A spawn checked and ready to go (#prepare): what it starts after, and the start itself. */
+interface Launch {
+  after: Entry[]
+  /** How long start() waits for those to be ready: the child's own readiness bound. */
+  waitMs: number
+  start(): { child: ChildProcess; entry: Entry }
+}
 
 export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly closeTimeoutMs: number
@@ -96,9 +113,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       closeTimeoutMs: this.closeTimeoutMs,
       graceMs: this.graceMs,
       output,
+      outputSource: childStreams,
       restartsAllowed: () => this.#shuttingDown === 0 && !this.#disposed.signal.aborted,
       event: (name, ...args) => this.#event(name, ...args),
-      unaskedExit: (entry, code, signal) => afterExit(this.#core, entry, code, signal),
+      ended: (entry, end) => afterEnd(this.#core, entry, end),
     }
     if (options.backstop !== false) addToBackstop(this)
   }
@@ -120,25 +138,64 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /**
    * Starts a process with reapkit's spawn (own group, kernel death signal) and registers it. With
    * `restart` ('on-failure' or 'always'), an exit the supervisor did not ask for starts it again
-   * (same command, arguments and options) under the same record and request id.
+   * (same command, arguments and options) under the same record and request id. A start that fails
+   * (ENOENT, EACCES) is recorded ('start-failed' event; the restart policy decides), never an
+   * unhandled 'error'. With `after`, each child named must be ready now (start() waits for them).
    */
   spawn(command: string, args: readonly string[] = [], options: SupervisedSpawnOptions = {}): ChildProcess {
-    const { requestId, restart, backoff, intensity, health, ...spawnOptions } = validateOptions(options)
+    const launch = this.#prepare(command, args, options)
+    const waiting = launch.after.find((dep) => dep.record.status !== 'running')
+    if (waiting) {
+      throw new ReapkitError('ERR_REAPKIT_NOT_READY', `"after" names ${JSON.stringify(waiting.record.requestId ?? waiting.record.pid)}, which is ${waiting.record.status}, not ready: await start() to wait for it`)
+    }
+    return launch.start().child
+  }
+
+  /**
+   * spawn(), in order: waits for each child `after` names to be ready, starts this one, and resolves
+   * to its record once it is ready (spawn's `ready`; without it, once it runs). Rejects, within the
+   * readiness bound, when a dependency is over or not ready (ERR_REAPKIT_DEPENDENCY_FAILED,
+   * ERR_REAPKIT_NOT_READY; nothing is started then) or when its own first start fails (the spawn's
+   * code, or ERR_REAPKIT_NOT_READY); the child stays under its restart policy.
+   */
+  async start(command: string, args: readonly string[] = [], options: SupervisedSpawnOptions = {}): Promise<ProcessRecord> {
+    const launch = this.#prepare(command, args, options)
+    // Without dependencies it starts now, in this call (what it starts after may be named at once).
+    if (launch.after.length > 0) await Promise.all(launch.after.map((dep) => untilReady(this as unknown as EventEmitter, dep, launch.waitMs, false)))
+    const { entry } = launch.start()
+    // Its own wait ends with its readiness bound (then the stop for 'not-ready', bounded too).
+    const ownMs = launch.waitMs + this.closeTimeoutMs + this.graceMs + KILL_CONFIRM_MS_DEFAULT
+    await untilReady(this as unknown as EventEmitter, entry, ownMs, true)
+    return copyRecord(entry.record)
+  }
+
+  /** Every option checked (before any syscall), and the start, to run now or once its dependencies are ready. */
+  #prepare(command: string, args: readonly string[], options: SupervisedSpawnOptions): Launch {
+    const { requestId, restart, backoff, intensity, health, ready, after, ...spawnOptions } = validateOptions(options)
     if (requestId !== undefined) this.#checkRequestId(requestId)
     const spec = restartSpec({ restart, backoff, intensity })
     if (spec) refuseOneShotBounds(spawnOptions)
     const checks = healthSpec(health)
-    const withToken = this.#withStateToken(spawnOptions)
-    const child = spawn(command, args, withToken)
-    if (child.pid === undefined) return child // the 'error' event tells the caller; nothing to register
-    const state = this.#core.state
-    const plan = {
-      restart: spec ? { restarter: new Restarter(spec, state?.recentRestarts(requestId ?? null) ?? []), options: withToken } : null,
-      health: checks ? { spec: checks, monitor: null, unhealthy: false } : null,
+    const readiness = readySpec(ready, checks, pipesStdout(spawnOptions.stdio))
+    const deps = resolveAfter(this.#core.registry, after)
+    const start = (): { child: ChildProcess; entry: Entry } => {
+      if (requestId !== undefined) this.#checkRequestId(requestId) // again: start() may have waited
+      const withToken = this.#withStateToken(spawnOptions)
+      const child = spawn(command, args, withToken)
+      const state = this.#core.state
+      const plan = {
+        restart: spec ? { restarter: new Restarter(spec, state?.recentRestarts(requestId ?? null) ?? []), options: withToken } : null,
+        health: checks ? { spec: checks, monitor: null } : null,
+        ready: readiness ? { spec: readiness, wait: null } : null,
+        after: deps,
+      }
+      const entry = registerChild(this.#core, child, command, [...args], requestId ?? null, state !== null, plan)
+      this.#spawnedWith.set(entry, withToken)
+      // ENOENT, EACCES...: Node's 'error' in the next tick, taken by the supervisor as the start's failure.
+      if (child.pid === undefined) failsInItsErrorEvent(this.#core, entry, child)
+      return { child, entry }
     }
-    const entry = registerChild(this.#core, child, command, [...args], requestId ?? null, state !== null, plan)
-    this.#spawnedWith.set(entry, withToken)
-    return child
+    return { after: deps, waitMs: readiness?.timeoutMs ?? DEFAULT_READY_TIMEOUT_MS, start }
   }
 
   /** With a stateFile: the child's environment carries this incarnation's proof (supervisor/state.ts). */
@@ -294,9 +351,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const core = this.#core
     const targets = await shutdownTargets([...core.registry.entries.values()])
     const adoptedStopped = core.state?.stopAll(this.graceMs)
+    // Children started in order (`after`) are stopped in reverse, one layer after the other: each
+    // layer gets its whole close and grace, so the cap grows by one of those per extra layer.
     const capMs = this.#capFixed
       ? this.shutdownTimeoutMs
-      : this.shutdownTimeoutMs + targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS + containerCapSlackMs(targets.map((e) => e.child))
+      : this.shutdownTimeoutMs + (layers(targets) - 1) * (this.closeTimeoutMs + this.graceMs) +
+        targets.length * SHUTDOWN_SLACK_PER_PROCESS_MS + containerCapSlackMs(targets.map((e) => e.child))
     logEvent(core.logger, 'info', 'shutdown.start', { processes: targets.length, capMs })
     const started = performance.now()
     const reports = await closeUnderCap(targets, {
@@ -305,7 +365,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       capMs,
       logger: core.logger,
       close,
-      settle: (entry, status, report) => settle(core, entry, status, report),
+      settle: (entry, status, report) => settle(core, entry, status, { report, reason: 'shutdown' }),
       settleIfExited: (entry) => settleIfExited(core, entry),
       backoffStops: this.#backoffStops,
     })

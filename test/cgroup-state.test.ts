@@ -1,0 +1,96 @@
+// Issue 30 item 3: a Supervisor with a stateFile ends its previous incarnation's cgroups at start.
+// The host (a Supervisor whose children are spawned with { cgroup: true }) is SIGKILLed; its
+// children's escapees (out of every process group) are left in their cgroups. The next supervisor
+// on the file finds those cgroups by their names (its predecessor's pid and start time), ends them
+// with cgroup.kill and removes them; with onLeftovers 'adopt', it keeps the cgroup of a process it
+// adopts and ends the rest.
+import { spawn as nodeSpawn } from 'node:child_process'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { Supervisor } from '../lib/index'
+import { cleanupAfterEach, noCgroup } from './cgroup-lib'
+import { DIST, exitOf, isGone, jsonLines, spawnFixture, waitFor } from './helpers'
+
+const { made, strays } = cleanupAfterEach()
+let dir = ''
+let file = ''
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'reapkit-cgroup-state-'))
+  file = join(dir, 'supervisor.json')
+})
+afterEach(() => rmSync(dir, { recursive: true, force: true }))
+
+interface Ready {
+  cgroups: string[]
+  children: number[]
+  members: number[][]
+}
+
+/** Starts the host, waits for it to be ready, SIGKILLs it. */
+async function crashedHost(keepChildren: boolean): Promise<Ready> {
+  const host = spawnFixture('cgroup-state-host.cjs', [file], { env: { ...process.env, REAPKIT_DIST: DIST, KEEP_CHILD: keepChildren ? '1' : '0' } })
+  const ready = (await jsonLines(host.stdout!).next((m) => m.event === 'ready', 30_000, 'the host')) as unknown as Ready
+  for (const cg of ready.cgroups) made.add(cg)
+  for (const pids of ready.members) for (const p of pids) strays.add(p)
+  process.kill(host.pid!, 'SIGKILL')
+  await exitOf(host)
+  return ready
+}
+
+describe.skipIf(noCgroup !== null)('Supervisor stateFile: the previous incarnation\'s cgroups', () => {
+  it('are ended at start: the escapees that ignore SIGTERM are gone, and both cgroups (one already empty) removed; one of its names owned by another uid is left alone', async () => {
+    const ready = await crashedHost(false)
+    const [server, quiet] = ready.cgroups as [string, string]
+    const escapees = ready.members[0]!.filter((p) => p !== ready.children[0])
+    expect(escapees).toHaveLength(2)
+    for (const p of escapees) expect(isGone(p)).toBe(false) // left running by the host's death
+    // Named as the predecessor names its cgroups, but another uid's: that user's word, never acted
+    // on. (Made only as root: a chown and a move of a process into it need root.)
+    const root = process.geteuid?.() === 0
+    const forged = server.replace(/_\d+$/, '_999')
+    const sleeper = root ? nodeSpawn('sleep', ['300'], { stdio: 'ignore' }) : null
+    if (sleeper) {
+      mkdirSync(forged)
+      made.add(forged)
+      chownSync(forged, 65534, 65534)
+      strays.add(sleeper.pid!)
+      writeFileSync(join(forged, 'cgroup.procs'), String(sleeper.pid))
+    }
+    const sup = new Supervisor({ stateFile: file, graceMs: 2000, backstop: false })
+    try {
+      const report = (await sup.leftovers)!
+      expect(report.cgroups.map((c) => c.path)).not.toContain(forged)
+      if (sleeper) expect(isGone(sleeper.pid!)).toBe(false)
+      const byPath = new Map(report.cgroups.map((c) => [c.path, c]))
+      expect(byPath.get(server)).toEqual({ path: server, members: 2, killed: true, state: 'gone', removed: true })
+      // The quiet child died with its host (the death signal): its cgroup is an empty leftover, removed.
+      expect(byPath.get(quiet)).toMatchObject({ path: quiet, killed: false, state: 'gone', removed: true })
+      for (const p of escapees) expect(isGone(p), `escapee ${p}`).toBe(true)
+      expect(existsSync(server)).toBe(false)
+      expect(existsSync(quiet)).toBe(false)
+    } finally {
+      sup.dispose()
+    }
+  })
+
+  it("with onLeftovers 'adopt': the cgroup that holds the adopted child is kept (it runs on), the other ended", async () => {
+    const ready = await crashedHost(true)
+    const [server, quiet] = ready.cgroups as [string, string]
+    // The quiet child exits: its cgroup is left empty, nothing in it to adopt.
+    process.kill(ready.children[1]!, 'SIGKILL')
+    await waitFor(() => isGone(ready.children[1]!), 10_000, 'the quiet child to exit')
+    const sup = new Supervisor({ stateFile: file, graceMs: 2000, backstop: false, onLeftovers: 'adopt' })
+    try {
+      const report = (await sup.leftovers)!
+      expect(report.adopted.map((a) => a.pid)).toEqual([ready.children[0]])
+      expect(report.cgroups).toEqual([{ path: quiet, members: 0, killed: false, state: 'gone', removed: true }])
+      expect(existsSync(server)).toBe(true)
+      for (const p of ready.members[0]!) expect(isGone(p), `pid ${p}`).toBe(false)
+    } finally {
+      await sup.shutdownAll()
+      sup.dispose()
+    }
+  })
+})
