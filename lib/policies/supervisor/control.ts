@@ -114,7 +114,7 @@ async function clearStale(path: string): Promise<void> {
       probe.destroy()
       resolve(what)
     }
-    const timer = setTimeout(() => done('no answer within ' + STALE_PROBE_MS + ' ms'), STALE_PROBE_MS)
+    const timer = setTimeout(() => done(`no answer within ${STALE_PROBE_MS} ms`), STALE_PROBE_MS)
     probe.once('connect', () => done('live'))
     probe.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'EIO'))
   })
