@@ -22,6 +22,8 @@ describe.runIf(posix)('Supervisor restart()', () => {
     expect(record.incarnations.map((i) => i.reason)).toEqual(['start', 'requested'])
     expect(sup.get('svc')?.pid).toBe(record.pid)
     expect(events).toEqual(['spawn', 'exit', 'restart', 'spawn'])
+    // Before: metrics().restarts counted it, though it says "made by restart policies".
+    expect(sup.metrics()).toMatchObject({ starts: 2, restarts: 0, requestedRestarts: 1 })
   })
 
   it('a child waiting out a long backoff starts now, and the cancelled wait starts nothing more', async () => {
@@ -33,6 +35,7 @@ describe.runIf(posix)('Supervisor restart()', () => {
     // The new incarnation exits 1 at once: the policy goes on from there (a new 60 s wait), nothing else starts.
     await settled(sup, 'crashy', 'restarting')
     expect(sup.get('crashy')?.incarnations).toHaveLength(2)
+    expect(sup.metrics()).toMatchObject({ restarts: 0, requestedRestarts: 1 })
   })
 
   it('refuses what it cannot restart: a finished child, one it did not spawn, an unknown id, a bad id', async () => {

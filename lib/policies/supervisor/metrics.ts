@@ -57,8 +57,10 @@ export interface SupervisorMetrics {
   starts: number
   /** Incarnations that ended ('exit' events), by exit code and by signal. */
   exits: { total: number; byCode: Record<string, number>; bySignal: Record<string, number> }
-  /** Restarts made by restart policies ('restart' events). */
+  /** Restarts made by restart policies ('restart' events whose new incarnation's reason is not 'requested'). */
   restarts: number
+  /** Restarts someone asked for: `sup.restart()`, `reapkit restart` ('restart' events, reason 'requested'). */
+  requestedRestarts: number
   /** Children given up by their restart policy ('give-up' events). */
   givenUp: number
   /** Failed health checks ('health-fail' events). */
@@ -88,6 +90,7 @@ export class MetricsRecorder {
   readonly #byCode = new Map<string, number>()
   readonly #bySignal = new Map<string, number>()
   #restarts = 0
+  #requestedRestarts = 0
   #givenUp = 0
   #healthFailures = 0
   #startFailures = 0
@@ -101,6 +104,7 @@ export class MetricsRecorder {
   observe<K extends keyof SupervisorEvents>(name: K, args: SupervisorEvents[K]): void {
     const record = args[0] as ProcessRecord
     if (name === 'spawn') this.#starts++
+    else if (name === 'restart' && record.incarnations.at(-1)?.reason === 'requested') this.#requestedRestarts++
     else if (name === 'restart') this.#restarts++
     else if (name === 'give-up') this.#givenUp++
     else if (name === 'escalate') this.#escalations++
@@ -132,6 +136,7 @@ export class MetricsRecorder {
       starts: this.#starts,
       exits: { total: this.#exits, byCode: Object.fromEntries(this.#byCode), bySignal: Object.fromEntries(this.#bySignal) },
       restarts: this.#restarts,
+      requestedRestarts: this.#requestedRestarts,
       givenUp: this.#givenUp,
       healthFailures: this.#healthFailures,
       startFailures: this.#startFailures,
