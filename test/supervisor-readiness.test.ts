@@ -86,6 +86,24 @@ describe.runIf(posix)('Supervisor readiness', () => {
     expect(sup.get('missing')!.status).toBe('start-failed')
   })
 
+  it('a ready.stdout RegExp with g or y is tested per line: each child and each incarnation reads its own line', async () => {
+    const { sup } = supervise()
+    const global = /ready/g
+    const sticky = /ready/y
+    const line = ['-c', 'echo ready; exec sleep 1000']
+    for (const [id, stdout] of [['g1', global], ['g2', global], ['y1', sticky], ['y2', sticky]] as const) {
+      await expect(sup.start('sh', line, { requestId: id, ready: { stdout, timeoutMs: 20_000 } })).resolves.toMatchObject({ status: 'running' })
+    }
+    expect([global.lastIndex, sticky.lastIndex]).toEqual([0, 0]) // the caller's RegExp is not used
+    // A restarted child: its second incarnation reads its line with the same spec.
+    const readies: number[] = []
+    sup.on('ready', (r) => r.requestId === 'again' && readies.push(r.restarts))
+    await sup.start('sh', ['-c', 'echo ready; sleep 0.2; exit 3'], { requestId: 'again', restart: 'on-failure', backoff: { initialMs: 10 }, ready: { stdout: /ready/g, timeoutMs: 20_000 } })
+    await expect.poll(() => readies.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2)
+    expect(readies.slice(0, 2)).toEqual([0, 1])
+    await sup.terminate('again')
+  })
+
   it('bad ready and after options are refused before anything starts', async () => {
     const { sup } = supervise()
     const bad: Array<[object, string]> = [

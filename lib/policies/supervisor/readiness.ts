@@ -53,11 +53,20 @@ export function readySpec(value: ReadinessOptions | undefined, health: HealthSpe
   const timeoutMs = validateMs(options.timeoutMs, 'ready.timeoutMs') ?? DEFAULT_READY_TIMEOUT_MS
   if (timeoutMs === 0) throw rangeError('ERR_OUT_OF_RANGE', 'The value of "ready.timeoutMs" is out of range. It must be > 0')
   return {
-    stdout: stdout ?? null,
+    stdout: typeof stdout === 'object' ? perLine(stdout) : (stdout ?? null),
     check: check === 'health' ? health!.check : (check ?? null),
     intervalMs: validateMs(options.intervalMs, 'ready.intervalMs') ?? 250,
     timeoutMs,
   }
+}
+
+/**
+ * The pattern as a per-line test: a copy without the g and y flags. With them, test() starts at the
+ * pattern's lastIndex, which one match leaves past it: the next incarnation (or another child given
+ * the same RegExp) would miss its line and be stopped as not ready. The copy is the spec's own.
+ */
+function perLine(pattern: RegExp): RegExp {
+  return new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''))
 }
 
 /** stdio that pipes the child's stdout (Node's default does). */
