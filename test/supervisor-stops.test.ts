@@ -75,6 +75,33 @@ describe.runIf(posix)('Supervisor: every stop visible and told one way', () => {
     expect(sup.get('leaky')!.status).toBe('killed')
   })
 
+  it('a kill at the shutdown cap is an escalation (forced, SIGKILL in the report, escalate event, counted); a stop not begun at the cap begins then', async () => {
+    // Phase 1 (2 s) outlasts the cap (0.5 s): the cap, not the close, ends them all.
+    const { sup } = supervise({ closeTimeoutMs: 2000, graceMs: 3000, shutdownTimeoutMs: 500 })
+    const stops = stopsOf(sup)
+    const stubborn = ['-c', "trap '' TERM; exec sleep 1000"]
+    await sup.start('sh', stubborn, { requestId: 'dep' })
+    await sup.start('sh', stubborn, { requestId: 'top', after: ['dep'] })
+    await sup.start('sh', stubborn, { requestId: 'solo' })
+    const closed: Array<string | number | null> = []
+    const reports = await sup.shutdownAll({ close: (_child, record) => void closed.push(record.requestId) })
+    expect(reports.map((r) => r.requestId)).toEqual(['dep', 'top', 'solo'])
+    for (const r of reports) {
+      expect(r, String(r.requestId)).toMatchObject({ capped: true, escalated: true, phase: 'forced' })
+      const kill = r.signalsSent.find((s) => s.signal === 'SIGKILL')
+      expect(kill, String(r.requestId)).toBeDefined()
+      // One time origin, this stop's own start: the kill is within it, never past its end.
+      expect(kill!.atMs).toBeGreaterThanOrEqual(0)
+      expect(kill!.atMs).toBeLessThanOrEqual(r.durationMs)
+      expect(sup.get(r.requestId!)!.status).toBe('killed')
+    }
+    // dep waited for top's stop; at the cap it was killed at once, its close (phase 1) never begun.
+    expect(closed.sort()).toEqual(['solo', 'top'])
+    expect(reports[0]!.closeCompleted).toBe(false)
+    expect(stops.filter(([name]) => name === 'escalate').map(([, reason]) => reason)).toEqual(['shutdown', 'shutdown', 'shutdown'])
+    expect(sup.metrics()).toMatchObject({ escalations: 3, stops: 3, children: { killed: 3 } })
+  })
+
   it('a start that fails (ENOENT) is an event and a record state under the restart policy, given up when it says so; never an unhandled error', async () => {
     const { sup } = supervise()
     const failed: Array<[ProcessRecord, Error]> = []
