@@ -1,7 +1,8 @@
 /**
  * shutdownAll's stop of many entries at once: each through the two-phase close (closeClient), in
- * parallel but each after the children started after it (spawn's `after`), all under one cap. Whatever is left at the cap is SIGKILLed from one listing of the
- * process table shared by every entry.
+ * parallel but each after the children started after it (spawn's `after`), all under one cap.
+ * Whatever is left at the cap is SIGKILLed from one listing of the process table shared by every
+ * entry, a stop not begun yet (waiting for its dependents') included; each report says so.
  */
 import type { ChildProcess } from 'node:child_process'
 import type { KillResult } from '../../mechanisms/kill'
