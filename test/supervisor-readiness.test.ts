@@ -77,6 +77,29 @@ describe.runIf(posix)('Supervisor readiness', () => {
     await expect.poll(() => healthChecks, { timeout: 10_000 }).toBeGreaterThan(0)
   })
 
+  it('each check attempt has its own bound: a first request never answered does not use up the readiness bound', async () => {
+    const { sup } = supervise()
+    const port = await freePort()
+    // Its first request is never answered (warming up), every later one is.
+    const server = `let n = 0; require('http').createServer((q, s) => { if (n++ > 0) s.end('ok') }).listen(${port}, '127.0.0.1')`
+    const record = await sup.start(process.execPath, ['-e', server], {
+      requestId: 'warming',
+      stdio: 'ignore',
+      ready: { check: httpProbe(`http://127.0.0.1:${port}/`), intervalMs: 50, attemptTimeoutMs: 300, timeoutMs: 15_000 },
+    })
+    expect(record.status).toBe('running')
+    // With check 'health', the health check's timeoutMs bounds each attempt; one that ignores its signal is not waited for.
+    const signals: AbortSignal[] = []
+    let calls = 0
+    await expect(sup.start('sleep', ['1000'], {
+      requestId: 'hung-once',
+      health: { check: ({ signal }) => (signals.push(signal), calls++ === 0 ? new Promise(() => {}) : undefined), timeoutMs: 300, intervalMs: 60_000 },
+      ready: { check: 'health', intervalMs: 50, timeoutMs: 15_000 },
+    })).resolves.toMatchObject({ status: 'running' })
+    expect(calls).toBeGreaterThanOrEqual(2)
+    expect(signals[0]!.aborted).toBe(true) // the hung attempt was told to end
+  })
+
   it('a child that exits before it is ready is not ready (start() rejects), and its record says why', async () => {
     const { sup } = supervise()
     await expect(sup.start('sh', ['-c', 'exit 4'], { requestId: 'quits', ready: { stdout: 'ok' } })).rejects.toMatchObject({ code: 'ERR_REAPKIT_NOT_READY' })
@@ -112,6 +135,8 @@ describe.runIf(posix)('Supervisor readiness', () => {
       [{ ready: { check: 'health' } }, 'ERR_INVALID_ARG_COMBINATION'],
       [{ ready: { stdout: 'x' }, stdio: 'ignore' }, 'ERR_INVALID_ARG_COMBINATION'],
       [{ ready: { stdout: 'x', timeoutMs: -1 } }, 'ERR_OUT_OF_RANGE'],
+      [{ ready: { check: () => {}, attemptTimeoutMs: 0 } }, 'ERR_OUT_OF_RANGE'],
+      [{ ready: { stdout: 'x', attemptTimeoutMs: 100 } }, 'ERR_INVALID_ARG_COMBINATION'],
       [{ after: 'db' }, 'ERR_INVALID_ARG_TYPE'],
       [{ after: ['nobody'] }, 'ERR_REAPKIT_NOT_SUPERVISED'],
     ]
