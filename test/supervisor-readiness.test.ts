@@ -138,6 +138,9 @@ describe.runIf(posix)('Supervisor readiness', () => {
       [{ ready: { check: () => {}, attemptTimeoutMs: 0 } }, 'ERR_OUT_OF_RANGE'],
       [{ ready: { stdout: 'x', attemptTimeoutMs: 100 } }, 'ERR_INVALID_ARG_COMBINATION'],
       [{ after: 'db' }, 'ERR_INVALID_ARG_TYPE'],
+      [{ requestId: NaN }, 'ERR_OUT_OF_RANGE'], // JSON writes it null: no one could name it back
+      [{ requestId: Infinity }, 'ERR_OUT_OF_RANGE'],
+      [{ requestId: -Infinity }, 'ERR_OUT_OF_RANGE'],
       [{ after: ['nobody'] }, 'ERR_REAPKIT_NOT_SUPERVISED'],
     ]
     for (const [options, code] of bad) {
@@ -145,6 +148,7 @@ describe.runIf(posix)('Supervisor readiness', () => {
       await expect(sup.start('sleep', ['1000'], options as never)).rejects.toMatchObject({ code })
     }
     expect(() => httpProbe('ftp://example.invalid/')).toThrow(TypeError)
+    expect(() => sup.spawn('sleep', ['1000'], { requestId: NaN })).toThrow(RangeError)
     expect(sup.list()).toEqual([])
   })
 })

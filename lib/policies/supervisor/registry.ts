@@ -3,7 +3,7 @@
  * and the history limit on finished ones. No signals here: only bookkeeping.
  */
 import type { ChildProcess } from 'node:child_process'
-import { ReapkitError, typeError } from '../../ground/errors'
+import { ReapkitError, rangeError, typeError } from '../../ground/errors'
 import type { ProcessHandle } from '../../mechanisms/handle'
 import type { KillResult } from '../../mechanisms/kill'
 import { spawnedInfo } from '../../mechanisms/spawn'
@@ -106,6 +106,10 @@ export class Registry {
   checkRequestId(requestId: string | number): void {
     if (typeof requestId !== 'string' && typeof requestId !== 'number') {
       throw typeError('ERR_INVALID_ARG_TYPE', 'The "requestId" option must be a string or a number')
+    }
+    // JSON writes NaN and Infinity as null: a label, a control-socket client or a state file could never name it back.
+    if (typeof requestId === 'number' && !Number.isFinite(requestId)) {
+      throw rangeError('ERR_OUT_OF_RANGE', `The value of "requestId" is out of range. It must be a finite number. Received ${requestId}`)
     }
     const holder = this.#byRequest.get(requestId)
     if (holder && live(holder)) {
