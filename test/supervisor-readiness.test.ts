@@ -102,8 +102,15 @@ describe.runIf(posix)('Supervisor readiness', () => {
 
   it('a child that exits before it is ready is not ready (start() rejects), and its record says why', async () => {
     const { sup } = supervise()
+    const seen = timeline(sup)
+    const errors: Error[] = []
+    sup.on('start-failed', (_r, error) => errors.push(error))
     await expect(sup.start('sh', ['-c', 'exit 4'], { requestId: 'quits', ready: { stdout: 'ok' } })).rejects.toMatchObject({ code: 'ERR_REAPKIT_NOT_READY' })
     expect(sup.get('quits')).toMatchObject({ status: 'exited', exitCode: 4, error: { code: 'ERR_REAPKIT_NOT_READY' } })
+    // A failed start, as a ready timeout is: a 'start-failed' event (after its exit), counted.
+    expect(seen).toEqual(['spawn:quits', 'exit:quits', 'start-failed:quits'])
+    expect(errors[0]).toMatchObject({ code: 'ERR_REAPKIT_NOT_READY', message: 'It exited before it was ready (code 4, signal null)' })
+    expect(sup.metrics().startFailures).toBe(1)
     // A start that fails before anything runs rejects with the spawn's own code.
     await expect(sup.start('/nonexistent/reapkit-no-such-program', [], { requestId: 'missing' })).rejects.toMatchObject({ code: 'ENOENT' })
     expect(sup.get('missing')!.status).toBe('start-failed')

@@ -63,7 +63,7 @@ export interface SupervisorMetrics {
   givenUp: number
   /** Failed health checks ('health-fail' events). */
   healthFailures: number
-  /** Starts that failed: the spawn's error (ENOENT, EACCES) or not ready in time ('start-failed' events). */
+  /** Starts that failed: the spawn's error (ENOENT, EACCES), not ready in time or an exit before ready ('start-failed' events). */
   startFailures: number
   /**
    * Stops the supervisor made that ended a child ('terminate' events): terminate(), shutdownAll(),

@@ -146,7 +146,8 @@ export interface SupervisorEvents {
   escalate: [record: ProcessRecord, report: StopReport, reason: StopReason]
   /**
    * A start failed: the spawn's error (ENOENT, EACCES...; the record is then 'starting' with no pid
-   * yet, or 'restarting' for a restart), or not ready within its bound. The restart policy decides
+   * yet, or 'restarting' for a restart), not ready within its bound, or an exit before it was ready
+   * (after its 'exit'). The restart policy decides
    * what follows ('status' next); never an unhandled 'error' on the child.
    */
   'start-failed': [record: ProcessRecord, error: Error]
