@@ -3,6 +3,7 @@
 // supervisor's whatever the child did in its grace; a report has one time origin; a start that
 // fails is an event and a record state, never an unhandled 'error'; the restart log line says how
 // the child ended. Every child is tracked for the after-test cleanup; every wait is bounded.
+import { spawn } from 'node:child_process'
 import { chmodSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -139,6 +140,30 @@ describe.runIf(posix)('Supervisor: every stop visible and told one way', () => {
     expect(result).toMatchObject({ signalsSent: [], escalated: false })
     expect(sup.get('retried')!.status).toBe('terminated')
     expect(await sup.shutdownAll()).toEqual([])
+  })
+
+  it('a failed start without a request id is found and stopped by the ChildProcess spawn() returned (it has no pid); any incarnation\'s child names its record', async () => {
+    const { sup } = supervise()
+    const failed = sup.spawn('/nonexistent/reapkit-no-such-program', [], { restart: 'always', backoff: { initialMs: 20_000 } })
+    expect(failed.pid).toBe(undefined)
+    expect(sup.get(failed)).toMatchObject({ status: 'starting', requestId: null })
+    await waitFor(() => sup.get(failed)?.status === 'restarting', 10_000, 'the failed start to wait out its backoff')
+    await expect(sup.terminate(failed)).resolves.toMatchObject({ signalsSent: [], escalated: false })
+    expect(sup.get(failed)!.status).toBe('terminated')
+    // A restarted child: the first incarnation's ChildProcess still names the record.
+    const marker = join(tempDir('reapkit-first-'), 'ran')
+    const once = `test -e ${marker} || { touch ${marker}; exit 1; }; exec sleep 1000` // fails once, then runs
+    const first = sup.spawn('sh', ['-c', once], { stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 10 } })
+    await waitFor(() => sup.get(first)?.restarts === 1 && sup.get(first)?.status === 'running', 10_000, 'a restart')
+    expect(sup.get(first)!.pid).not.toBe(first.pid)
+    await sup.terminate(first)
+    expect(sup.get(first)!.status).toBe('terminated')
+    // One it did not start is refused, by name, never signalled; anything else is a TypeError.
+    const stranger = spawn('true', [], { stdio: 'ignore' })
+    await new Promise((res) => stranger.once('exit', res))
+    expect(sup.get(stranger)).toBe(undefined)
+    await expect(sup.terminate(stranger)).rejects.toMatchObject({ code: 'ERR_REAPKIT_NOT_SUPERVISED', message: expect.stringContaining(`of pid ${stranger.pid}`) })
+    await expect(sup.terminate({} as never)).rejects.toThrow(TypeError)
   })
 
   it('the restart log line carries the exit code and signal', async () => {

@@ -58,7 +58,11 @@ export class Registry {
   readonly entries = new Map<number, Entry>()
   readonly #byPid = new Map<number, Entry>()
   readonly #byRequest = new Map<string | number, Entry>()
-  readonly #byChild = new Map<ChildProcess, Entry>()
+  /**
+   * Every incarnation's ChildProcess (spawn() returned the first; one whose start failed has no pid
+   * to name it by): weak, so a dropped entry's children go with it; checked against `entries`.
+   */
+  readonly #byChild = new WeakMap<ChildProcess, Entry>()
   /** Entries whose status is final, in the order they settled (what #prune drops from). */
   readonly #finished = new Set<Entry>()
   readonly #history: number
@@ -79,18 +83,19 @@ export class Registry {
     return entry
   }
 
-  /** A restarted entry's new incarnation: indexed by its pid and child, the last one's no longer. */
+  /** A restarted entry's new incarnation: indexed by its pid (the last one's no longer) and its child. */
   reindex(entry: Entry, child: ChildProcess, handle: ProcessHandle | null): void {
     if (this.#byPid.get(entry.record.pid) === entry) this.#byPid.delete(entry.record.pid)
-    this.#byChild.delete(entry.child)
     entry.child = child
     entry.handle = handle
     this.#byPid.set(child.pid!, entry)
     this.#byChild.set(child, entry)
   }
 
+  /** The entry of a ChildProcess, any of its incarnations', while the entry is kept. */
   byChild(child: ChildProcess): Entry | undefined {
-    return this.#byChild.get(child)
+    const entry = this.#byChild.get(child)
+    return entry && this.entries.get(entry.id) === entry ? entry : undefined
   }
 
   /**
