@@ -107,8 +107,10 @@ describe.runIf(posix)('Supervisor: every stop visible and told one way', () => {
     const { sup } = supervise()
     const failed: Array<[ProcessRecord, Error]> = []
     const giveUps: ProcessRecord[] = []
+    const restarts: Array<[number, number | undefined]> = []
     sup.on('start-failed', (r, e) => failed.push([r, e]))
     sup.on('give-up', (r) => giveUps.push(r))
+    sup.on('restart', (r, child) => restarts.push([r.restarts, child?.pid]))
     // No 'error' listener on the child: before, Node's 'error' crashed the host.
     sup.spawn('/nonexistent/reapkit-no-such-program', [], { requestId: 'missing', restart: 'always', backoff: { initialMs: 20 }, intensity: { maxRestarts: 2 } })
     expect(sup.get('missing')).toMatchObject({ status: 'starting', restarts: 0 })
@@ -121,7 +123,11 @@ describe.runIf(posix)('Supervisor: every stop visible and told one way', () => {
     expect(JSON.parse(JSON.stringify(r)).pid).toBe(null)
     expect(r.incarnations).toEqual([])
     expect(giveUps).toHaveLength(1)
-    expect(sup.metrics()).toMatchObject({ startFailures: 3, givenUp: 1, starts: 0 })
+    // Each retry is a restart (as the intensity limit counted it), though its spawn failed: no incarnation.
+    expect(restarts).toEqual([[1, undefined], [2, undefined]])
+    expect(r.restarts).toBe(2)
+    expect(giveUps[0]!.restarts).toBe(2)
+    expect(sup.metrics()).toMatchObject({ startFailures: 3, givenUp: 1, starts: 0, restarts: 2 })
     expect(sup.metrics().children['given-up']).toBe(1)
   })
 

@@ -88,7 +88,7 @@ export function registerAll<T>(registry: PrometheusRegistry, prefix: string, def
 type Counted = Exclude<keyof SupervisorMetrics, 'children' | 'exits' | 'stopDurationMs' | 'stops' | 'stopsByReason'>
 const COUNTERS: Array<[Counted, string, string]> = [
   ['starts', 'starts_total', 'Incarnations started (first starts and restarts)'],
-  ['restarts', 'restarts_total', 'Restarts made by restart policies'],
+  ['restarts', 'restarts_total', 'Restarts made by restart policies (a restart whose spawn failed included)'],
   ['givenUp', 'given_up_total', 'Children given up by their restart policy'],
   ['healthFailures', 'health_failures_total', 'Failed health checks'],
   ['startFailures', 'start_failures_total', 'Starts that failed (a spawn error, or not ready in time)'],
