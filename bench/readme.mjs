@@ -80,7 +80,9 @@ export function rows(d) {
     const f = stat(d.require.floor)
     // Since issue 32, reapkit holds Node's own spawn from require on: node:child_process is its floor too.
     const c = d.require.childProcess ? `; the same and \`node:child_process\`: ${stat(d.require.childProcess).text}` : ''
-    add('`require(\'reapkit\')`, fresh process', r.text, `a one-line file: ${f.text}${c}`, times(f.center, r.center) + ' of the floor')
+    // The addon loads on first use: what the first call into it adds is shown beside the require.
+    const a = d.require.reapkitAddon ? `; with its first call into the addon (which loads then): ${stat(d.require.reapkitAddon).text}` : ''
+    add('`require(\'reapkit\')`, fresh process', r.text + a, `a one-line file: ${f.text}${c}`, times(f.center, r.center) + ' of the floor')
   }
   if (d.install) {
     const i = d.install

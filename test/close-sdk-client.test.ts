@@ -36,3 +36,29 @@ describe.runIf(linux)('closeClient with an SDK client\'s close(): the documented
     })
   }
 })
+
+// Review of issue 32 item 5: a caller's close() that never settles (an SDK client's close() stuck on
+// a request) kept stdin open until the very deadline, so the server had no time left to leave on
+// it: every such close ended 'forced', SIGTERM to a server that would have left on EOF.
+describe.runIf(linux)('closeClient with a close() that never settles', () => {
+  it("ends stdin before the deadline (500 ms, at most half the bound, before it): a server that leaves on EOF leaves in phase 1, no signal", async () => {
+    // cat leaves on stdin end at once: what is measured is when the EOF came, not how fast it left.
+    const child = spawn('cat', [], { stdio: ['pipe', 'ignore', 'ignore'] })
+    trackGroup(child.pid!)
+    const report = await closeClient(child, { close: () => new Promise(() => {}), closeTimeoutMs: 2000, graceMs: 1000 })
+    expect(report.phase).toBe('graceful') // before: 'forced', stdin ended with ~0 ms left
+    expect(report.closeCompleted).toBe(false)
+    expect(report.signalsSent).toEqual([])
+    expect(report.code).toBe(0)
+    expect(report.gracefulMs).toBeGreaterThanOrEqual(1400) // the close() was given its time first
+    expect(isGone(child.pid!)).toBe(true)
+  })
+
+  it('a close() that settles ends stdin at once, as before', async () => {
+    const child = spawn('cat', [], { stdio: ['pipe', 'ignore', 'ignore'] })
+    trackGroup(child.pid!)
+    const report = await closeClient(child, { close: async () => {}, closeTimeoutMs: 20_000, graceMs: 1000 })
+    expect(report).toMatchObject({ phase: 'graceful', closeCompleted: true, closeError: null, signalsSent: [], code: 0 })
+    expect(report.gracefulMs).toBeLessThan(15_000) // not the reserve before a 20 s deadline
+  })
+})

@@ -295,7 +295,7 @@ describeWithEngines('reapkit doctor: leaked containers', skip, () => {
         expect(containerState(engine, ids[0]!)).not.toBe('running')
       }, 120_000)
 
-      it.runIf(canUnshare)('orphaned run clients (PID namespace): listed with the container their reapkit.run label, --cidfile or --name names, stopped through the engine; the one that cannot be told is said so (and what to do) and its container left running; a forged --name of an older container is no proof', async () => {
+      it.runIf(canUnshare)('orphaned run clients (PID namespace): listed with the container their reapkit.run label, --cidfile or --name names, stopped through the engine; the one that cannot be told is said so (and what to do) and its container left running; a forged --name of an older container, a name taken after a rename, a name no engine accepts are no proof', async () => {
         const dir = mkdtempSync(join(tmpdir(), 'reapkit-doctor-cid-'))
         try {
           // podman's own client creates the container's mounts (its network namespace...) in the
@@ -312,8 +312,8 @@ describeWithEngines('reapkit doctor: leaked containers', skip, () => {
           started.push(ns)
           const r = await jsonLines(ns.stdout!).next((m) => m.event === 'result' || m.event === 'error', 160_000, 'the scenario')
           expect(r.event, JSON.stringify(r)).toBe('result')
-          const [labelled, withCidfile, untold, named, forged] = r.clients as number[]
-          const { byRun, byCidfile, byName, old } = r.containers
+          const [labelled, withCidfile, untold, named, renamedA, renamedB, forged, badName] = r.clients as number[]
+          const { byRun, byCidfile, byName, old, moved, impostors } = r.containers
           const report = r.first.json.containers as ContainerReport
           expect(r.first.status).toBe(1)
           expect(r.first.json.trees.map((t: { root: number }) => t.root).sort()).toEqual([...r.clients].sort())
@@ -324,12 +324,22 @@ describeWithEngines('reapkit doctor: leaked containers', skip, () => {
           // The plain `run -i --rm --name X` of a host without reapkit: the engine's container of that name, created after its client started.
           expect(clients[named]).toMatchObject({ engine: engine.name, container: byName, via: 'name', note: 'listed with the leaked containers' })
           expect(report.leaked).toContainEqual(expect.objectContaining({ id: byName, owner: null, client: { pid: named, root: named }, why: expect.stringContaining('--name') }))
+          // Its container renamed while it lives, a new container took the name after it started:
+          // the engine's record is not what its argv runs, so not its (listed, never stopped).
+          expect(clients[renamedA]).toMatchObject({ engine: engine.name, container: null, via: 'name', note: expect.stringMatching(/is not what its client runs \(no -i; no --rm\): not proven its container, nothing is stopped/) })
+          expect(clients[renamedB]).toMatchObject({ engine: engine.name, container: null, via: 'name', note: expect.stringMatching(/is not what its client runs \(command \["sleep","1001"\], not \["sleep","1000"\]\): not proven its container/) })
+          for (const id of [impostors.a, impostors.b, moved.a, moved.b]) expect([...report.leaked, ...report.foreign].map((c) => c.id)).not.toContain(id)
+          expect(r.after.impostors).toEqual(['running', 'running'])
+          expect(r.after.moved).toEqual(['running', 'running']) // no longer by the name its client gives: never found, never stopped
           if (old) {
-            // A name in an argv is a word: the container of that name is older than the process, so not its.
+            // A name in an argv is a word: the container of that name (in every other way what its
+            // argv runs) was created ~100 ms before the process started, so not its.
             expect(clients[forged]).toMatchObject({ engine: engine.name, container: null, via: 'name', note: expect.stringMatching(/created before its client started: not proven its container, nothing is stopped/) })
             expect([...report.leaked, ...report.foreign].map((c) => c.id)).not.toContain(old)
             expect(r.after.old).toBe('running')
-          } else console.warn('no C compiler: the forged --name case was not run')
+            // `--name=-l` never reaches the engine (podman's inspect would read it as --latest).
+            expect(clients[badName]).toMatchObject({ engine: engine.name, container: null, via: 'name', note: expect.stringMatching(/its --name "-l" is no container name an engine accepts: not looked up: nothing is stopped/) })
+          } else console.warn('no C compiler: the forged --name cases were not run')
           // The --cidfile's container has no owner label: its orphaned client is what lists it.
           expect(report.leaked).toContainEqual(expect.objectContaining({ id: byCidfile, owner: null, client: { pid: withCidfile, root: withCidfile }, why: expect.stringContaining('--cidfile') }))
           expect(report.leaked.map((c) => c.id).sort()).toEqual([byCidfile, byName].sort())

@@ -177,7 +177,7 @@ describe.skipIf(skipReason !== null)(`doctor --all-users trusts nothing another 
         ids.push([engine, r.stdout.trim()])
       }
     }
-    await new Promise((r) => setTimeout(r, 1100)) // created clearly before the lookalikes start (btime is whole seconds)
+    await new Promise((r) => setTimeout(r, 100)) // created before the lookalikes start (their start is read to ~20 ms)
     const r = await scenario('named', { named, namedRoot })
     const all = notes(r.listing).join('\n')
     expect(r.listing.json!.containers.clients.filter((c) => c.via === 'name'), all).toHaveLength(2 * engines.length)

@@ -3,12 +3,13 @@
 // messages that reach onmessage, and the 2.x client's version negotiation. Real servers (a raw
 // JSON-RPC peer, test/fixtures/stdio-peer.cjs) under real SDK clients where a client is involved.
 import { SdkError } from '@modelcontextprotocol/client'
-import { describe, expect, it } from 'vitest'
+import type { ChildProcess } from 'node:child_process'
+import { afterEach, describe, expect, it } from 'vitest'
 import { StdioClientTransport } from '../lib/mcp'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { FIXTURES, isGone, ROOT, trackGroup, waitFor } from './helpers'
-import { newClient, StdioClientTransportV1, StdioClientTransportV2 } from './mcp-sdk'
+import { FIXTURES, isGone, killChildren, ROOT, trackGroup, waitFor } from './helpers'
+import { newClient, StdioClientTransportV1, StdioClientTransportV2, trackSdkServer } from './mcp-sdk'
 
 const linux = process.platform === 'linux'
 const peer = (mode: string) => ({ command: process.execPath, args: [`${FIXTURES}/stdio-peer.cjs`, mode], stderr: 'pipe' as const })
@@ -27,6 +28,11 @@ async function readToEnd(stream: unknown, ms = 10_000): Promise<string> {
     clearTimeout(timer)
   }
 }
+/** The SDK's own transports' servers (plain children of this process): killed after each test. */
+const sdkServers = new Set<ChildProcess>()
+afterEach(async () => {
+  await killChildren(sdkServers)
+})
 const initialize = { jsonrpc: '2.0' as const, id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }
 
 /** Starts a transport and registers its server's group for the cleanup. */
@@ -246,5 +252,74 @@ describe.runIf(linux)('StdioClientTransport: a drop-in for the SDK\'s', () => {
     }
     expect(mine?.[1]).toBe('ERR_INVALID_ARG_VALUE')
     expect(() => new StdioClientTransport({ command: 7 as unknown as string })).toThrow(TypeError) // not a string: still the constructor's
+  })
+
+  // Review of issue 32 item 4: an onmessage that threw was an uncaught exception in the host, and
+  // the lines behind it in the same chunk were held back until the server wrote again.
+  it("an onmessage that throws goes to onerror and the lines behind it in the chunk still arrive, as with the SDK's transport (1.x and 2.x)", async () => {
+    // stdio-lines.cjs writes all its lines in one write: one chunk for the transport.
+    const lines = ['a', 'b', 'c'].map((method) => JSON.stringify({ jsonrpc: '2.0', method }))
+    const params = { command: process.execPath, args: [join(FIXTURES, 'stdio-lines.cjs'), JSON.stringify(lines)], stderr: 'pipe' as const }
+    type Events = { onmessage?: (m: never) => void; onerror?: (e: Error) => void; start(): Promise<void>; close(): Promise<void> }
+    const run = async (t: Events, what: string): Promise<string[]> => {
+      const events: string[] = []
+      t.onmessage = ((m: { method: string }) => {
+        events.push(`message ${m.method}`)
+        if (m.method === 'a') throw new Error('the host\'s bug on a')
+      }) as never
+      t.onerror = (e) => events.push(`error ${e.message}`)
+      await t.start()
+      await waitFor(() => events.includes('message c'), 10_000, `${what}: the lines after the throw`)
+      await t.close()
+      return events
+    }
+    const want = ['message a', "error the host's bug on a", 'message b', 'message c']
+    for (const line of [1, 2] as const) {
+      const Sdk = (line === 1 ? StdioClientTransportV1 : StdioClientTransportV2) as typeof StdioClientTransportV2
+      expect(await run(trackSdkServer(new Sdk(params), sdkServers) as never, `the SDK's ${line}.x`)).toEqual(want)
+      const ours = new StdioClientTransport(params, { closeTimeoutMs: 500 })
+      if (line === 2) ours.setSupportedProtocolVersions(['2025-06-18'])
+      const start = ours.start.bind(ours)
+      ours.start = async () => {
+        await start()
+        trackGroup(ours.pid!)
+      }
+      expect(await run(ours as never, `ours, ${line}.x`)).toEqual(want)
+    }
+  })
+
+  // Review of issue 32 item 4: close() right after a start() that failed rejected "never spawned",
+  // and every close() after it returned that same rejection; the SDK's resolves.
+  it("close() after a start() that failed (ENOENT) resolves, and so does every later one, as the SDK's; onclose once, stderr ends", async () => {
+    for (const line of [1, 2] as const) {
+      const t = new StdioClientTransport({ command: '/nonexistent/reapkit-no-such-server', stderr: 'pipe' })
+      const client = newClient(line)
+      await expect(client.connect(t as never)).rejects.toMatchObject({ code: 'ENOENT' })
+      await expect(client.close(), `${line}.x Client.close()`).resolves.toBeUndefined()
+      await expect(t.close()).resolves.toBeUndefined()
+      await expect(t.close()).resolves.toBeUndefined()
+    }
+    // close() before the failed start() has even settled (its 'error' is yet to come).
+    const t = new StdioClientTransport({ command: '/nonexistent/reapkit-no-such-server', stderr: 'pipe' })
+    let closes = 0
+    t.onclose = () => closes++
+    t.onerror = () => {}
+    const ended = readToEnd(t.stderr, 5000)
+    const starting = t.start()
+    await expect(t.close()).resolves.toBeUndefined()
+    await expect(starting).rejects.toMatchObject({ code: 'ENOENT' })
+    await expect(t.close()).resolves.toBeUndefined()
+    expect(await ended).toBe('')
+    await waitFor(() => closes > 0, 5000, 'onclose')
+    await new Promise((r) => setTimeout(r, 100))
+    expect(closes).toBe(1)
+  })
+
+  it('an empty command: close() after the rejected start() ends transport.stderr (no server ever ran to end it)', async () => {
+    const t = new StdioClientTransport({ command: '', stderr: 'pipe' })
+    const ended = readToEnd(t.stderr, 5000) // before: never ended
+    await expect(t.start()).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
+    await t.close()
+    expect(await ended).toBe('')
   })
 })

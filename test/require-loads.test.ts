@@ -83,6 +83,18 @@ describe("require('reapkit')", () => {
     expect(built).toEqual(expected)
   })
 
+  it('exports each name as esbuild\'s CommonJS does: __esModule first, then enumerable, non-configurable getters (read-only)', () => {
+    const r = fresh<{ keys: string[]; esModule: unknown; shapes: string[] }>(`
+      const d = Object.getOwnPropertyDescriptors(rk)
+      const keys = Reflect.ownKeys(rk).filter((k) => typeof k === 'string')
+      const shapes = [...new Set(keys.slice(1).map((k) => [typeof d[k].get, typeof d[k].set, d[k].enumerable, d[k].configurable].join()))]
+      report({ keys, esModule: d.__esModule, shapes })`)
+    expect(r.keys[0]).toBe('__esModule')
+    expect(r.esModule).toEqual({ value: true, writable: false, enumerable: false, configurable: false })
+    expect(r.keys.slice(1).sort()).toEqual(Object.keys(source).sort())
+    expect(r.shapes).toEqual(['function,undefined,true,false'])
+  })
+
   it('every function fails a bad argument as lib/index.ts does, at the same moment (sync throw or rejection), lazily loaded ones too', async () => {
     // Each is called once with a Symbol, which every one refuses or ignores (no process is touched).
     const built = fresh<{ calls: Record<string, unknown[]>; before: string[]; after: string[] }>(`${outcomeScript}
@@ -159,6 +171,46 @@ describe('a part loaded when the process is out of descriptors', () => {
       report({ loaded: files().includes('parts/mechanisms-kill.js'), signalled: result ? result.signalsSent.map((s) => s.signal) : [], exited, error })`)
     expect(r.error).toBeNull()
     expect(r.loaded).toBe(true)
+    expect(r.signalled[0]).toBe('SIGTERM')
+    expect(r.exited).toBe(true)
+  })
+})
+
+describe('the addon', () => {
+  it('loads on first use, not at require: capabilities() loads it, once', () => {
+    const r = fresh<{ atRequire: string[]; after: string[]; native: boolean; again: boolean }>(`
+      const addons = () => Object.keys(require.cache).filter((f) => f.endsWith('.node'))
+      const atRequire = addons()
+      const caps = rk.capabilities()
+      rk.capabilities()
+      report({ atRequire, after: addons(), native: caps.native, again: rk.capabilities().native })`)
+    expect(r.atRequire).toEqual([])
+    expect(r.after).toHaveLength(1)
+    expect(r.native).toBe(true)
+    expect(r.again).toBe(true)
+  })
+
+  it.runIf(process.platform === 'linux')('loads when its first use comes with no descriptor free: a stop of a process reapkit did not start finds its group', () => {
+    // dlopen needs a descriptor; without the spare one (load-part.ts) the addon failed to load here,
+    // for good: the stop signalled nothing and capabilities() said native: false.
+    const r = fresh<{ pid: number; pgid: number | null; signalled: string[]; native: boolean; error: string | null; exited: boolean }>(`
+      const fs = require('node:fs')
+      const child = require('node:child_process').spawn('sleep', ['30'], { detached: true, stdio: 'ignore' })
+      await new Promise((res, rej) => { child.once('spawn', res); child.once('error', rej) })
+      const held = []
+      try { for (;;) held.push(fs.openSync('/dev/null', 'r')) } catch (err) { if (err.code !== 'EMFILE') throw err }
+      let result = null, error = null
+      try { result = await rk.killProcessGracefully(child, { graceMs: 300, confirmMs: 1000 }) } catch (err) { error = err.code || String(err) }
+      held.forEach((fd) => fs.closeSync(fd))
+      const exited = await new Promise((res) => {
+        if (child.exitCode !== null || child.signalCode !== null) return res(true)
+        const t = setTimeout(() => { child.kill('SIGKILL'); res(false) }, 2000)
+        child.once('exit', () => { clearTimeout(t); res(true) })
+      })
+      report({ pid: child.pid, pgid: result ? result.pgid : null, signalled: result ? result.signalsSent.map((s) => s.signal) : [], native: rk.capabilities().native, error, exited })`)
+    expect(r.error).toBeNull()
+    expect(r.native).toBe(true)
+    expect(r.pgid).toBe(r.pid)
     expect(r.signalled[0]).toBe('SIGTERM')
     expect(r.exited).toBe(true)
   })

@@ -21,7 +21,7 @@ interface Run {
   code: number | null
 }
 
-function runFixture(file: string, args: string[]): { runs?: Run[]; fdsBefore?: number; fdsAfter?: number; wrapped?: number; namedIsReapkit?: boolean; error?: string } {
+function runFixture(file: string, args: string[]): { runs?: Run[]; fdsBefore?: number; fdsAfter?: number; wrapped?: number; namedIsReapkit?: boolean; childProcessBefore?: boolean; error?: string } {
   const r = spawnSync(process.execPath, [join(FIXTURES, file), ...args], { encoding: 'utf8', timeout: 60_000 })
   const last = r.stdout.trim().split('\n').pop()
   expect(last, `no report (status ${r.status}, signal ${r.signal}): ${r.stderr}`).toBeTruthy()
@@ -42,6 +42,15 @@ describe.runIf(linux)('child_process.spawn = reapkit.spawn', () => {
   it('spawns through the patched module with reapkit\'s guarantees, without recursion or leaked descriptors', () => {
     const r = runFixture('spawn-patched.cjs', [DIST, 'direct'])
     expect(r.error).toBeUndefined()
+    expect(r.runs).toHaveLength(20)
+    expectGuarantees(r.runs!)
+    expect(r.fdsAfter).toBe(r.fdsBefore)
+  })
+
+  it('also when reapkit loaded before anything loaded node:child_process (then loaded and patched)', () => {
+    const r = runFixture('spawn-patched.cjs', [DIST, 'first'])
+    expect(r.error).toBeUndefined()
+    expect(r.childProcessBefore).toBe(false)
     expect(r.runs).toHaveLength(20)
     expectGuarantees(r.runs!)
     expect(r.fdsAfter).toBe(r.fdsBefore)

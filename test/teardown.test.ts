@@ -3,7 +3,7 @@
 // dereferenced. Before the fix, the exit mode crashed (SIGSEGV) in about 18 of 30 scripts and the
 // worker mode took the whole process down within its first rounds.
 import { describe, expect, it } from 'vitest'
-import { addonFile } from '../lib/ground/native'
+import { nativeAddonFile } from '../lib/ground/native'
 import { exitOf, jsonLines, spawnFixture } from './helpers'
 
 const linux = process.platform === 'linux'
@@ -32,8 +32,8 @@ describe.runIf(linux)('environment teardown with exits in flight', () => {
   // V8 gave the listing no buffer and the addon wrote through a null pointer (SIGSEGV, seen as
   // "Worker exited unexpectedly" in a full CI run: test/cgroup-copies terminates workers whose
   // children's exits are being listed). Before the fix 3 of 3 runs of 150 rounds crashed.
-  it.runIf(addonFile !== null)('workers terminated in the middle of process-table listings: the process survives', async () => {
-    const child = spawnFixture('worker-teardown-listing.cjs', [addonFile!, '150'])
+  it.runIf(nativeAddonFile() !== null)('workers terminated in the middle of process-table listings: the process survives', async () => {
+    const child = spawnFixture('worker-teardown-listing.cjs', [nativeAddonFile()!, '150'])
     let out = ''
     child.stdout!.on('data', (d: Buffer) => (out += d))
     expect(await exitOf(child, 120_000), 'a crash ends the whole process with a signal').toEqual({ code: 0, signal: null })

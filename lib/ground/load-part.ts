@@ -20,7 +20,9 @@
  * parts' modules it loaded: while it loads another, require's cache holds its own parts and chunks
  * (the other copies' are put back after), so two copies never share a part, nor a chunk's state.
  *
- * Only the bundle calls this (the code build-parts.mjs generates); from source, nothing is lazy.
+ * Only the bundle calls loadPart (the code build-parts.mjs generates); from source, nothing is lazy.
+ * The addon, which loads on first use from source too (native.ts), uses the same spare descriptor
+ * (withSpareDescriptor).
  */
 import { closeSync, openSync } from 'node:fs'
 import { join, sep } from 'node:path'
@@ -45,6 +47,7 @@ function sharedSpare(): Spare {
 }
 
 function take(spare: Spare): void {
+  if (spare.fd !== null) return // held already (a load within a load took it back first)
   try {
     spare.fd = openSync(NULL_DEVICE, 'r')
   } catch {
@@ -118,6 +121,26 @@ function loadWithSpare<T>(load: () => T): T {
   } catch (err) {
     const code = (err as { code?: unknown })?.code
     if ((code !== 'EMFILE' && code !== 'ENFILE') || spare.fd === null) throw err
+    giveBack(spare)
+    try {
+      return load()
+    } finally {
+      take(spare)
+    }
+  }
+}
+
+/**
+ * `load()`, run once more with the spare descriptor given back if it failed, whatever the error:
+ * native.ts loads the addon so, and dlopen says it ran out of descriptors in dlerror's words (each
+ * platform its own), not with an EMFILE code. The second attempt's outcome is the answer.
+ */
+export function withSpareDescriptor<T>(load: () => T): T {
+  if (spare.fd === null) take(spare)
+  try {
+    return load()
+  } catch (err) {
+    if (spare.fd === null) throw err
     giveBack(spare)
     try {
       return load()

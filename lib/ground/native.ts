@@ -1,15 +1,17 @@
 /**
- * Loads the addon (a prebuild when present, the local build otherwise, through node-gyp-build) and
- * describes what this platform and build support. If the addon cannot load, reapkit still works
- * where JavaScript alone can (ChildProcess exits, a getppid poll for parent death), every
- * native-only call fails with ENOTSUP carrying the load error as its `cause`, capabilities() lists
- * the fallbacks in use (`missing`) and why (`loadError`), and the first call that runs on a
- * fallback warns once (warnNoNative). The install step never fails for want of an addon
- * (scripts/install-addon.js), so this is what a user without a prebuild or a compiler gets.
+ * Loads the addon on first use, not at require (see loadedAddon): a prebuild when present, the
+ * local build otherwise, through node-gyp-build. Describes what this platform and build support.
+ * If the addon cannot load, reapkit still works where JavaScript alone can (ChildProcess exits, a
+ * getppid poll for parent death), every native-only call fails with ENOTSUP carrying the load
+ * error as its `cause`, capabilities() lists the fallbacks in use (`missing`) and why
+ * (`loadError`), and the first call that runs on a fallback warns once (warnNoNative). The install
+ * step never fails for want of an addon (scripts/install-addon.js), so this is what a user without
+ * a prebuild or a compiler gets.
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, isAbsolute, join } from 'node:path'
 import { systemError } from './errors'
+import { withSpareDescriptor } from './load-part'
 import { explainLoadFailure, missingGuarantees } from './native-missing'
 
 /**
@@ -96,6 +98,8 @@ export interface Binding {
   tcsetpgrp?: (fd: number, pgid: number) => void
   /** POSIX: whether our own child `pid` is stopped (waitid WSTOPPED|WNOHANG|WNOWAIT: reaps nothing). */
   childStopped?: (pid: number) => boolean
+  /** POSIX: the signal that stopped our own child `pid` (SIGTTIN...), 0 when it is not stopped (the same waitid). */
+  childStopSignal?: (pid: number) => number
   /** macOS only (native/proc_darwin.cc; absent elsewhere): every process, through libproc. */
   darwinProcesses?: () => DarwinProcRow[]
   /** macOS only: one process with its session and resident memory; null when there is none. */
@@ -185,15 +189,6 @@ function packageRoot(): string {
   return join(__dirname, '..', '..')
 }
 
-let loaded: Binding | null = null
-let loadError: Error | null = null
-let addonDir: string | null = null
-let loadedFile: string | null = null
-/**
- * The addon file, in node-gyp-build's order: the local build, then the prebuild for this platform.
- * The two usual places are checked directly (two stats); anything else (libc or arch tags, other
- * layouts) goes to node-gyp-build's full search, which costs a few directory listings.
- */
 /** node-gyp-build's own search: tagged prebuilds (libc, arch), its environment overrides. */
 function gypBuildFile(root: string): string {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -252,32 +247,64 @@ function loadAddon(root: string): { binding: Binding; file: string } {
   return { binding: require(file) as Binding, file }
 }
 
-let loadSummary = ''
-try {
-  const found = loadAddon(packageRoot())
-  loaded = found.binding
-  loadedFile = found.file
-  addonDir = dirname(found.file)
-} catch (err) {
-  const cause = err instanceof Error ? err : new Error(String(err))
-  // What the package carries, what its install step did (or that it never ran: --ignore-scripts,
-  // pnpm 10, Bun, an npm allowScripts denial) and how to get the addon: native-missing.ts.
-  const story = explainLoadFailure(packageRoot(), cause)
-  loadSummary = story.summary
-  loadError = new Error(story.message, { cause })
+/** What loading the addon came to: the addon and its file, or why there is none. */
+interface AddonState {
+  binding: Binding | null
+  file: string | null
+  dir: string | null
+  error: Error | null
+  /** One sentence on why there is no addon, for the REAPKIT_NO_NATIVE warning. */
+  summary: string
 }
 
-/** The addon, or null when it could not load (see capabilities().loadError). */
-export const binding: Binding | null = loaded
+let addon: AddonState | undefined
 
-/** The addon file this copy loaded, or null. Two copies of reapkit's JavaScript that load the same
- * file share its per-environment state (the exit watcher): handle.ts keys what it shares by it. */
-export const addonFile: string | null = loadedFile
+/**
+ * The addon, loaded on the first call that needs it (or learns that it is missing): not at
+ * require('reapkit'), where opening the package's package.json and dlopen cost about 0.7 ms of a
+ * process that may never call into it (bench/require.mjs). Nothing calls the addon at require time
+ * (no watcher, no parent watch starts there), so when it loads changes nothing it does. Loaded once
+ * per copy of this module, a failure included: capabilities() never changes its answer.
+ *
+ * The first call may be a stop made when the process has run out of file descriptors, and dlopen
+ * needs one (as reading package.json does): a load that failed is tried once more with the spare
+ * descriptor load-part.ts keeps for the parts given back (out of descriptors shows itself as EMFILE
+ * from fs, but as dlerror's text from dlopen, so any failure is retried: the second attempt decides).
+ */
+function loadedAddon(): AddonState {
+  if (addon) return addon
+  try {
+    const found = withSpareDescriptor(() => loadAddon(packageRoot()))
+    addon = { binding: found.binding, file: found.file, dir: dirname(found.file), error: null, summary: '' }
+  } catch (err) {
+    const cause = err instanceof Error ? err : new Error(String(err))
+    // What the package carries, what its install step did (or that it never ran: --ignore-scripts,
+    // pnpm 10, Bun, an npm allowScripts denial) and how to get the addon: native-missing.ts.
+    const story = explainLoadFailure(packageRoot(), cause)
+    addon = { binding: null, file: null, dir: null, error: new Error(story.message, { cause }), summary: story.summary }
+  }
+  return addon
+}
+
+/** The addon (loaded by this call if it is the first), or null when it cannot load (see capabilities().loadError). */
+export function nativeBinding(): Binding | null {
+  return (addon ?? loadedAddon()).binding
+}
+
+/**
+ * The addon file this copy loaded (loading it if not yet), or null. Two copies of reapkit's
+ * JavaScript that load the same file share its per-environment state (the exit watcher): handle.ts
+ * keys what it shares by it.
+ */
+export function nativeAddonFile(): string | null {
+  return loadedAddon().file
+}
 
 /** The addon, or throws ENOTSUP for `syscall` when it could not load. */
 export function requireBinding(syscall: string): Binding {
-  if (loaded) return loaded
-  throw systemError('ENOTSUP', syscall, 'the reapkit native addon is not loaded', loadError ?? undefined)
+  const { binding, error } = loadedAddon()
+  if (binding) return binding
+  throw systemError('ENOTSUP', syscall, 'the reapkit native addon is not loaded', error ?? undefined)
 }
 
 /**
@@ -302,8 +329,9 @@ function shippedExecutable(name: string): string | null {
   const known = executables.get(name)
   if (known !== undefined) return known
   let found: string | null = null
-  if (addonDir) {
-    for (const candidate of [join(addonDir, name), join(addonDir, 'helper', name)]) {
+  const { dir } = loadedAddon()
+  if (dir) {
+    for (const candidate of [join(dir, name), join(dir, 'helper', name)]) {
       if (existsSync(candidate)) {
         found = candidate
         break
@@ -359,7 +387,8 @@ export function supervisorCommand(): string {
   const file = supervisorPath()
   if (file !== null) return file
   const name = process.platform === 'win32' ? 'reapkit-job.exe' : 'reapkit-supervise'
-  const why = loadError ? `the addon did not load (${loadError.message})` : `${name} is missing beside the addon in ${addonDir}`
+  const { error, dir } = loadedAddon()
+  const why = error ? `the addon did not load (${error.message})` : `${name} is missing beside the addon in ${dir}`
   throw systemError('ENOTSUP', 'supervisorPath', `this build of reapkit has no native supervisor: ${why}`)
 }
 
@@ -372,13 +401,14 @@ let caps: Capabilities | undefined
  */
 export function nativeCapabilities(): Capabilities {
   if (caps) return { ...caps }
-  const native = loaded?.capabilities
+  const { binding, error } = loadedAddon()
+  const native = binding?.capabilities
   const pidfd = native?.pidfd === true
   const kqueue = native?.exitWatch === 'kqueue'
   const prctl = native?.prctl === true
   const handle = native?.exitWatch === 'handle' // Windows
   caps = {
-    native: loaded !== null,
+    native: binding !== null,
     pidfd,
     pdeathsig: prctl,
     subreaper: prctl,
@@ -389,7 +419,7 @@ export function nativeCapabilities(): Capabilities {
     execHelper: (process.platform === 'win32' ? jobLauncherPath() : execHelperPath()) !== null,
     supervisor: supervisorPath() !== null,
     missing: [],
-    ...(loadError ? { loadError: loadError.message } : {}),
+    ...(error ? { loadError: error.message } : {}),
   }
   caps.missing = missingGuarantees(caps)
   return { ...caps, missing: [...caps.missing] }
@@ -406,11 +436,12 @@ const WARNED = Symbol.for('reapkit.noNativeWarning')
  * A no-op when the addon loaded.
  */
 export function warnNoNative(lost: string): void {
-  if (loaded) return
+  const { binding, summary } = loadedAddon()
+  if (binding) return
   const g = globalThis as { [WARNED]?: boolean }
   if (g[WARNED]) return
   g[WARNED] = true
-  process.emitWarning(`reapkit's native addon is not loaded, so ${lost}. ${loadSummary}`, {
+  process.emitWarning(`reapkit's native addon is not loaded, so ${lost}. ${summary}`, {
     code: 'REAPKIT_NO_NATIVE',
     detail:
       'capabilities().missing lists every fallback in use, capabilities().loadError says why and how to get the addon. ' +

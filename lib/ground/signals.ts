@@ -4,7 +4,7 @@
  * process), killpg(0) and killpg(1), and this process or its own group unless `allowSelf: true`.
  */
 import { rangeError } from './errors'
-import { binding, requirePosixBinding } from './native'
+import { nativeBinding, requirePosixBinding } from './native'
 import { isSelf, type SignalLike, signalNumber, validatePid, validatePidOrSelf, validateOptions } from './validate'
 
 export interface SignalOptions {
@@ -39,6 +39,7 @@ export function kill(pid: number, signal: SignalLike = 'SIGTERM', options: Signa
       `Refusing to signal this process itself (pid ${p} is this process or one of its threads); pass { allowSelf: true } to do so`,
     )
   }
+  const binding = nativeBinding()
   if (binding && process.platform !== 'win32') binding.kill(p, sig)
   else process.kill(p, sig) // plain kill(2) (Windows: libuv's TerminateProcess), after the same validation
 }

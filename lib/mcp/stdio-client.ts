@@ -253,7 +253,14 @@ export class StdioClientTransport implements McpTransport {
     while (lines.buffer && (nl = lines.buffer.indexOf(0x0a)) >= 0) {
       const line = lines.buffer.toString('utf8', 0, nl).replace(/\r$/, '')
       lines.buffer = nl + 1 < lines.buffer.length ? lines.buffer.subarray(nl + 1) : null
-      this.#deliver(line) // a blank line too: JSON.parse('') fails, reported with 1.x, skipped with 2.x
+      // An onmessage that throws is the host's bug, not the server's: as the SDK's transport does,
+      // it goes to onerror and the lines behind it in this chunk are still delivered (uncaught, it
+      // would crash the host, and the rest of the chunk would wait for the server's next write).
+      try {
+        this.#deliver(line) // a blank line too: JSON.parse('') fails, reported with 1.x, skipped with 2.x
+      } catch (err) {
+        this.onerror?.(err instanceof Error ? err : new Error(String(err)))
+      }
     }
   }
 
@@ -288,8 +295,19 @@ export class StdioClientTransport implements McpTransport {
    */
   close(): Promise<void> {
     const child = this.#child
-    if (!child) return this.#closing ?? Promise.resolve()
+    if (!child) {
+      // No server current: a start() whose command was empty never had one, so nothing else ends
+      // the transport's stderr (a `for await` over it would never finish).
+      this.#endStderrIfOver()
+      return this.#closing ?? Promise.resolve()
+    }
     this.#child = null
+    if (child.pid === undefined) {
+      // start() failed (ENOENT, EACCES): no process, nothing to stop. Resolve, as the SDK's close()
+      // does; its 'close' event still gives onclose, and its stderr's end the transport's.
+      for (const stream of child.stdio) (stream as Readable | null)?.destroy()
+      return Promise.resolve()
+    }
     const closing = closeClient(child, {
       closeTimeoutMs: this.#options.closeTimeoutMs ?? STDIO_CLOSE_TIMEOUT_MS_DEFAULT,
       graceMs: this.#options.graceMs ?? STDIO_GRACE_MS_DEFAULT,
@@ -298,12 +316,11 @@ export class StdioClientTransport implements McpTransport {
       this.#releaseStderr(child)
     })
     this.#closing = closing
-    void closing.then(
-      () => {
-        if (this.#closing === closing) this.#closing = null
-      },
-      () => {},
-    )
+    // Cleared however it settles: a close() that rejected must not answer every later close().
+    const settled = (): void => {
+      if (this.#closing === closing) this.#closing = null
+    }
+    void closing.then(settled, settled)
     return closing
   }
 

@@ -34,7 +34,7 @@
  */
 import type { ChildProcess, SpawnOptions as NodeSpawnOptions, StdioOptions } from 'node:child_process'
 import { spawnReportMs } from '../ground/config'
-import { binding, type ExecReport } from '../ground/native'
+import { nativeBinding, type ExecReport } from '../ground/native'
 import { signalName } from '../ground/validate'
 import type { SpawnFunction } from './node-spawn'
 import { explainRefusal } from './pid-namespace'
@@ -83,7 +83,7 @@ function stdioArray(stdio: StdioOptions | undefined): Array<unknown> | null {
 /** Closes one of the pipe's descriptors (the addon's, closed natively: see execReportClose). */
 function closeFd(fd: number): void {
   try {
-    binding!.execReportClose(fd)
+    nativeBinding()!.execReportClose(fd)
   } catch {
     // EBADF: already closed
   }
@@ -91,6 +91,7 @@ function closeFd(fd: number): void {
 
 /** Opens the report pipe; null when it cannot be (EMFILE...): the spawn then goes on without it. */
 function openPipe(): [number, number] | null {
+  const binding = nativeBinding()
   if (!binding || typeof binding.execReportPipe !== 'function') return null
   try {
     return binding.execReportPipe()
@@ -155,7 +156,7 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
 /** The bounded wait; a failed poll counts as a timeout (the fd stays ours, read on in the background). */
 function waitForReport(fd: number): ExecReport {
   try {
-    return binding!.execReportWait(fd, spawnReportMs())
+    return nativeBinding()!.execReportWait(fd, spawnReportMs())
   } catch {
     return { ready: false, done: false, step: null, errno: 0 }
   }

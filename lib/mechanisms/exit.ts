@@ -6,7 +6,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { AbortError, ReapkitError, TimeoutError, rangeError, typeError } from '../ground/errors'
 import { type ExitInfo, type ExitWatch, type NativeWatch, ProcessHandle, openProcess, registerExit } from './handle'
-import { binding, nativeCapabilities as capabilities } from '../ground/native'
+import { nativeBinding, nativeCapabilities as capabilities } from '../ground/native'
 import { isSelf, signalName, validateAbortSignal, validateMs, validatePid, validateOptions } from '../ground/validate'
 
 export type { ExitInfo } from './handle'
@@ -68,7 +68,7 @@ function start(target: ProcessTarget, options: WatchExitOptions): Promise<ExitIn
   }
   const pid = validatePid(target)
   if (abort?.aborted) return Promise.reject(abortError(abort))
-  if (binding && capabilities().exitWatch !== 'poll') return watchPid(pid, timeoutMs, abort, ref)
+  if (nativeBinding() && capabilities().exitWatch !== 'poll') return watchPid(pid, timeoutMs, abort, ref)
   let handle: ProcessHandle
   try {
     handle = openProcess(pid, { allowSelf: false })

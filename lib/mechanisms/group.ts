@@ -2,7 +2,7 @@
  * Process-group membership: which live processes are in a group right now. kill(-pgid, 0) is no
  * answer (it succeeds while only zombies remain), so this reads each member's state.
  */
-import { binding, requirePosixBinding } from '../ground/native'
+import { nativeBinding, requirePosixBinding } from '../ground/native'
 import { validatePid } from '../ground/validate'
 
 /** Every live process as pgid -> pids, from one scan. Throws if the listing fails. */
@@ -14,6 +14,7 @@ export function scanGroups(): Map<number, number[]> {
     if (list) list.push(pid)
     else table.set(pgid, [pid])
   }
+  const binding = nativeBinding()
   if (binding && process.platform === 'linux') {
     const pairs = binding.groupTable() as Int32Array | undefined
     // Nothing while this environment is torn down (a worker ending): no listing, never "nobody".
@@ -39,6 +40,7 @@ export function scanGroups(): Map<number, number[]> {
 export function groupMembers(pgid: number): number[] {
   const g = validatePid(pgid, 'pgid')
   if (process.platform === 'win32') requirePosixBinding('getpgid', 'A process group')
+  const binding = nativeBinding()
   if (binding && process.platform === 'linux') {
     const members = binding.groupMembers(g) as number[] | undefined
     if (members === undefined) throw new Error('the process table could not be read: this environment is being torn down')

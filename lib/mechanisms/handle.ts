@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs'
 import { envMs, EXIT_POLL_MS_DEFAULT } from '../ground/config'
 import { ReapkitError, rangeError, systemError } from '../ground/errors'
-import { addonFile, binding, nativeCapabilities as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
+import { nativeAddonFile, nativeBinding, nativeCapabilities as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
 import { isSelf, type SignalLike, signalName, signalNumber, validatePid, validateOptions } from '../ground/validate'
 
 /** What is known about a process's end. `code`/`signal` are null where the kernel does not say. */
@@ -51,7 +51,7 @@ interface Registry {
 }
 
 function sharedRegistry(): Registry {
-  const key = Symbol.for(`reapkit.exitWatchRegistry.v1:${addonFile ?? ''}`)
+  const key = Symbol.for(`reapkit.exitWatchRegistry.v1:${nativeAddonFile() ?? ''}`)
   const global = globalThis as unknown as Record<symbol, Registry | undefined>
   const found = global[key]
   if (found) return found
@@ -60,8 +60,12 @@ function sharedRegistry(): Registry {
   return fresh
 }
 
-const registry = sharedRegistry()
-const { watches, queue } = registry
+let registryOfThisCopy: Registry | undefined
+
+/** The shared registry, found (or made) on first use: its key names the addon file, which loads then. */
+function registry(): Registry {
+  return (registryOfThisCopy ??= sharedRegistry())
+}
 
 // Exits settled per macrotask: a larger batch is split across setImmediate turns so that timers
 // and I/O run between the parts (10,000 exits at once must not hold the loop for their whole run).
@@ -72,12 +76,15 @@ const DISPATCH_CHUNK = 256
  * triples, -1 for unknown. O(1) per exit.
  */
 function dispatch(batch: Float64Array): void {
-  queue.push({ batch, at: 0 })
-  if (!registry.draining) drain()
+  const shared = registry()
+  shared.queue.push({ batch, at: 0 })
+  if (!shared.draining) drain()
 }
 
 function drain(): void {
-  registry.draining = false
+  const shared = registry()
+  const { queue } = shared
+  shared.draining = false
   let budget = DISPATCH_CHUNK
   while (queue.length > 0 && budget > 0) {
     const head = queue[0]!
@@ -91,12 +98,13 @@ function drain(): void {
   if (queue.length > 0) {
     // The watches of the rest are still in `watches` (and hold their refs), so the loop stays
     // alive for them exactly as before their exit arrived.
-    registry.draining = true
+    shared.draining = true
     setImmediate(drain)
   }
 }
 
 function settle(id: number, code: number, signal: number): void {
+  const { watches } = registry()
   const watch = watches.get(id)
   if (!watch) return
   watches.delete(id)
@@ -109,10 +117,11 @@ function settle(id: number, code: number, signal: number): void {
 }
 
 function adjustRef(delta: number): void {
-  const before = registry.reffed > 0
-  registry.reffed += delta
-  const after = registry.reffed > 0
-  if (before !== after) binding?.watcherRef(after)
+  const shared = registry()
+  const before = shared.reffed > 0
+  shared.reffed += delta
+  const after = shared.reffed > 0
+  if (before !== after) nativeBinding()?.watcherRef(after)
 }
 
 /** A registered kernel exit watch; `cancel()` removes it, `ref(+1/-1)` keeps the loop alive. */
@@ -135,10 +144,12 @@ export interface NativeWatch {
  * process kqueue reports gone calls `onExit` at once.
  */
 export function registerExit(target: NativeProcessHandle | number, onExit: Watch['resolve']): NativeWatch {
-  const native = binding!
-  if (!registry.started) {
+  const native = nativeBinding()!
+  const shared = registry()
+  const { watches } = shared
+  if (!shared.started) {
     native.watcherStart(dispatch)
-    registry.started = true
+    shared.started = true
   }
   let id: number
   try {
@@ -225,6 +236,7 @@ export function watchByPoll(pid: number): ExitWatch {
 
 /** Internal: statistics of this environment's native watcher (for tests and diagnostics). */
 export function exitWatcherStats(): { running: boolean; watches: number; registrations: number; reffed: boolean } {
+  const binding = nativeBinding()
   return binding ? binding.watcherStats() : { running: false, watches: 0, registrations: 0, reffed: false }
 }
 
@@ -378,6 +390,7 @@ export function openProcess(pid: number, options: OpenProcessOptions = {}): Proc
     throw rangeError('ERR_REAPKIT_SELF', `Refusing a handle on this process itself (pid ${p}); pass { allowSelf: true }`)
   }
   const caps = capabilities()
+  const binding = nativeBinding()
   if (binding && (caps.pidfd || caps.kqueue || caps.exitWatch === 'handle')) {
     return new ProcessHandle(constructing, p, new binding.ProcessHandle(p))
   }

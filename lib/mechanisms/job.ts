@@ -10,7 +10,7 @@
  * parent-death signal and the supervisor play this part on POSIX.
  */
 import { rangeError, systemError } from '../ground/errors'
-import { binding, type NativeJob } from '../ground/native'
+import { nativeBinding, type NativeJob } from '../ground/native'
 import { validatePid } from '../ground/validate'
 
 export interface Job {
@@ -28,7 +28,8 @@ export interface Job {
 
 /** A new kill-on-close Job object (Windows only; ENOTSUP elsewhere). */
 export function createJob(): Job {
-  if (process.platform !== 'win32' || !binding?.Job) {
+  const binding = process.platform === 'win32' ? nativeBinding() : null
+  if (!binding?.Job) {
     throw systemError(
       'ENOTSUP',
       'CreateJobObject',

@@ -16,6 +16,10 @@
  * The price: node:child_process (and the streams and net it stands on) loads with reapkit, about
  * 1.7 ms of require('reapkit') on the bench machine (bench/require.mjs measures it beside the
  * one-line-module floor): nothing later could hold the original, since a patch may come first.
+ * Taking it at the first spawn when nothing had loaded child_process by require time fails the
+ * usual preload, `const r = require('reapkit'); require('child_process').spawn = r.spawn`: Node's
+ * own is then referenced by nothing public (fork and execFile close over it, each with its own
+ * argument handling), so it cannot be recovered (test/spawn-patched.test.ts, 'first').
  */
 import type { spawn as NodeSpawn } from 'node:child_process'
 

@@ -25,7 +25,7 @@
 import { parentPollMs } from '../ground/config'
 import { rangeError, typeError } from '../ground/errors'
 import { type ExitWatch, watchNative } from './handle'
-import { binding, nativeCapabilities as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
+import { nativeBinding, nativeCapabilities as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalName, signalNumber, validateMs, validateOptions } from '../ground/validate'
 
 export type ParentWatchMechanism = 'pdeathsig' | 'pidfd' | 'kqueue' | 'handle' | 'poll'
@@ -87,7 +87,7 @@ const armedBy = new Map<object, number>() // insertion order = arming order
 let armedBefore = 0
 
 function arm(owner: object, sig: number): void {
-  const native = binding!
+  const native = nativeBinding()!
   const before = armedBy.size === 0 ? native.getParentDeathSignal() : armedBefore
   native.setParentDeathSignal(sig) // may throw: then nothing is recorded
   armedBefore = before
@@ -97,10 +97,11 @@ function arm(owner: object, sig: number): void {
 function disarm(owner: object): void {
   if (!armedBy.delete(owner)) return
   const newest = [...armedBy.values()].pop()
-  binding?.setParentDeathSignal(newest ?? armedBefore)
+  nativeBinding()?.setParentDeathSignal(newest ?? armedBefore)
 }
 
 function currentPpid(): number {
+  const binding = nativeBinding()
   return binding ? binding.getppid() : process.ppid
 }
 
@@ -156,6 +157,7 @@ function pinParent(parentPid: number, mechanism: ParentWatchMechanism, armed: bo
       return { handle: null, parentGone: gone, mechanism: gone ? mechanism : ('poll' as const) }
     }
   }
+  const binding = nativeBinding()
   if (binding?.openParent && mechanism === 'handle') {
     // Windows: our own parent, creation time checked natively; an expected pid that is not our
     // parent is caught by the re-check after arming.
@@ -185,7 +187,7 @@ export function watchParent(options: WatchParentOptions = {}): ParentWatcher {
   const exited = new Promise<ParentExitInfo>((resolve) => (resolveExited = resolve))
 
   const armed = capabilities().pdeathsig && deathSig !== 0
-  if (!binding) {
+  if (!nativeBinding()) {
     warnNoNative(`watchParent() polls the parent every ${pollMs} ms instead of a kernel event${deathSig !== 0 ? ', and arms no death signal' : ''}`)
   }
   const { handle, parentGone, mechanism } = pinParent(parentPid, preferredMechanism(armed), armed)

@@ -3,7 +3,7 @@
  * (native/proc_darwin.cc): `reapkit doctor`'s view of macOS, as /proc is its view of Linux. Compile-
  * checked on Linux only (test/native-build.test.ts); never run on macOS by this project's tests.
  */
-import { binding, type DarwinFd, type DarwinProcRow } from '../ground/native'
+import { nativeBinding, type DarwinFd, type DarwinProcRow } from '../ground/native'
 import type { ProcessRow } from './proctable'
 
 /** A ProcessRow with the owner's uid, which libproc gives with the row. */
@@ -13,7 +13,9 @@ export interface DarwinRow extends ProcessRow {
 
 /** Whether this is macOS and the addon has the libproc functions. */
 export function darwinProcAvailable(): boolean {
-  return process.platform === 'darwin' && typeof binding?.darwinProcesses === 'function' && typeof binding.darwinProcess === 'function' && typeof binding.darwinStdio === 'function'
+  if (process.platform !== 'darwin') return false
+  const binding = nativeBinding()
+  return typeof binding?.darwinProcesses === 'function' && typeof binding.darwinProcess === 'function' && typeof binding.darwinStdio === 'function'
 }
 
 // p_stat (bsd/sys/proc.h) as the one-letter states of ProcessRow: SIDL, SRUN, SSLEEP, SSTOP, SZOMB.
@@ -39,7 +41,7 @@ function toRow(r: DarwinProcRow, nowMs: number): DarwinRow {
 /** Every process now (commands are names in brackets; darwinCommandOf for the few that matter). */
 export function darwinProcessTable(): DarwinRow[] {
   const now = Date.now()
-  return binding!.darwinProcesses!().map((r) => toRow(r, now))
+  return nativeBinding()!.darwinProcesses!().map((r) => toRow(r, now))
 }
 
 /**
@@ -49,7 +51,7 @@ export function darwinProcessTable(): DarwinRow[] {
 export function darwinProcessRow(pid: number): (DarwinRow & { sid: number; rssBytes: number }) | null {
   let r: (DarwinProcRow & { sid: number; rssBytes: number }) | null
   try {
-    r = binding!.darwinProcess!(pid)
+    r = nativeBinding()!.darwinProcess!(pid)
   } catch {
     return null
   }
@@ -59,7 +61,7 @@ export function darwinProcessRow(pid: number): (DarwinRow & { sid: number; rssBy
 /** fds 0 and 1 of `pid`; 'unreadable' for another user's process, null when it is gone. */
 export function darwinStdio(pid: number): [DarwinFd, DarwinFd] | 'unreadable' | null {
   try {
-    return binding!.darwinStdio!(pid)
+    return nativeBinding()!.darwinStdio!(pid)
   } catch (err) {
     const code = (err as { code?: string }).code
     if (code === 'ESRCH') return null

@@ -18,7 +18,7 @@
  * A hang-up is the end of file only once no byte is left unread: `onHangup` gets that count.
  * One native watch serves every subscriber; it does not keep the event loop alive.
  */
-import { binding } from '../ground/native'
+import { nativeBinding } from '../ground/native'
 
 export type StdinKind = 'pipe' | 'socket' | 'tty' | 'file' | 'other' | 'closed' | 'socket-unsupported' | 'worker' | 'none'
 
@@ -47,6 +47,7 @@ function startNative(): StdinKind {
   // Loaded here, not at require('reapkit'): node:worker_threads alone costs about 2 ms to load.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   if (!(require('node:worker_threads') as typeof import('node:worker_threads')).isMainThread) return 'worker'
+  const binding = nativeBinding()
   if (!binding?.stdinWatchStart) return 'none'
   try {
     return binding.stdinWatchStart(onNativeHangup)
@@ -59,7 +60,7 @@ function startNative(): StdinKind {
 }
 
 function stopNative(): void {
-  binding?.stdinWatchStop?.()
+  nativeBinding()?.stdinWatchStop?.()
   kind = null
 }
 

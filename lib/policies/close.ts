@@ -3,7 +3,9 @@
  *
  * 1. Graceful: run the caller's `close()` (an MCP client's, say), then end the child's stdin (after
  *    the close(), whatever it did: an SDK Client over the child's pipes never ends them), bounded
- *    by `closeTimeoutMs` (default 2000), then wait for the exit within that same bound.
+ *    by `closeTimeoutMs` (default 2000), then wait for the exit within that same bound. A close()
+ *    still pending 500 ms (at most half the bound) before that deadline is not waited for: stdin
+ *    ends then, so the server still has that time to leave on it.
  * 2. Forced: killProcessGracefully on the child's process group (SIGTERM, `graceMs`, SIGKILL). Also
  *    when the child did exit in phase 1 but left members of its group behind (a server started
  *    through `sh -c` or npx whose wrapper exited first), or anything in its own cgroup (spawn's
@@ -82,6 +84,9 @@ export interface CloseReport extends ContainerResult {
 
 const now = (): number => performance.now()
 
+/** Phase 1's time kept for the server to leave on stdin end when the caller's close() has not settled. */
+const STDIN_RESERVE_MS = 500
+
 /** How long the child's stdio may take to reach EOF after its group is gone, before it is destroyed. */
 const STDIO_DRAIN_MS = 100
 
@@ -149,20 +154,25 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
       // Phase 1: the graceful close, then the exit, both within closeTimeoutMs.
       const deadline = started + closeMs
       logEvent(logger, 'info', 'close.attempt', { pid, pgid, closeTimeoutMs: closeMs, via: options.close ? 'close(), then stdin end' : 'stdin end' })
+      let settled = false
       const attempt = (async () => {
         try {
           if (options.close) await options.close()
         } catch (err) {
           closeError = err
         }
+        settled = true
       })()
-      closeCompleted = await settlesWithin(attempt, deadline - now())
       // Then stdin end, after the caller's close() too: an SDK Client's close() over the child's
       // pipes (StdioServerTransport(child.stdout, child.stdin)) lets go of the streams but never
       // ends them, and a server leaves on stdin end; without it, the documented pattern
-      // `closeClient(child, { close: () => client.close() })` always ended 'forced'.
+      // `closeClient(child, { close: () => client.close() })` always ended 'forced'. A close()
+      // that never settles must not take the server's whole time to leave: stdin ends at the
+      // latest STDIN_RESERVE_MS (at most half the bound) before the deadline.
+      await settlesWithin(attempt, deadline - Math.min(STDIN_RESERVE_MS, closeMs / 2) - now())
       endStdin(child)
       const gone = await settlesWithin(exited.promise, deadline - now())
+      closeCompleted = settled
       if (gone) logEvent(logger, 'info', 'close.graceful', { pid, pgid, elapsedMs: now() - started })
       else {
         phase = 'forced'

@@ -149,6 +149,22 @@ export function globalFlags(engine: ContainerEngine, globals: readonly string[])
   return out
 }
 
+/**
+ * The run flags of a parsed run (`args[run.runAt + 1]` up to `run.flagsEnd`), each name with its
+ * value as given (`true` for a bare boolean; a cluster such as `-it` gives one entry per flag), read
+ * by the same parser; null where one cannot be read (parseContainerRun already refused those).
+ */
+export function runFlags(args: readonly string[], run: Pick<ContainerRun, 'runAt' | 'flagsEnd'>): { name: string; value: string }[] | null {
+  const out: { name: string; value: string }[] = []
+  for (let i = run.runAt + 1; i < run.flagsEnd; ) {
+    const flag = readFlag(args, i, RUN)
+    if (flag === null) return null
+    flag.names.forEach((name, k) => out.push({ name, value: flag.values[k]! }))
+    i = flag.next
+  }
+  return out
+}
+
 interface RunFlags {
   autoRemove: boolean
   flagsEnd: number

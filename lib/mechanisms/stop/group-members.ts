@@ -3,7 +3,7 @@
  * signalled, and watched until its exit. A member that exits and whose pid is reused is never hit.
  */
 import { ReapkitError } from '../../ground/errors'
-import { binding } from '../../ground/native'
+import { nativeBinding } from '../../ground/native'
 import { openProcess, ProcessHandle } from '../handle'
 import type { GroupScope } from './group-scope'
 import type { StopJournal } from './journal'
@@ -91,6 +91,7 @@ export class GroupMembers {
     }
     // Pinned now: if it is still in the group, the handle is that member.
     const pgid = this.scope.pgid
+    const binding = nativeBinding()
     try {
       if (pgid !== null && binding && binding.getpgid(pid) !== pgid) {
         handle.close()

@@ -5,7 +5,7 @@
  * pid holds the id). Once that cannot be proven, the group is never listed again: a straggler may
  * be missed, a stranger never hit.
  */
-import { binding } from '../../ground/native'
+import { nativeBinding } from '../../ground/native'
 import { groupMembersSoon } from '../group'
 import { type SpawnedInfo, spawnedGroupMembers, spawnedInfo } from '../spawn'
 import type { StopJournal } from './journal'
@@ -84,7 +84,7 @@ export class GroupScope {
   /** Whether `pid` is in the group now (a member may move with setpgid). */
   has(pid: number): boolean {
     try {
-      return binding!.getpgid(pid) === this.pgid
+      return nativeBinding()!.getpgid(pid) === this.pgid
     } catch {
       return false
     }

@@ -5,7 +5,7 @@
  * the group id (spawn.ts). A process another stop under way has given the same signal is not given
  * it again (signal-ledger.ts).
  */
-import { binding } from '../../ground/native'
+import { nativeBinding } from '../../ground/native'
 import { signalName } from '../../ground/validate'
 import { ProcessHandle } from '../handle'
 import type { Member } from './group-members'
@@ -94,7 +94,7 @@ export class GroupSignals {
   private groupByNumberDue(): boolean {
     const { pid, child } = this.target
     const pgid = this.scope.pgid
-    return !this.groupSignalled && this.journal.groupUncertain && pgid !== null && pgid === pid && binding !== null &&
+    return !this.groupSignalled && this.journal.groupUncertain && pgid !== null && pgid === pid && nativeBinding() !== null &&
       child != null && child.exitCode === null && child.signalCode === null
   }
 
@@ -103,7 +103,7 @@ export class GroupSignals {
     if (!this.groupByNumberDue()) return false
     this.groupSignalled = true
     try {
-      binding!.killpg(this.scope.pgid!, sig)
+      nativeBinding()!.killpg(this.scope.pgid!, sig)
     } catch {
       return false // ESRCH: the group is gone
     }

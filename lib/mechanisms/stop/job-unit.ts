@@ -17,7 +17,7 @@
  * already final. After the grace, the kill phase terminates the target itself (the launcher, whose
  * job the kernel then ends), and the stop waits up to `confirmMs` for its exit.
  */
-import { binding } from '../../ground/native'
+import { nativeBinding } from '../../ground/native'
 import { signalName } from '../../ground/validate'
 import { childExit } from '../../ground/wait'
 import { spawnedInfo } from '../spawn'
@@ -83,6 +83,7 @@ export class JobUnit implements TargetUnit {
 
   /** The graceful phase asks the launcher to end its job; else, and on escalation, TerminateProcess. */
   private signal(): void {
+    const binding = nativeBinding()
     if (!this.force && this.job && binding?.jobStop) {
       let asked = false
       try {

@@ -4,7 +4,7 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { rangeError, typeError } from '../../ground/errors'
-import { binding } from '../../ground/native'
+import { nativeBinding } from '../../ground/native'
 import { isSelf, validatePid } from '../../ground/validate'
 import { isChildProcess, type ProcessTarget } from '../exit'
 import { ProcessHandle } from '../handle'
@@ -57,6 +57,7 @@ export function resolveTarget(target: ProcessTarget, options: StopOptions): Reso
  * unless `allowSelf`.
  */
 export function resolveGroup(t: ResolvedTarget, options: StopOptions): number | null {
+  const binding = nativeBinding()
   let pgid: number | null = null
   if (options.group !== false) {
     if (t.knownPgid !== null) pgid = t.knownPgid
@@ -82,6 +83,7 @@ export function resolveGroup(t: ResolvedTarget, options: StopOptions): number | 
  * the pid, so the answer is about that very group; none (ESRCH), and the process is stopped alone.
  */
 function groupOfPidExists(t: ResolvedTarget): boolean {
+  const binding = nativeBinding()
   if (!binding || !pinAlive(t.leader)) return false
   try {
     binding.killpg(t.pid, 0)

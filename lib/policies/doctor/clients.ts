@@ -11,9 +11,13 @@
  *      beside it under a subreaper when the tree holds no other podman client;
  *   4. the run's `--name` (the plain `docker run -i --rm --name X IMAGE` of a host without
  *      reapkit, the common leak): while its client lives the engine holds that name for the
- *      client's container alone (a second run of the name fails), so the engine's container of that
- *      name is the client's, if the engine created it after the client started (doctor/containers.ts
- *      checks both on the engine's record: a name in an argv is only a word).
+ *      client's container alone (a second run of the name fails), unless it was renamed (`docker
+ *      rename`), after which another container may take the name. So the engine's container of
+ *      that name is taken as the client's only if the engine created it after the client started
+ *      and its record is what the argv runs: the image, the command (when given), -i and --rm
+ *      (doctor/containers.ts checks them on the engine's record: a name in an argv is only a
+ *      word). A rename followed by the very same run under the old name still passes: that is
+ *      as far as a name can be told. A name neither engine accepts is never looked up.
  *
  * Anything else cannot be told (the client is listed, saying so; nothing is stopped blind). Linux
  * only: the client's argv, environment and working directory are read from /proc.
@@ -26,9 +30,10 @@
  */
 import { readFileSync, readlinkSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
-import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL } from '../../mechanisms/container/command'
+import { type ContainerRun, engineOf, parseContainerRun, RUN_LABEL, runFlags } from '../../mechanisms/container/command'
+import { BOOL_TRUE } from '../../mechanisms/container/grammar'
 import type { EngineClient } from '../../mechanisms/container/engine'
-import { bootStartMs, processStartTime } from '../../mechanisms/container/owner'
+import { processStartTime } from '../../mechanisms/container/owner'
 import type { OrphanProcess, OrphanTree } from './doctor'
 import { type ClientUser, clientUser, engineClientAs } from './client-user'
 
@@ -37,8 +42,27 @@ export type ClientClue =
   | { via: 'run-label'; runId: string }
   | { via: 'cidfile'; path: string }
   | { via: 'conmon'; conmonPid: number; id: string }
-  /** `--name`: the engine's container of that name, if it was created after `startedMs` (the client's start, ms since the epoch, rounded down). */
-  | { via: 'name'; name: string; startedMs: number }
+  /**
+   * `--name`: the engine's container of that name, if it was created after `startedMs` (the
+   * client's start, ms since the epoch, never later than the true start) and the engine's record
+   * of it is what the argv runs: its image, its command (when the argv gives one), `-i` and `--rm`.
+   */
+  | { via: 'name'; name: string; startedMs: number; run: NamedRun }
+
+/** What a `--name` run's argv says its container is, to hold against the engine's record. */
+export interface NamedRun {
+  /** The image as the argv gives it. */
+  image: string
+  /** The arguments after the image (empty: the image's own command). */
+  cmd: string[]
+  /** `-i` given (and true): the engine records OpenStdin. */
+  interactive: boolean
+  /** `--rm` given (and true): the engine records AutoRemove. */
+  autoRemove: boolean
+}
+
+/** A name both engines accept for a container (their own pattern): anything else is refused, never passed on. */
+export const CONTAINER_NAME = /^\/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$/
 
 /** One container client found in an orphaned tree. */
 export interface ClientFinding {
@@ -55,8 +79,8 @@ export interface ClientFinding {
   refused: string | null
 }
 
-/** /proc start times are in USER_HZ clock ticks, 100 on every Linux architecture's ABI. */
-const USER_HZ = 100
+/** /proc start times are in USER_HZ clock ticks, 100 on every Linux architecture's ABI: 10 ms each. */
+const TICK_MS = 10
 
 const procFile = (pid: number, name: string): string | null => {
   try {
@@ -125,11 +149,35 @@ function runFlagValue(bin: string, args: readonly string[], runAt: number, long:
   return value
 }
 
-/** The client's start, in ms since the epoch, rounded down (/proc/stat's btime is whole seconds): a container it created is younger. */
+/**
+ * The client's start in ms since the epoch, never later than its true start and at most ~20 ms
+ * before it: its start is clock ticks since boot, /proc/uptime is the same boot clock now, and the
+ * difference is taken from the wall clock once (read first, so a late uptime read only moves the
+ * result earlier; one tick off for each figure's rounding down). /proc/stat's btime, whole seconds
+ * rounded down, let a container created up to a second before the client pass as created after it.
+ */
 function startedMsOf(ticks: string | undefined): number | null {
-  const boot = bootStartMs()
-  if (boot === null || ticks === undefined || !/^[0-9]+$/.test(ticks)) return null
-  return boot + (Number(ticks) * 1000) / USER_HZ
+  if (ticks === undefined || !/^[0-9]+$/.test(ticks)) return null
+  const wall = Date.now()
+  let uptime: number
+  try {
+    uptime = Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0])
+  } catch {
+    return null // no /proc
+  }
+  if (!Number.isFinite(uptime)) return null
+  return wall - (uptime * 1000 + TICK_MS) + Number(ticks) * TICK_MS
+}
+
+/** What a run's argv says its container is (image, command, -i, --rm), or null where its flags cannot be read. */
+function namedRunOf(args: readonly string[], run: ContainerRun): NamedRun | null {
+  const flags = runFlags(args, run)
+  if (flags === null) return null
+  let interactive = false
+  for (const f of flags) if (f.name === '-i' || f.name === '--interactive') interactive = BOOL_TRUE.includes(f.value)
+  const imageAt = args[run.flagsEnd] === '--' ? run.flagsEnd + 1 : run.flagsEnd
+  const image = args[imageAt]
+  return image === undefined ? null : { image, cmd: args.slice(imageAt + 1), interactive, autoRemove: run.autoRemove }
 }
 
 /** conmon's `-c`/`--cid` value (the container id it monitors). */
@@ -171,7 +219,8 @@ function clueOf(tree: OrphanTree, pid: number, run: ContainerRun, argvs: Map<num
   if (conmon !== null) return conmon
   const name = runFlagValue(run.bin, args, run.runAt, '--name')
   const startedMs = startedMsOf(tree.processes.find((p) => p.pid === pid)?.start)
-  return name !== null && startedMs !== null ? { via: 'name', name, startedMs } : null
+  const named = namedRunOf(args, run)
+  return name !== null && startedMs !== null && named !== null ? { via: 'name', name, startedMs, run: named } : null
 }
 
 /** How doctor reaches a client's engine (see the file's comment), or why it cannot. */
@@ -199,7 +248,9 @@ function clientFinding(tree: OrphanTree, pid: number, run: ContainerRun, argvs: 
   const refused =
     user.kind === 'other' && base.clue?.via === 'cidfile'
       ? `its --cidfile is uid ${user.uid}'s file, no proof of which container is its: not opened; run \`reapkit doctor\` as that user to stop it`
-      : null
+      : base.clue?.via === 'name' && !CONTAINER_NAME.test(base.clue.name)
+        ? `its --name ${JSON.stringify(base.clue.name)} is no container name an engine accepts: not looked up`
+        : null
   return { ...base, client, refused }
 }
 

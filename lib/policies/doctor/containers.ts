@@ -14,7 +14,8 @@
  *   engine names the client's conmon as the container's (podman's ConmonPid); a --cidfile only of
  *   doctor's own user (read by the trusted-file rules), never another user's; a --name where the
  *   engine (reached as the client's user) has a container of that very name created after the
- *   client started.
+ *   client started, whose record is what the client's argv runs (image, command, -i, --rm: its own
+ *   may have been renamed and the name taken since).
  *
  * Never listed: a container whose owner is alive, one without reapkit's labels whose client is not
  * an orphan (a `-d` run, any run whose host lives). Never signals, never stops.
@@ -25,7 +26,7 @@ import { type ContainerEngine, OWNER_LABEL, RUN_LABEL } from '../../mechanisms/c
 import { type EngineClient, EngineError, ENGINE_CALL_MS_DEFAULT, listByLabel } from '../../mechanisms/container/engine'
 import { type ContainerOwner, ownerVerdict, ownPidNamespace, ownPidNamespaceLink, parseOwner } from '../../mechanisms/container/owner'
 import type { OrphanTree } from './doctor'
-import { type ClientFinding, findClients } from './clients'
+import { type ClientFinding, findClients, type NamedRun } from './clients'
 import { inspectContainers, type InspectedContainer } from './inspect'
 import { CIDFILE, readTrustedFile } from '../state-file-trust'
 
@@ -216,16 +217,44 @@ async function clueIds(f: ClientFinding, client: EngineClient, timeoutMs: number
  */
 function untied(f: ClientFinding, c: InspectedContainer): string | null {
   if (f.clue?.via === 'name') {
+    const name = f.clue.name.replace(/^\//, '')
     // inspect also takes an id prefix: the engine must call it by that very name.
-    if (c.name !== f.clue.name) return `the engine's container ${c.id.slice(0, 12)} is named ${JSON.stringify(c.name)}, not ${JSON.stringify(f.clue.name)}`
+    if (c.name !== name) return `the engine's container ${c.id.slice(0, 12)} is named ${JSON.stringify(c.name)}, not ${JSON.stringify(name)}`
     if (c.createdMs === undefined) return `the engine gives no creation time for container ${c.id.slice(0, 12)}`
     // A container that was there before the client started is not the one it created.
-    if (c.createdMs < f.clue.startedMs) return `container ${c.id.slice(0, 12)} (named ${f.clue.name}) was created before its client started`
+    if (c.createdMs < f.clue.startedMs) return `container ${c.id.slice(0, 12)} (named ${name}) was created before its client started`
+    // Its own renamed (`docker rename`), another may have taken the name since: it must be what the argv runs.
+    const differs = unlikeRun(f.clue.run, c)
+    if (differs.length > 0) return `container ${c.id.slice(0, 12)} (named ${name}) is not what its client runs (${differs.join('; ')})`
     return null
   }
   if (f.clue?.via !== 'conmon') return null
   if (inChildPidNamespace()) return "its conmon's pid cannot be compared with the engine's record from a child PID namespace"
   return c.conmonPid === f.clue.conmonPid ? null : `the engine does not name conmon ${f.clue.conmonPid} as the monitor of container ${c.id.slice(0, 12)}`
+}
+
+/**
+ * Where the engine's record of a container differs from what a run's argv asks for: the image (as
+ * the argv names it; podman records the name it resolved, with its registry and `:latest`), the
+ * command (when the argv gives one), `-i` (OpenStdin) and `--rm` (AutoRemove).
+ */
+function unlikeRun(run: NamedRun, c: InspectedContainer): string[] {
+  const out: string[] = []
+  if (!sameImage(c.image, run.image)) out.push(`image ${JSON.stringify(c.image)}, not ${JSON.stringify(run.image)}`)
+  if (run.cmd.length > 0 && (c.cmd === null || c.cmd.length !== run.cmd.length || c.cmd.some((a, i) => a !== run.cmd[i]))) {
+    out.push(`command ${JSON.stringify(c.cmd)}, not ${JSON.stringify(run.cmd)}`)
+  }
+  if (c.openStdin !== run.interactive) out.push(run.interactive ? 'no -i' : '-i, which its run has not')
+  if (c.autoRemove !== run.autoRemove) out.push(run.autoRemove ? 'no --rm' : '--rm, which its run has not')
+  return out
+}
+
+/** The engine's recorded image is the one `given` names: the same words, or (podman) those words resolved, behind a registry path and with `:latest` when untagged. */
+function sameImage(recorded: string, given: string): boolean {
+  if (recorded === given) return true
+  const last = given.slice(given.lastIndexOf('/') + 1)
+  const full = last.includes(':') || last.includes('@') ? given : `${given}:latest`
+  return recorded === full || recorded.endsWith(`/${full}`)
 }
 
 const CLIENT_LOOKUPS_AT_ONCE = 4

@@ -1,7 +1,8 @@
 /**
  * What doctor needs to know of a container, from the engine's `inspect` (docker, podman and nerdctl
- * give the same fields: Id, Name, Created, Config.Image/ImageName, Config.Labels, State.Status,
- * HostConfig.AutoRemove; podman also State.ConmonPid). Bounded like every engine call.
+ * give the same fields: Id, Name, Created, Config.Image/ImageName, Config.Cmd, Config.OpenStdin,
+ * Config.Labels, State.Status, HostConfig.AutoRemove; podman also State.ConmonPid). Bounded like
+ * every engine call; the ids after `--`, so that none is ever read as a flag.
  */
 import { type EngineClient, engineCall, isNoSuchContainer } from '../../mechanisms/container/engine'
 
@@ -12,6 +13,10 @@ export interface InspectedContainer {
   state: string
   autoRemove: boolean
   labels: Record<string, string>
+  /** Config.Cmd: the command it runs (the run's arguments after the image, else the image's); null when the engine gave none. */
+  cmd: string[] | null
+  /** Config.OpenStdin: run with `-i`. */
+  openStdin: boolean
   /** When the engine created it (ms since the epoch), from the engine's own record; undefined when it gave none. */
   createdMs?: number
   /** podman: the pid of the conmon that monitors it (the engine's record); undefined elsewhere. */
@@ -25,7 +30,7 @@ function read(raw: unknown): InspectedContainer | null {
     Name?: unknown
     Created?: unknown
     ImageName?: unknown
-    Config?: { Image?: unknown; Labels?: unknown }
+    Config?: { Image?: unknown; Cmd?: unknown; OpenStdin?: unknown; Labels?: unknown }
     State?: { Status?: unknown; ConmonPid?: unknown }
     HostConfig?: { AutoRemove?: unknown }
   }
@@ -37,6 +42,7 @@ function read(raw: unknown): InspectedContainer | null {
   }
   const created = Date.parse(str(r.Created))
   const conmon = r.State?.ConmonPid
+  const cmd = r.Config?.Cmd
   return {
     id: r.Id,
     name: str(r.Name).replace(/^\//, ''), // docker writes "/name"
@@ -44,13 +50,15 @@ function read(raw: unknown): InspectedContainer | null {
     state: str(r.State?.Status),
     autoRemove: r.HostConfig?.AutoRemove === true,
     labels,
+    cmd: Array.isArray(cmd) && cmd.every((a) => typeof a === 'string') ? (cmd as string[]) : null,
+    openStdin: r.Config?.OpenStdin === true,
     ...(Number.isFinite(created) ? { createdMs: created } : {}),
     ...(typeof conmon === 'number' && Number.isSafeInteger(conmon) && conmon > 0 ? { conmonPid: conmon } : {}),
   }
 }
 
 async function inspect(client: EngineClient, ids: readonly string[], timeoutMs: number): Promise<InspectedContainer[]> {
-  const out = await engineCall(client, ['inspect', '--type', 'container', ...ids], timeoutMs)
+  const out = await engineCall(client, ['inspect', '--type', 'container', '--', ...ids], timeoutMs)
   const parsed: unknown = JSON.parse(out)
   return (Array.isArray(parsed) ? parsed : []).map(read).filter((c): c is InspectedContainer => c !== null)
 }

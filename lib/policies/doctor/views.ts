@@ -5,7 +5,7 @@
  * (native/proc_darwin.cc), the kernel's peer handle of each pipe end and unix socket.
  */
 import { readFileSync, readlinkSync, statSync } from 'node:fs'
-import { binding } from '../../ground/native'
+import { nativeBinding } from '../../ground/native'
 import { commandOf, processRow, type ProcessRow, readProcessTable } from '../../mechanisms/proctable'
 import { fdTargets, listeningSockets, pipeInode, pipeOrSocketStdio, scanFds, socketInode, unixPeers } from '../../mechanisms/pipes'
 import { darwinCommandOf, darwinLostHost, darwinProcessRow, darwinProcessTable, type DarwinRow, darwinStdioNames } from '../../mechanisms/proctable-darwin'
@@ -73,7 +73,7 @@ function uidOf(pid: number): number {
  * count there. See native/pipe_probe.cc. Without the addon, the scan's answer stands.
  */
 function pipePeerAlive(pid: number, fd: 0 | 1): boolean {
-  return binding?.pipePeerAlive(pid, fd, fd === 0) === true
+  return nativeBinding()?.pipePeerAlive(pid, fd, fd === 0) === true
 }
 
 /** Linux: /proc, with the kernel's word on each pipe (pipePeerAlive) and sock_diag's on sockets. */
@@ -110,7 +110,7 @@ export function linuxView(): ProcView {
 function linuxCandidates(byPid: Map<number, ProcessRow>, exempt: Set<number>, mine: (pid: number) => boolean): { evidence: Map<number, string>; unreadable: number } {
   // With the addon, the kernel answers for each pipe (pipePeerAlive), so only fds 0 and 1 need
   // reading; without it, one pass over every process's fds and fdinfo says who holds which end.
-  const scan = binding ? null : scanFds(byPid.keys())
+  const scan = nativeBinding() ? null : scanFds(byPid.keys())
   let unreadable = scan?.unreadable.size ?? 0
 
   // Stdin can bring nothing more: a pipe with no writer, or a unix socket whose peer is gone.

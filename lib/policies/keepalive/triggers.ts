@@ -4,7 +4,7 @@
  * behind another may correct the reason (a host that signals its whole group kills our parent too).
  */
 import { type Logger, logEvent } from '../../ground/logger'
-import { binding } from '../../ground/native'
+import { nativeBinding } from '../../ground/native'
 import { type ParentWatcher, watchParent } from '../../mechanisms/parent'
 import { applicationReadsStdin, watchStdinHangup } from '../../mechanisms/stdin-hangup'
 import type { Phase } from './work'
@@ -42,8 +42,10 @@ export function installTriggers(options: TriggerOptions): Triggers {
     !options.parentDeath ? false : signals.includes('SIGHUP') ? 'SIGHUP' : signals.includes('SIGTERM') ? 'SIGTERM' : false
   let parent: { watcher: ParentWatcher; exited: Promise<void> } | null = null
   /** Our parent is no longer the one the watcher pinned (it died; we were re-parented). */
-  const parentGoneNow = (): boolean =>
-    parent !== null && binding !== null && binding.getppid() !== parent.watcher.parentPid
+  const parentGoneNow = (): boolean => {
+    const binding = nativeBinding()
+    return parent !== null && binding !== null && binding.getppid() !== parent.watcher.parentPid
+  }
   // In this order: the signals first, the parent watcher (which may fire at once) last.
   const removers = [watchSignals(options, deathSignal, parentGoneNow)]
   if (options.stdin) removers.push(watchStdinEnd(options, parentGoneNow))

@@ -10,7 +10,7 @@
  */
 import { scanGroups } from '../../mechanisms/group'
 import { openProcess } from '../../mechanisms/handle'
-import { binding } from '../../ground/native'
+import { nativeBinding } from '../../ground/native'
 import { spawnedGroupMembersSync, spawnedInfo } from '../../mechanisms/spawn'
 import { killCgroup, killCgroupNow, removeKilledSync, removeWhenEmpty } from '../../mechanisms/cgroup/make'
 import type { Entry } from './registry'
@@ -67,6 +67,7 @@ export function killEntrySync(entry: Entry, table: Map<number, number[]> | null,
   const { child } = entry
   const pgid = entry.record.pgid
   const unreaped = child.exitCode === null && child.signalCode === null
+  const binding = nativeBinding()
   let killed = 0
   // Its own cgroup (spawn({ cgroup: true })): one cgroup.kill ends every member, escapees included.
   const cgroup = spawnedInfo(child)?.cgroup

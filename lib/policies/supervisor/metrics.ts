@@ -52,8 +52,10 @@ export interface SupervisorMetrics {
   starts: number
   /** Incarnations that ended ('exit' events), by exit code and by signal. */
   exits: { total: number; byCode: Record<string, number>; bySignal: Record<string, number> }
-  /** Restarts made by restart policies ('restart' events). */
+  /** Restarts made by restart policies ('restart' events whose new incarnation's reason is not 'requested'). */
   restarts: number
+  /** Restarts someone asked for: `sup.restart()`, `reapkit restart` ('restart' events, reason 'requested'). */
+  requestedRestarts: number
   /** Children given up by their restart policy ('give-up' events). */
   givenUp: number
   /** Failed health checks ('health-fail' events). */
@@ -83,6 +85,7 @@ export class MetricsRecorder {
   readonly #byCode = new Map<string, number>()
   readonly #bySignal = new Map<string, number>()
   #restarts = 0
+  #requestedRestarts = 0
   #givenUp = 0
   #healthFailures = 0
   #startFailures = 0
@@ -96,6 +99,9 @@ export class MetricsRecorder {
   observe<K extends keyof SupervisorEvents>(name: K, args: SupervisorEvents[K]): void {
     const record = args[0] as ProcessRecord
     if (name === 'spawn') this.#starts++
+    // A policy's restart whose spawn failed has no incarnation of its own (the record still says
+    // 'restarting', its last incarnation is the one before): never read as requested.
+    else if (name === 'restart' && record.status !== 'restarting' && record.incarnations.at(-1)?.reason === 'requested') this.#requestedRestarts++
     else if (name === 'restart') this.#restarts++
     else if (name === 'give-up') this.#givenUp++
     else if (name === 'escalate') this.#escalations++
@@ -127,6 +133,7 @@ export class MetricsRecorder {
       starts: this.#starts,
       exits: { total: this.#exits, byCode: Object.fromEntries(this.#byCode), bySignal: Object.fromEntries(this.#bySignal) },
       restarts: this.#restarts,
+      requestedRestarts: this.#requestedRestarts,
       givenUp: this.#givenUp,
       healthFailures: this.#healthFailures,
       startFailures: this.#startFailures,

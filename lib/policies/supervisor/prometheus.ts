@@ -89,9 +89,10 @@ type Counted = Exclude<keyof SupervisorMetrics, 'children' | 'exits' | 'stopDura
 const COUNTERS: Array<[Counted, string, string]> = [
   ['starts', 'starts_total', 'Incarnations started (first starts and restarts)'],
   ['restarts', 'restarts_total', 'Restarts made by restart policies (a restart whose spawn failed included)'],
+  ['requestedRestarts', 'requested_restarts_total', 'Restarts someone asked for (restart(), reapkit restart)'],
   ['givenUp', 'given_up_total', 'Children given up by their restart policy'],
   ['healthFailures', 'health_failures_total', 'Failed health checks'],
-  ['startFailures', 'start_failures_total', 'Starts that failed (a spawn error, or not ready in time)'],
+  ['startFailures', 'start_failures_total', 'Starts that failed (a spawn error, not ready in time, or an exit before ready)'],
   ['escalations', 'escalations_total', 'Stops that had to send SIGKILL'],
   ['survivors', 'survivors_total', 'Processes left alive by those stops'],
 ]

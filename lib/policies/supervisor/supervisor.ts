@@ -17,7 +17,7 @@
  * command` wrapper) and the state file (state.ts).
  */
 import type { ChildProcess } from 'node:child_process'
-import { EventEmitter } from 'node:events'
+import { EventEmitter, setMaxListeners } from 'node:events'
 import { KILL_CONFIRM_MS_DEFAULT, SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../../ground/config'
 import { ReapkitError, rangeError, systemError, typeError } from '../../ground/errors'
 import { type Logger, logEvent, silentLogger } from '../../ground/logger'
@@ -93,6 +93,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   constructor(options: SupervisorOptions = {}) {
     options = validateOptions(options)
     super()
+    // Every follower and changes() iterator listens to it, and each removes its listener when it ends.
+    setMaxListeners(0, this.#disposed.signal)
     this.closeTimeoutMs = validateMs(options.closeTimeoutMs, 'closeTimeoutMs') ?? envCloseTimeoutMs()
     this.graceMs = validateMs(options.graceMs, 'graceMs') ?? killGraceMs()
     const fixedCap = validateMs(options.shutdownTimeoutMs, 'shutdownTimeoutMs')
@@ -100,6 +102,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.shutdownTimeoutMs = fixedCap ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
     const logger = options.logger ?? silentLogger
     const registry = new Registry(validateHistory(options.history))
+    // Before the state file: a bad `output` option must throw before a predecessor's leftovers are touched.
+    const output = new OutputStore(options.output)
     const state = this.#openState(options, logger)
     this.leftovers = state?.leftovers ?? this.leftovers
     this.#core = {
@@ -108,7 +112,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       state,
       closeTimeoutMs: this.closeTimeoutMs,
       graceMs: this.graceMs,
-      output: new OutputStore(options.output),
+      output,
       outputSource: childStreams,
       restartsAllowed: () => this.#shuttingDown === 0 && !this.#disposed.signal.aborted,
       event: (name, ...args) => this.#event(name, ...args),
@@ -267,12 +271,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const ends = ac.signal
     const end = (): void => ac.abort()
     for (const s of [this.#disposed.signal, options.signal]) if (s?.aborted) end(); else s?.addEventListener('abort', end, { once: true })
-    const poke = (): void => output.poke(entry.record)
-    this.on('status', poke)
     try {
       yield* output.follow(entry.record, { signal: ends, fromStart: options.fromStart, align: options.align, done: () => !live(entry) && exited(entry) && output.ended(entry.record) })
     } finally {
-      this.off('status', poke)
       for (const s of [this.#disposed.signal, options.signal]) s?.removeEventListener('abort', end)
     }
   }
@@ -420,6 +421,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /** Counts it, then emits it. A listener's error must not break the bookkeeping: it is rethrown on the next tick. */
   #event<K extends keyof SupervisorEvents>(name: K, ...args: SupervisorEvents[K]): void {
     this.#metrics.observe(name, args)
+    if (name === 'status') this.#core?.output.pokeAll() // a follow of that child may be over (one hook, not a listener per follower)
     try {
       ;(this.emit as (name: K, ...args: SupervisorEvents[K]) => boolean)(name, ...args)
     } catch (err) {
