@@ -235,10 +235,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return [...(state?.list() ?? []), ...[...registry.entries.values()].map((e) => copyRecord(e.record))]
   }
 
-  /** The record for a pid (the latest process with it) or a request id, or undefined. */
-  get(pidOrRequestId: number | string): ProcessRecord | undefined {
-    const entry = this.#core.registry.find(pidOrRequestId)
-    return entry ? copyRecord(entry.record) : this.#core.state?.find(pidOrRequestId)
+  /**
+   * The record for a pid (the latest process with it), a request id, or a ChildProcess (the one
+   * spawn() returned, or any incarnation's: a start that failed has no pid to name it by), or undefined.
+   */
+  get(target: number | string | ChildProcess): ProcessRecord | undefined {
+    if (isChildProcess(target)) return copyOf(this.#core.registry.byChild(target))
+    return copyOf(this.#core.registry.find(target)) ?? this.#core.state?.find(target)
   }
 
   /**
@@ -305,24 +308,24 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /**
    * Stops one registered process and its group: SIGTERM, bounded wait, SIGKILL. Refuses anything it
    * did not register. A process that already exited keeps its status; members it left in its group
-   * are still stopped. A child waiting out a restart backoff is not started again.
+   * are still stopped. A child waiting out a restart backoff is not started again. `target`: a pid, a
+   * request id, or the ChildProcess spawn() returned (how to stop a failed start that has neither).
    */
-  async terminate(pidOrRequestId: number | string, options: { reason?: string; graceMs?: number } = {}): Promise<KillResult> {
+  async terminate(target: number | string | ChildProcess, options: { reason?: string; graceMs?: number } = {}): Promise<KillResult> {
     options = validateOptions(options)
-    if (typeof pidOrRequestId !== 'number' && typeof pidOrRequestId !== 'string') {
+    const child = isChildProcess(target) ? target : null
+    if (!child && typeof target !== 'number' && typeof target !== 'string') {
       throw typeError(
         'ERR_INVALID_ARG_TYPE',
-        `The "pidOrRequestId" argument must be a pid (number) or a request id (string or number). Received ${describe(pidOrRequestId)}`,
+        `The "target" argument must be a pid (number), a request id (string or number) or a ChildProcess. Received ${describe(target)}`,
       )
     }
-    const entry = this.#core.registry.find(pidOrRequestId)
-    const adopted = entry ? undefined : this.#core.state?.terminate(pidOrRequestId, validateMs(options.graceMs, 'graceMs') ?? this.graceMs)
+    const entry = child ? this.#core.registry.byChild(child) : this.#core.registry.find(target as number | string)
+    const adopted = entry || child ? undefined : this.#core.state?.terminate(target as number | string, validateMs(options.graceMs, 'graceMs') ?? this.graceMs)
     if (adopted) return adopted
     if (!entry) {
-      throw new ReapkitError(
-        'ERR_REAPKIT_NOT_SUPERVISED',
-        `Refusing to terminate ${JSON.stringify(pidOrRequestId)}: this supervisor did not start or adopt it`,
-      )
+      const named = child ? `the ChildProcess ${child.pid === undefined ? 'without a pid' : `of pid ${child.pid}`}` : JSON.stringify(target)
+      throw new ReapkitError('ERR_REAPKIT_NOT_SUPERVISED', `Refusing to terminate ${named}: this supervisor did not start or adopt it`)
     }
     return stopOne(this.#core, entry, validateMs(options.graceMs, 'graceMs') ?? this.graceMs, options.reason ?? null)
   }
@@ -428,6 +431,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
   }
 }
+
+const copyOf = (entry: Entry | undefined): ProcessRecord | undefined => entry && copyRecord(entry.record)
 
 /** Running, or waiting out a backoff (live): a target; an exited one only for what its group left. */
 async function shutdownTargets(entries: Entry[]): Promise<Entry[]> {
