@@ -29,28 +29,17 @@ import {
   openProcess,
   type ProcessHandle,
   ReapkitError,
-  reapAdopted,
   setChildSubreaper,
 } from './index'
 import { typeError } from './ground/errors'
 import { descendantsOf, processRow, type ProcessRow, readProcessTable } from './mechanisms/proctable'
 // Stateless validators, bundled into this entry (no second copy of any process-global state).
 import { describe, validateBoolean, validateMs, validateOptions, validatePid } from './ground/validate'
-// Stateless too: our own cgroups found by their names (mechanisms/cgroup/name.ts), ended exactly.
-import { endFoundCgroup } from './mechanisms/cgroup/end'
-import { type FoundCgroup, listOwnCgroups, membersOf, populatedState } from './mechanisms/cgroup/list'
 
-/** A process found by a capture or timed by measureReap. */
-export interface CapturedProcess {
-  pid: number
-  ppid: number
-  pgid: number
-  /** Milliseconds since it started, when it was found. */
-  ageMs: number
-  command: string
-  /** The cgroup it was found in (one spawn({ cgroup: true }) made during the capture), when found through one. */
-  cgroup?: string
-}
+export type { CapturedProcess } from './testing/types'
+import type { CapturedProcess } from './testing/types'
+import { killSurvivors } from './testing/kill'
+import { CaptureScope, live, toCaptured } from './testing/scope'
 
 /** Thrown by assertNoSurvivors (code ERR_REAPKIT_PROCESS_LEAK): the processes that outlived the test. */
 export class ProcessLeakError extends ReapkitError {
@@ -89,54 +78,37 @@ export interface ProcessCapture {
   stop(): void
 }
 
-const key = (row: { pid: number; start: string }): string => `${row.pid}:${row.start}`
-const toCaptured = (r: ProcessRow): CapturedProcess => ({ pid: r.pid, ppid: r.ppid, pgid: r.pgid, ageMs: r.ageMs, command: r.command })
-const live = (r: ProcessRow): boolean => r.state !== 'Z' && r.state !== 'X'
-
-/** Where spawn({ cgroup: true }) makes this process's cgroups (our own cgroup), or null where it makes none. */
-function cgroupParent(): string | null {
-  const where = capabilities().cgroup
-  return where.available && where.path ? where.path : null
-}
-
-const cgroupKey = (c: FoundCgroup): string => `${c.path}:${c.id}`
-
-/** The pids in a cgroup now ([] once it is gone, or unreadable for a moment: the next look sees them). */
-function membersNow(path: string): number[] {
-  try {
-    return membersOf(path)
-  } catch {
-    return []
-  }
-}
-
-// The children libuv spawned (child_process in this thread): it waits for each by pid itself, so
-// the capture must never reap one of them. Recorded from the first capture on; a child spawned
-// earlier is in that capture's baseline, which is never reaped either.
-const libuvChildren = new Set<number>()
-let spawnPatched = false
-function recordLibuvChildren(): void {
-  if (spawnPatched) return
-  spawnPatched = true
-  const proto = ChildProcess.prototype as unknown as { spawn: (...args: unknown[]) => unknown }
-  const original = proto.spawn
-  proto.spawn = function patchedSpawn(this: ChildProcess, ...args: unknown[]) {
-    const result = original.apply(this, args)
-    const pid = this.pid
-    if (pid !== undefined) {
-      libuvChildren.add(pid)
-      this.once('exit', () => libuvChildren.delete(pid))
-    }
-    return result
-  }
-}
-
 // Captures that asked for the subreaper flag, and the flag as it was before the first of them.
 let subreaperCaptures = 0
 let subreaperBefore: boolean | null = null
 
 /** Starts capturing every process this one starts from now on. */
 export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
+  const { killTimeoutMs, wantSubreaper } = captureSpec(options)
+  const scope = new CaptureScope(wantSubreaper) // before the flag: a throw here changes nothing
+  if (wantSubreaper) holdSubreaper()
+  let stopped = false
+  const kill = (): Promise<CapturedProcess[]> => killSurvivors(scope, killTimeoutMs)
+  return {
+    subreaper: wantSubreaper,
+    survivors: () => scope.survivorsNow().map((r) => scope.captured(r)),
+    killSurvivors: kill,
+    async assertNoSurvivors() {
+      const found = scope.survivorsNow().map((r) => scope.captured(r))
+      if (found.length === 0) return
+      await kill()
+      throw new ProcessLeakError(found)
+    },
+    stop() {
+      if (stopped) return
+      stopped = true
+      if (wantSubreaper) releaseSubreaper()
+    },
+  }
+}
+
+/** The options, checked; and the capture's place (the main thread only). */
+function captureSpec(options: CaptureOptions): { killTimeoutMs: number; wantSubreaper: boolean } {
   options = validateOptions(options)
   const killTimeoutMs = validateMs(options.killTimeoutMs, 'killTimeoutMs') ?? 5000
   const wantSubreaper = validateBoolean(options.subreaper, 'subreaper') ?? capabilities().subreaper
@@ -149,160 +121,22 @@ export function captureProcesses(options: CaptureOptions = {}): ProcessCapture {
   if (!isMainThread) {
     throw new ReapkitError('ERR_REAPKIT_MAIN_THREAD_ONLY', 'captureProcesses() runs on the main thread only (use a forks pool, not threads)')
   }
-  recordLibuvChildren()
-  const self = process.pid
-  const baseline = new Set<string>()
-  for (const row of readProcessTable()) baseline.add(key(row)) // before the flag: a throw here changes nothing
-  // Our cgroups that exist already (a server of beforeAll's): their members are not this capture's.
-  const cgroupsAt = cgroupParent()
-  const cgroupBaseline = new Set(cgroupsAt === null ? [] : listOwnCgroups(cgroupsAt).map(cgroupKey))
-  /** The cgroups this process made since the capture began. */
-  const newCgroups = (): FoundCgroup[] => (cgroupsAt === null ? [] : listOwnCgroups(cgroupsAt).filter((c) => !cgroupBaseline.has(cgroupKey(c))))
-  /** Which cgroup a survivor was found in (the last look's). */
-  const inCgroup = new Map<number, string>()
-  const captured = (r: ProcessRow): CapturedProcess => {
-    const cg = inCgroup.get(r.pid)
-    return cg === undefined ? toCaptured(r) : { ...toCaptured(r), cgroup: cg }
-  }
-  if (wantSubreaper) {
-    const before = isChildSubreaper()
-    setChildSubreaper(true)
-    if (subreaperCaptures === 0) subreaperBefore = before
-    subreaperCaptures++
-  }
-  // Process groups that new processes created (leader pid -> its start): their members are ours
-  // wherever they are re-parented. Never a group that existed before (ours, the runner's).
-  const groups = new Map<number, string>()
-  let stopped = false
+  return { killTimeoutMs, wantSubreaper }
+}
 
-  const fresh = (table: ProcessRow[]): ProcessRow[] => {
-    const byPid = new Map(table.map((r) => [r.pid, r]))
-    // Down from this process through new processes only: the children of a process that existed
-    // before the capture (a server started in beforeAll) are that process's business, not the test's.
-    const found = new Map<number, ProcessRow>()
-    for (const row of descendantsOf(self, table, (r) => !baseline.has(key(r)))) {
-      found.set(row.pid, row)
-      if (row.pgid === row.pid && !groups.has(row.pid)) groups.set(row.pid, key(row))
-    }
-    for (const [pgid, leader] of groups) {
-      // A group id is a pid: once its group is empty it can come back as an unrelated group.
-      const now = byPid.get(pgid)
-      if (now && key(now) !== leader) groups.delete(pgid)
-    }
-    for (const row of table) {
-      if (row.pid !== self && groups.has(row.pgid) && !baseline.has(key(row)) && !found.has(row.pid)) found.set(row.pid, row)
-    }
-    // The members of our new cgroups, wherever they were re-parented: a daemon that double-forked
-    // away with no subreaper to catch it is still in its cgroup.
-    for (const cg of newCgroups()) {
-      for (const pid of membersNow(cg.path)) {
-        const row = byPid.get(pid)
-        if (row && row.pid !== self && !baseline.has(key(row))) {
-          found.set(pid, row)
-          inCgroup.set(pid, cg.path)
-        }
-      }
-    }
-    return [...found.values()]
-  }
+/** The first capture that asks for the subreaper flag sets it; the last to stop puts it back as it was. */
+function holdSubreaper(): void {
+  const before = isChildSubreaper()
+  setChildSubreaper(true)
+  if (subreaperCaptures === 0) subreaperBefore = before
+  subreaperCaptures++
+}
 
-  /** Reaps the zombies adopted as subreaper: our children that libuv did not spawn and that came later. */
-  const reapOrphans = (table: ProcessRow[]): void => {
-    if (!wantSubreaper) return
-    for (const row of table) {
-      if (row.ppid !== self || row.state !== 'Z' || libuvChildren.has(row.pid) || baseline.has(key(row))) continue
-      try {
-        reapAdopted(row.pid)
-      } catch {
-        // ECHILD: someone else reaped it meanwhile
-      }
-    }
-  }
-
-  const survivorsNow = (): ProcessRow[] => {
-    const table = readProcessTable()
-    reapOrphans(table)
-    return fresh(table).filter(live)
-  }
-
-  const killSurvivors = async (): Promise<CapturedProcess[]> => {
-    const killed: CapturedProcess[] = []
-    // Our new cgroups first: `cgroup.kill` ends every member at once (one forked meanwhile too,
-    // with no pid to race), then the kernel's `populated 0`, then the cgroup's removal.
-    const before = survivorsNow()
-    const populated = newCgroups().filter((c) => {
-      try {
-        return populatedState(c.path) === 'populated'
-      } catch {
-        return false // unreadable: its members are still found by pid below
-      }
-    })
-    if (populated.length > 0) {
-      const ended = await Promise.all(populated.map((c) => endFoundCgroup(c, { confirmMs: killTimeoutMs })))
-      const done = new Set(ended.filter((e) => e.killed).map((e) => e.path))
-      for (const row of before) if (done.has(inCgroup.get(row.pid) ?? '')) killed.push(captured(row))
-    }
-    // A few rounds: a parent killed in one round may have forked in between.
-    for (let round = 0; round < 3; round++) {
-      const rows = survivorsNow()
-      if (rows.length === 0) break
-      const handles: ProcessHandle[] = []
-      for (const row of rows) {
-        let handle: ProcessHandle
-        try {
-          handle = openProcess(row.pid)
-        } catch {
-          continue // gone already
-        }
-        // Pinned: now make sure the pid still names the process we found, then signal through the pin.
-        if (processRow(row.pid)?.start !== row.start) {
-          handle.close()
-          continue
-        }
-        try {
-          handle.signal('SIGKILL')
-          killed.push(captured(row))
-          handles.push(handle)
-        } catch {
-          handle.close()
-        }
-      }
-      await Promise.all(
-        handles.map(async (h) => {
-          let timer: NodeJS.Timeout | undefined
-          try {
-            await Promise.race([h.exited, new Promise((r) => (timer = setTimeout(r, killTimeoutMs)))])
-          } finally {
-            clearTimeout(timer)
-            h.close()
-          }
-        }),
-      )
-    }
-    reapOrphans(readProcessTable())
-    return killed
-  }
-
-  return {
-    subreaper: wantSubreaper,
-    survivors: () => survivorsNow().map(captured),
-    killSurvivors,
-    async assertNoSurvivors() {
-      const found = survivorsNow().map(captured)
-      if (found.length === 0) return
-      await killSurvivors()
-      throw new ProcessLeakError(found)
-    },
-    stop() {
-      if (stopped) return
-      stopped = true
-      if (!wantSubreaper) return
-      subreaperCaptures--
-      if (subreaperCaptures === 0 && subreaperBefore !== null) {
-        setChildSubreaper(subreaperBefore)
-        subreaperBefore = null
-      }
-    },
+function releaseSubreaper(): void {
+  subreaperCaptures--
+  if (subreaperCaptures === 0 && subreaperBefore !== null) {
+    setChildSubreaper(subreaperBefore)
+    subreaperBefore = null
   }
 }
 
