@@ -180,3 +180,24 @@ function spawnedInfoRoot(): string {
   const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'))!.slice(3)
   return own === '/' ? cgroupRoot : cgroupRoot.slice(0, cgroupRoot.length - own.length)
 }
+
+describe.skipIf(noCgroup !== null || process.platform !== 'linux')('the cgroup unit with { pidNamespace: true } too', () => {
+  it("each process gets the stop's SIGTERM once: the namespace's members are left to the helper's forwarding", async () => {
+    const { capabilities } = await import('../lib/index')
+    if (!capabilities().pidNamespace.available) return // nothing to combine here (capabilities() says why)
+    // The command and a setsid'd child of it count the SIGTERMs they get, and say so a moment after the first.
+    const counter = (who: string) => `let n = 0; process.on('SIGTERM', () => { if (n++ === 0) setTimeout(() => { console.log('${who} ' + n); process.exit(0) }, 300) }); setInterval(() => {}, 1000)`
+    const script = `require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(counter('escapee'))}], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] }); ${counter('command')}; setTimeout(() => console.log('ready'), 300)`
+    const child = spawn(process.execPath, ['-e', script], { pidNamespace: true, cgroup: true, stdio: ['ignore', 'pipe', 'inherit'] })
+    expect(spawnedInfo(child)).toMatchObject({ pidNamespace: true, cgroup: expect.any(String) })
+    made.add(spawnedInfo(child)!.cgroup!)
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    await waitFor(() => out.includes('ready\n') && cgroupProcs(spawnedInfo(child)!.cgroup!).length === 4, 30_000, 'the helper, the init, the command and its escapee in the cgroup')
+    const r = await killProcessGracefully(child, { graceMs: 10_000 })
+    expect(r.escalated).toBe(false)
+    expect(r.survivors).toEqual([])
+    expect(out.split('\n').filter((l) => /^(command|escapee) /.test(l)).sort()).toEqual(['command 1', 'escapee 1'])
+    await exitOf(child)
+  })
+})

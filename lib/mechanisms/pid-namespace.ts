@@ -20,6 +20,7 @@
  * 'error' for a refusal only the kernel can tell), and capabilities().pidNamespace says so first.
  */
 import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { systemError, typeError } from '../ground/errors'
 import { execHelperPath } from '../ground/native'
 import { describe, type SignalLike, signalNumber } from '../ground/validate'
@@ -109,4 +110,14 @@ function probe(): PidNamespaceCapability {
   }
   const said = (r.stderr || '').trim() || (r.error ? r.error.message : `exit ${r.status ?? r.signal}`)
   return { available: false, reason: `${said}: ${WHAT_IT_NEEDS}` }
+}
+
+/** How many PID namespaces deep a process is (the fields of NSpid in its status), or null (gone, or no NSpid before Linux 4.1). */
+export function pidNamespaceDepth(pid: number | 'self'): number | null {
+  try {
+    const line = /^NSpid:\s*(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return line ? line[1]!.trim().split(/\s+/).length : null
+  } catch {
+    return null
+  }
 }
