@@ -307,6 +307,13 @@ run_init(int report, int from_outside, int to_outside, const char *file, char **
   struct pollfd alive = {from_outside, POLLIN, 0};
   if (poll(&alive, 1, 0) > 0 && (alive.revents & (POLLHUP | POLLERR))) _exit(1);
   int proc_is_ours = own_proc();
+  /* Said on the report, after the helper's 'R': spawnedInfo().ownProc. A /proc the system would not
+   * let us mount (a locked one, in some containers) is the outer one: the command's tools then see
+   * the host's pids, not the namespace's. */
+  if (report >= 0) {
+    ssize_t said = write(report, proc_is_ours ? "p" : "o", 1);
+    (void)said;
+  }
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);

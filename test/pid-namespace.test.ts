@@ -145,6 +145,38 @@ describe.skipIf(!available)('spawn({ pidNamespace }): the child as its host sees
     }
   })
 
+  it('spawnedInfo().ownProc: true where the init mounted the namespace\'s /proc', () => {
+    const child = track(spawn('true', [], { pidNamespace: true, stdio: 'ignore' }))
+    expect(spawnedInfo(child)).toMatchObject({ pidNamespace: true, ownProc: true })
+  })
+
+  it.skipIf(!root || !canUnshare || !canUnshareUser())('where /proc cannot be mounted (a locked overmount): ownProc false, the outer /proc seen, and a SIGTSTP still stops the command', () => {
+    // A tmpfs over /proc/sys, then a user namespace: the kernel refuses a new proc mount there,
+    // since it would reveal what the overmount hides. The init still finds the command in the
+    // outer /proc (through a pidfd's fdinfo) to read its signal dispositions.
+    const script = `
+      const rk = require(${JSON.stringify(DIST)})
+      const fs = require('node:fs')
+      const kids = (pid) => { try { return fs.readFileSync('/proc/' + pid + '/task/' + pid + '/children', 'utf8').trim().split(/\\s+/).filter(Boolean).map(Number) } catch { return [] } }
+      const state = (pid) => fs.readFileSync('/proc/' + pid + '/stat', 'utf8').split(') ')[1][0]
+      const c = rk.spawn('sleep', ['30'], { pidNamespace: true, stdio: 'ignore' })
+      const ownProc = rk.spawnedInfo(c).ownProc
+      let command = 0, stopped = false, tries = 0
+      const look = () => {
+        const init = kids(c.pid)[0]
+        command = init ? kids(init)[0] || 0 : 0
+        if (command && !stopped && fs.readFileSync('/proc/' + command + '/comm', 'utf8').trim() === 'sleep') { stopped = true; process.kill(c.pid, 'SIGTSTP') }
+        if (stopped && state(command) === 'T') return done('T')
+        if (++tries > 1000) return done(command ? state(command) : 'none')
+        setTimeout(look, 10)
+      }
+      const done = (st) => { console.log(JSON.stringify({ ownProc, state: st })); process.kill(c.pid, 'SIGCONT'); c.kill('SIGTERM') }
+      look()`
+    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs none /proc/sys && exec unshare --user --map-root-user "$0" -e "$1"', process.execPath, script], { encoding: 'utf8', timeout: 30_000 })
+    expect(r.stderr).toBe('')
+    expect(JSON.parse(r.stdout.trim())).toEqual({ ownProc: false, state: 'T' })
+  })
+
   it('a signal to the whole group reaches the command once (the init and the helper pass it on, never twice)', async () => {
     // It says "term" at each SIGTERM; once the test has seen the first, a SIGUSR2 (through the same
     // path, after it) asks for the count: a second SIGTERM, if any, would have come with the first.

@@ -48,6 +48,8 @@ export interface HelperSpawn {
   pgid: number | null
   parentDeathSignal: NodeJS.Signals | null
   startup: Startup
+  /** With pidNamespace: whether the command sees the namespace's own /proc (the init said so), else undefined. */
+  ownProc?: boolean
   /** With startup 'timeout': call with a setter, which is told what the helper confirms later. */
   onLate?: (confirm: (late: { pgid: number | null; parentDeathSignal: NodeJS.Signals | null }) => void) => void
 }
@@ -144,10 +146,12 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
     failLikeNode(child, report, req.cgroup)
     return { child, pgid: null, parentDeathSignal: null, startup: 'exec' }
   }
-  if (report.done) return { child, ...applied(report.ready), startup: 'exec' }
+  const ownProc = report.ownProc !== undefined ? { ownProc: report.ownProc } : {}
+  if (report.done) return { child, ...applied(report.ready), ...ownProc, startup: 'exec' }
   return {
     child,
     ...applied(report.ready),
+    ...ownProc,
     startup: 'timeout',
     onLate: (confirm) => readLate(pipe[0], child, report.ready, (ready) => confirm(applied(ready))),
   }
