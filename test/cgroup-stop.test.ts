@@ -185,9 +185,18 @@ describe.skipIf(noCgroup !== null || process.platform !== 'linux')('the cgroup u
   it("each process gets the stop's SIGTERM once: the namespace's members are left to the helper's forwarding", async () => {
     const { capabilities } = await import('../lib/index')
     if (!capabilities().pidNamespace.available) return // nothing to combine here (capabilities() says why)
-    // The command and a setsid'd child of it count the SIGTERMs they get, and say so a moment after the first.
-    const counter = (who: string) => `let n = 0; process.on('SIGTERM', () => { if (n++ === 0) setTimeout(() => { console.log('${who} ' + n); process.exit(0) }, 300) }); setInterval(() => {}, 1000)`
-    const script = `require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(counter('escapee'))}], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] }); ${counter('command')}; setTimeout(() => console.log('ready'), 300)`
+    // The command and a setsid'd child of it (its escapee) count the SIGTERMs they get, and each
+    // says its count a moment after its first; the command relays the escapee's word and only then
+    // exits (its exit ends the namespace, the escapee with it).
+    const escapee = "let n = 0; process.on('SIGTERM', () => { if (n++ === 0) setTimeout(() => console.log('escapee ' + n), 300) }); console.log('up'); setInterval(() => {}, 1000)"
+    const script = `
+      const said = []
+      const say = (line) => { said.push(line); if (said.length === 2) { console.log(said.join('\\n')); process.exit(0) } }
+      const e = require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(escapee)}], { detached: true, stdio: ['ignore', 'pipe', 'inherit'] })
+      e.stdout.on('data', (d) => String(d).split('\\n').forEach((l) => l === 'up' ? console.log('ready') : l && say(l)))
+      let n = 0
+      process.on('SIGTERM', () => { if (n++ === 0) setTimeout(() => say('command ' + n), 300) })
+      setInterval(() => {}, 1000)`
     const child = spawn(process.execPath, ['-e', script], { pidNamespace: true, cgroup: true, stdio: ['ignore', 'pipe', 'inherit'] })
     expect(spawnedInfo(child)).toMatchObject({ pidNamespace: true, cgroup: expect.any(String) })
     made.add(spawnedInfo(child)!.cgroup!)
