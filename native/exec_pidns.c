@@ -132,13 +132,16 @@ static int through_user_namespace(void) {
   return unshare(CLONE_NEWPID);
 }
 
-int enter_pid_namespace(void) {
+int enter_pid_namespace(int *through_user) {
+  *through_user = 0;
   if (unshare(CLONE_NEWPID) == 0) return 0;
   int first = errno;
   if (first != EPERM) return first;
   /* Not root (or root without CAP_SYS_ADMIN, in a container): a user namespace first, where the
    * system allows one. The error stays the first refusal: that is what a person can act on. */
-  return through_user_namespace() == 0 ? 0 : first;
+  if (through_user_namespace() != 0) return first;
+  *through_user = 1;
+  return 0;
 }
 
 /* ---- OUTSIDE ---- */
@@ -401,7 +404,10 @@ void run_in_pid_namespace(int report, const char *file, char **argv, report_fail
 
 #else /* no PID namespaces */
 
-int enter_pid_namespace(void) { return ENOSYS; }
+int enter_pid_namespace(int *through_user) {
+  *through_user = 0;
+  return ENOSYS;
+}
 
 void run_in_pid_namespace(int report, const char *file, char **argv, report_failure fail) {
   (void)file;

@@ -90,6 +90,7 @@ static void Decode(Report* r) {
     r->ready = true;
     at++;
   }
+  if (at < r->len && r->buf[at] == 'u') at++;  // the user-namespace route: capabilities()' probe reads it
   if (at < r->len && (r->buf[at] == 'p' || r->buf[at] == 'o')) {
     r->own_proc = r->buf[at] == 'p' ? 1 : 0;
     at++;

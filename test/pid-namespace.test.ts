@@ -265,6 +265,31 @@ describe('spawn({ pidNamespace }): where it cannot be had, it is refused, never 
   })
 })
 
+describe.skipIf(!available)('capabilities().pidNamespace: the probe', () => {
+  /** capabilities().pidNamespace as a fresh Node sees it, run through LAUNCH (a command prefix) with ENV. */
+  const probeIn = (launch: string[], env: NodeJS.ProcessEnv = process.env) => {
+    const script = `console.log(JSON.stringify(require(${JSON.stringify(DIST)}).capabilities().pidNamespace))`
+    const r = spawnSync(launch[0] ?? process.execPath, [...launch.slice(1), ...(launch.length ? [process.execPath] : []), '-e', script], { encoding: 'utf8', timeout: 30_000, env })
+    expect(r.stderr).toBe('')
+    return JSON.parse(r.stdout.trim())
+  }
+
+  it('needs neither PATH nor /bin/sh: it execs this Node by its absolute path', () => {
+    expect(probeIn([], { ...process.env, PATH: '' })).toMatchObject({ available: true })
+  })
+
+  it.skipIf(!root || !canUnshareUser())('says the route the helper took: root inside a user namespace of its own takes the direct one', () => {
+    // The uid map there is "0 0 1", as the unprivileged route's looks: the map's shape cannot tell.
+    expect(probeIn(['unshare', '--user', '--map-root-user'])).toEqual({ available: true, userNamespace: false })
+  })
+
+  it.skipIf(!unprivileged)('and the user-namespace route where it is taken (nobody)', () => {
+    const script = `console.log(JSON.stringify(require(${JSON.stringify(DIST)}).capabilities().pidNamespace))`
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000, uid: 65534, gid: 65534 })
+    expect(JSON.parse(r.stdout.trim())).toEqual({ available: true, userNamespace: true })
+  })
+})
+
 function canUnshareUser(): boolean {
   return spawnSync('unshare', ['--user', 'true'], { stdio: 'ignore', timeout: 10_000 }).status === 0
 }

@@ -483,7 +483,7 @@ export function spawn(
     }
     if (!started && pidNamespace) {
       if (cg !== undefined) cgroupPart().removeWhenEmpty(cg)
-      throw noReportPipe()
+      throw noReportPipe(typeof nativeBinding()?.execReportPipe === 'function')
     }
     if (started) {
       const child = withContainer(registerHelperSpawn(started, cg, pidNamespace))
