@@ -19,7 +19,13 @@
  * group (a stop's killpg) reaches the command once, through OUTSIDE, and the stop's SIGKILL ends
  * OUTSIDE and INIT at once, hence the namespace. The command has a group of its own for the same
  * reason: a group signal must not reach it twice. (A PID 1 without a handler ignores SIGTERM, which
- * is why the command is not the namespace's init itself.)
+ * is why the command is not the namespace's init itself.) Job control: that group is orphaned (its
+ * parent, INIT, is of another session), so the kernel discards SIGTSTP/TTIN/TTOU left to their
+ * default action; INIT sends SIGSTOP instead (see forward()), and wakes a stopped OUTSIDE should the
+ * command end meanwhile (wake_outside()).
+ *
+ * Descriptors. After its fork, each of OUTSIDE and INIT keeps only its own pipes (0-2 on /dev/null):
+ * the command's stdio and IPC channel are the command's alone, so their closing is seen at once.
  *
  * Exit. When the command exits, INIT writes its wait status to OUTSIDE and exits, which ends the
  * namespace (the kernel SIGKILLs what the command left running, and reaps it before INIT's exit
