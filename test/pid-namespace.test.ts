@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { capabilities, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { execHelperPath } from '../lib/ground/native'
-import { DIST, FIXTURES, canUnshare, exitOf, jsonLines, killAllGroups, spawnGroup } from './helpers'
+import { DIST, FIXTURES, canUnshare, exitOf, jsonLines, killAllGroups, spawnGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 const available = linux && execHelperPath() !== null && capabilities().pidNamespace.available
@@ -145,9 +145,12 @@ describe.skipIf(!available)('spawn({ pidNamespace }): the child as its host sees
     }
   })
 
-  it('spawnedInfo().ownProc: true where the init mounted the namespace\'s /proc', () => {
-    const child = track(spawn('true', [], { pidNamespace: true, stdio: 'ignore' }))
+  it('spawnedInfo().ownProc: true where the init mounted the namespace\'s /proc', async () => {
+    const child = track(spawn('sh', ['-c', 'sleep 0.5'], { pidNamespace: true, stdio: 'ignore' }))
+    // Said with the start, or (startup 'timeout', on a busy machine) a moment later.
+    await waitFor(() => spawnedInfo(child)!.ownProc !== undefined, 10_000, 'the init to say')
     expect(spawnedInfo(child)).toMatchObject({ pidNamespace: true, ownProc: true })
+    await exitOf(child)
   })
 
   it.skipIf(!root || !canUnshare || !canUnshareUser())('where /proc cannot be mounted (a locked overmount): ownProc false, the outer /proc seen, and a SIGTSTP still stops the command', () => {

@@ -137,8 +137,8 @@ export interface SpawnedInfo {
   /**
    * With pidNamespace: true when the command sees its namespace's own /proc (ps and /proc/<pid>
    * name the namespace's pids); false when the system would not let the init mount one (a locked
-   * /proc, in some containers) and the command sees the outer /proc. Absent when the helper had not
-   * said so by the time spawn() returned (startup 'timeout').
+   * /proc, in some containers) and the command sees the outer /proc. With startup 'timeout', absent
+   * until the init says so (filled in then, as pgid is).
    */
   ownProc?: boolean
 }
@@ -521,6 +521,7 @@ function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined, p
   const info = spawned.get(child)!
   if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => cgroupPart().isCgroupRemoved(cgroup), enumerable: true })
   started.onLate?.((late) => {
+    if (pidNamespace && late.ownProc !== undefined) info.ownProc = late.ownProc
     if (info.groupGone) return
     info.pgid = late.pgid
     info.parentDeathSignal = late.parentDeathSignal
