@@ -26,6 +26,7 @@ export default defineConfig({
       'test/cgroup-stop.test.ts', // escapees in the child's cgroup, through the sanitized helper
       'test/control-socket.test.ts', // native/peer_cred.cc on every connection, and its errors
       'test/pid-namespace.test.ts', // the exec helper's PID namespace (--pid-namespace): its init, forwarding, status
+      'test/pid-namespace-stops.test.ts', // the init's job-control stops and the helper's and init's fd hygiene
     ],
     setupFiles: ['test/setup.ts'],
     // The sanitized build runs several times slower: bounds are wider still than the main suite's.

@@ -19,7 +19,13 @@
  * group (a stop's killpg) reaches the command once, through OUTSIDE, and the stop's SIGKILL ends
  * OUTSIDE and INIT at once, hence the namespace. The command has a group of its own for the same
  * reason: a group signal must not reach it twice. (A PID 1 without a handler ignores SIGTERM, which
- * is why the command is not the namespace's init itself.)
+ * is why the command is not the namespace's init itself.) Job control: that group is orphaned (its
+ * parent, INIT, is of another session), so the kernel discards SIGTSTP/TTIN/TTOU left to their
+ * default action; INIT sends SIGSTOP instead (see forward()), and wakes a stopped OUTSIDE should the
+ * command end meanwhile (wake_outside()).
+ *
+ * Descriptors. After its fork, each of OUTSIDE and INIT keeps only its own pipes (0-2 on /dev/null):
+ * the command's stdio and IPC channel are the command's alone, so their closing is seen at once.
  *
  * Exit. When the command exits, INIT writes its wait status to OUTSIDE and exits, which ends the
  * namespace (the kernel SIGKILLs what the command left running, and reaps it before INIT's exit
@@ -33,8 +39,10 @@
 #include <unistd.h>
 
 #if defined(__linux__)
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,6 +51,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static int write_file(const char *path, const char *text) {
@@ -51,6 +60,66 @@ static int write_file(const char *path, const char *text) {
   ssize_t n = write(fd, text, strlen(text));
   close(fd);
   return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* After its fork, neither OUTSIDE nor INIT keeps a copy of what the command was given (its stdio,
+ * the IPC channel, any inherited fd): a command that closes its stdout or disconnects its IPC must be
+ * seen doing so by the host at once, not at its exit. 0-2 become /dev/null (so that no later open of
+ * ours takes their numbers); every other fd closes but the KEEP ones (sorted ascending). */
+static void close_range_or_loop(unsigned lo, unsigned hi) {
+  if (lo > hi) return;
+#if defined(SYS_close_range)
+  if (syscall(SYS_close_range, lo, hi, 0) == 0) return;
+#endif
+  /* No close_range (before Linux 5.9): the fds open, as /proc lists them. */
+  DIR *dir = opendir("/proc/self/fd");
+  if (dir == NULL) {
+    for (unsigned fd = lo; fd <= hi && fd < 65536; fd++) close((int)fd);
+    return;
+  }
+  int open_fds[1024];
+  int n = 0, more = 1;
+  while (more) { /* closing while reading the directory could skip entries: collect, close, again */
+    n = 0;
+    more = 0;
+    rewinddir(dir);
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+      long fd = strtol(e->d_name, NULL, 10);
+      if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(dir) || fd < (long)lo || fd > (long)hi) continue;
+      if (n == (int)(sizeof open_fds / sizeof open_fds[0])) {
+        more = 1;
+        break;
+      }
+      open_fds[n++] = (int)fd;
+    }
+    for (int i = 0; i < n; i++) close(open_fds[i]);
+  }
+  closedir(dir);
+}
+
+static void drop_inherited_fds(const int *keep, int count) {
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd <= 2; fd++) {
+    if (null >= 0) dup2(null, fd); /* dup2 clears close-on-exec on 0-2: nothing of ours execs */
+    else close(fd);
+  }
+  unsigned next = 3;
+  for (int i = 0; i < count; i++) {
+    if (keep[i] < (int)next) continue;
+    close_range_or_loop(next, (unsigned)keep[i] - 1);
+    next = (unsigned)keep[i] + 1;
+  }
+  close_range_or_loop(next, ~0U); /* /dev/null's own fd included, if above 2 */
+}
+
+static void sort_fds(int *fds, int count) {
+  for (int i = 1; i < count; i++)
+    for (int j = i; j > 0 && fds[j - 1] > fds[j]; j--) {
+      int t = fds[j];
+      fds[j] = fds[j - 1];
+      fds[j - 1] = t;
+    }
 }
 
 /* The unprivileged route: a user namespace that maps our own uid and gid only, in which we hold the
@@ -69,13 +138,16 @@ static int through_user_namespace(void) {
   return unshare(CLONE_NEWPID);
 }
 
-int enter_pid_namespace(void) {
+int enter_pid_namespace(int *through_user) {
+  *through_user = 0;
   if (unshare(CLONE_NEWPID) == 0) return 0;
   int first = errno;
   if (first != EPERM) return first;
   /* Not root (or root without CAP_SYS_ADMIN, in a container): a user namespace first, where the
    * system allows one. The error stays the first refusal: that is what a person can act on. */
-  return through_user_namespace() == 0 ? 0 : first;
+  if (through_user_namespace() != 0) return first;
+  *through_user = 1;
+  return 0;
 }
 
 /* ---- OUTSIDE ---- */
@@ -98,8 +170,9 @@ static void on_signal(int sig, siginfo_t *si, void *uctx) {
   unsigned char b = (unsigned char)sig;
   ssize_t n = write(to_init, &b, 1); /* a full pipe (thousands pending) drops it */
   (void)n;
-  /* A job-control stop: the command's group was stopped (above); so are we, so that whoever stopped
-   * us sees the job stopped. SIGCONT continues us, and is forwarded in turn. */
+  /* A job-control stop: INIT stops the command's group (SIGSTOP if it leaves the signal to its
+   * default); so do we, so that whoever stopped us sees the job stopped. SIGCONT continues us, and is
+   * forwarded in turn; INIT continues us itself if the command ends while we are stopped. */
   if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) raise(SIGSTOP);
   errno = saved;
 }
@@ -141,19 +214,97 @@ static void tell_outside(int fd, int status) {
   while (n < 0 && errno == EINTR);
 }
 
+/* The command's pid as the /proc mounted here names it: its own pid when own_proc() mounted the
+ * namespace's /proc; else (the outer /proc is seen) the pid a pidfd's fdinfo gives; -1 if unknown. */
+static pid_t command_in_proc = -1;
+
+static pid_t pid_in_mounted_proc(pid_t pid, int proc_is_ours) {
+  if (proc_is_ours) return pid;
+#if defined(SYS_pidfd_open)
+  int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (pfd < 0) return -1;
+  char path[64], text[512];
+  snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pfd);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+  if (fd >= 0) close(fd);
+  close(pfd);
+  if (n <= 0) return -1;
+  text[n] = 0;
+  const char *line = strstr(text, "\nPid:");
+  return line != NULL ? (pid_t)strtol(line + 5, NULL, 10) : -1;
+#else
+  return -1;
+#endif
+}
+
+/* Whether the command leaves SIG to its default action (neither caught nor ignored), as its
+ * /proc/<pid>/status says; unknown counts as default. */
+static int default_action(int sig) {
+  if (command_in_proc <= 0) return 1;
+  char path[64], text[4096];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)command_in_proc);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 1;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return 1;
+  text[n] = 0;
+  unsigned long long bit = 1ULL << (sig - 1);
+  const char *caught = strstr(text, "\nSigCgt:");
+  const char *ignored = strstr(text, "\nSigIgn:");
+  if (caught != NULL && (strtoull(caught + 8, NULL, 16) & bit)) return 0;
+  if (ignored != NULL && (strtoull(ignored + 8, NULL, 16) & bit)) return 0;
+  return 1;
+}
+
+/* Set while OUTSIDE stopped itself for a job-control stop it forwarded, until a SIGCONT. */
+static int outside_stopped = 0;
+
 static void forward(int sig, pid_t command) {
-  if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT) kill(-1, sig);
-  else if (killpg(command, sig) != 0) kill(command, sig);
+  if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT) {
+    kill(-1, sig);
+    return;
+  }
+  if (killpg(command, sig) != 0) kill(command, sig);
+  if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+    outside_stopped = 1;
+    /* The command leads a session of its own under us, of another session: its group is orphaned,
+     * and the kernel discards these three for a process that leaves them to their default action.
+     * Their default is to stop: so stop it, as a terminal's Ctrl-Z would. (A handler of its own gets
+     * the signal itself, above: a program that cleans up first, then stops itself.) */
+    if (default_action(sig) && killpg(command, SIGSTOP) != 0) kill(command, SIGSTOP);
+  } else if (sig == SIGCONT) {
+    outside_stopped = 0;
+  }
 }
 
 /* The namespace's own /proc, so that the command's tools (ps, /proc/<its pid>) see the namespace's
  * pids. Best effort, as --isolate's: some containers lock /proc; the guarantee does not need it.
  * Slave, not private (--isolate's): what the host mounts later (a disk, an automount) still reaches
  * the command; only our /proc, and what the command mounts itself, stay in its mount namespace. */
-static void own_proc(void) {
-  if (unshare(CLONE_NEWNS) != 0) return;
-  if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0) return;
-  mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+static int own_proc(void) {
+  if (unshare(CLONE_NEWNS) != 0) return 0;
+  if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0) return 0;
+  return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0;
+}
+
+/* OUTSIDE forwarded a stop and stopped itself, and the command ended since: continue OUTSIDE, so that
+ * its host learns the exit now and exactly (a stopped OUTSIDE reports nothing, and a SIGKILL to it
+ * then would lose the code). We cannot name it (it is outside our namespace), but we are in its
+ * group: kill(0) reaches it. Its SIGCONT handler forwards a SIGCONT back, which says it is awake; until
+ * then, again (our first may have come between its forward and its stop, and been undone by it). */
+static void wake_outside(int from_outside) {
+  for (int tries = 0; tries < 100; tries++) { /* 2 s at most */
+    kill(0, SIGCONT);
+    struct pollfd p = {from_outside, POLLIN, 0};
+    if (poll(&p, 1, 20) <= 0) continue;
+    unsigned char sigs[64];
+    ssize_t n = read(from_outside, sigs, sizeof sigs);
+    if (n == 0) return; /* OUTSIDE is gone */
+    for (ssize_t i = 0; i < n; i++)
+      if (sigs[i] == SIGCONT) return;
+  }
 }
 
 static void __attribute__((noreturn))
@@ -164,7 +315,14 @@ run_init(int report, int from_outside, int to_outside, const char *file, char **
    * (getppid() cannot: a parent outside the namespace reads as 0). */
   struct pollfd alive = {from_outside, POLLIN, 0};
   if (poll(&alive, 1, 0) > 0 && (alive.revents & (POLLHUP | POLLERR))) _exit(1);
-  own_proc();
+  int proc_is_ours = own_proc();
+  /* Said on the report, after the helper's 'R': spawnedInfo().ownProc. A /proc the system would not
+   * let us mount (a locked one, in some containers) is the outer one: the command's tools then see
+   * the host's pids, not the namespace's. */
+  if (report >= 0) {
+    ssize_t said = write(report, proc_is_ours ? "p" : "o", 1);
+    (void)said;
+  }
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
@@ -185,6 +343,10 @@ run_init(int report, int from_outside, int to_outside, const char *file, char **
     _exit(fail(report, STEP_EXEC, errno, file));
   }
   if (report >= 0) close(report); /* the command's exec closes the last copy: the report's EOF */
+  command_in_proc = pid_in_mounted_proc(command, proc_is_ours);
+  int keep[3] = {sfd, from_outside, to_outside};
+  sort_fds(keep, 3);
+  drop_inherited_fds(keep, 3);
   for (;;) {
     struct pollfd fds[2] = {{sfd, POLLIN, 0}, {from_outside, POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) continue; /* EINTR only: nothing is delivered here, all is blocked */
@@ -197,6 +359,7 @@ run_init(int report, int from_outside, int to_outside, const char *file, char **
       while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (pid != command) continue; /* an orphan of the namespace, reaped */
         tell_outside(to_outside, status);
+        if (outside_stopped) wake_outside(from_outside);
         _exit(0); /* ends the namespace: the kernel kills what is left */
       }
     }
@@ -229,6 +392,9 @@ void run_in_pid_namespace(int report, const char *file, char **argv, report_fail
   if (report >= 0) close(report);
   to_init = to[1];
   fcntl(to_init, F_SETFL, fcntl(to_init, F_GETFL) | O_NONBLOCK);
+  int keep[2] = {to[1], back[0]};
+  sort_fds(keep, 2);
+  drop_inherited_fds(keep, 2);
   handle_every_signal();
   sigprocmask(SIG_SETMASK, &original, NULL);
   int ws = 0;
@@ -244,7 +410,10 @@ void run_in_pid_namespace(int report, const char *file, char **argv, report_fail
 
 #else /* no PID namespaces */
 
-int enter_pid_namespace(void) { return ENOSYS; }
+int enter_pid_namespace(int *through_user) {
+  *through_user = 0;
+  return ENOSYS;
+}
 
 void run_in_pid_namespace(int report, const char *file, char **argv, report_failure fail) {
   (void)file;

@@ -12,8 +12,9 @@
 #define STEP_REPORT 'r'
 
 /* A new PID namespace for our next child: unshare(CLONE_NEWPID), through an unprivileged user
- * namespace when the kernel refuses it to us (not root). Returns 0, or the errno of the first refusal. */
-int enter_pid_namespace(void);
+ * namespace when the kernel refuses it to us (not root). Returns 0, or the errno of the first refusal;
+ * *through_user says which route it took (1: a user namespace first). */
+int enter_pid_namespace(int *through_user);
 
 /* Runs FILE (argv) as the first process under a small init of ours, PID 1 of the namespace
  * enter_pid_namespace made, and stays outside as the process our parent sees: it forwards signals to

@@ -62,10 +62,11 @@ static Napi::Value ExecReportPipe(const Napi::CallbackInfo& info) {
 
 struct Report {
   bool ready = false;
+  int own_proc = -1;  // the PID namespace's init: 1 'p' (it mounted the namespace's /proc), 0 'o', -1 unsaid
   bool done = false;
   char step = 0;
   int32_t err = 0;
-  unsigned char buf[16];  // 'R' then at most one failure record of 8 bytes
+  unsigned char buf[16];  // 'R', the init's 'p'/'o', then at most one failure record of 8 bytes
   size_t len = 0;
 };
 
@@ -87,6 +88,11 @@ static void Decode(Report* r) {
   size_t at = 0;
   if (at < r->len && r->buf[at] == 'R') {
     r->ready = true;
+    at++;
+  }
+  if (at < r->len && r->buf[at] == 'u') at++;  // the user-namespace route: capabilities()' probe reads it
+  if (at < r->len && (r->buf[at] == 'p' || r->buf[at] == 'o')) {
+    r->own_proc = r->buf[at] == 'p' ? 1 : 0;
     at++;
   }
   if (at + 8 <= r->len && r->buf[at] == 'F') {
@@ -137,6 +143,7 @@ static Napi::Value ExecReportWait(const Napi::CallbackInfo& info) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("ready", Napi::Boolean::New(env, r.ready));
   out.Set("done", Napi::Boolean::New(env, r.done));
+  if (r.own_proc >= 0) out.Set("ownProc", Napi::Boolean::New(env, r.own_proc == 1));
   const char* step = StepName(r.step);
   out.Set("step", step ? Napi::Value(Napi::String::New(env, step)) : env.Null());
   out.Set("errno", Napi::Number::New(env, step ? r.err : 0));

@@ -180,3 +180,33 @@ function spawnedInfoRoot(): string {
   const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'))!.slice(3)
   return own === '/' ? cgroupRoot : cgroupRoot.slice(0, cgroupRoot.length - own.length)
 }
+
+describe.skipIf(noCgroup !== null || process.platform !== 'linux')('the cgroup unit with { pidNamespace: true } too', () => {
+  it("each process gets the stop's SIGTERM once: the namespace's members are left to the helper's forwarding", async () => {
+    const { capabilities } = await import('../lib/index')
+    if (!capabilities().pidNamespace.available) return // nothing to combine here (capabilities() says why)
+    // The command and a setsid'd child of it (its escapee) count the SIGTERMs they get, and each
+    // says its count a moment after its first; the command relays the escapee's word and only then
+    // exits (its exit ends the namespace, the escapee with it).
+    const escapee = "let n = 0; process.on('SIGTERM', () => { if (n++ === 0) setTimeout(() => console.log('escapee ' + n), 300) }); console.log('up'); setInterval(() => {}, 1000)"
+    const script = `
+      const said = []
+      const say = (line) => { said.push(line); if (said.length === 2) { console.log(said.join('\\n')); process.exit(0) } }
+      const e = require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(escapee)}], { detached: true, stdio: ['ignore', 'pipe', 'inherit'] })
+      e.stdout.on('data', (d) => String(d).split('\\n').forEach((l) => l === 'up' ? console.log('ready') : l && say(l)))
+      let n = 0
+      process.on('SIGTERM', () => { if (n++ === 0) setTimeout(() => say('command ' + n), 300) })
+      setInterval(() => {}, 1000)`
+    const child = spawn(process.execPath, ['-e', script], { pidNamespace: true, cgroup: true, stdio: ['ignore', 'pipe', 'inherit'] })
+    expect(spawnedInfo(child)).toMatchObject({ pidNamespace: true, cgroup: expect.any(String) })
+    made.add(spawnedInfo(child)!.cgroup!)
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    await waitFor(() => out.includes('ready\n') && cgroupProcs(spawnedInfo(child)!.cgroup!).length === 4, 30_000, 'the helper, the init, the command and its escapee in the cgroup')
+    const r = await killProcessGracefully(child, { graceMs: 10_000 })
+    expect(r.escalated).toBe(false)
+    expect(r.survivors).toEqual([])
+    expect(out.split('\n').filter((l) => /^(command|escapee) /.test(l)).sort()).toEqual(['command 1', 'escapee 1'])
+    await exitOf(child)
+  })
+})

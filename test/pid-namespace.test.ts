@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { capabilities, killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { execHelperPath } from '../lib/ground/native'
-import { DIST, FIXTURES, canUnshare, exitOf, jsonLines, killAllGroups, spawnGroup } from './helpers'
+import { DIST, FIXTURES, canUnshare, exitOf, jsonLines, killAllGroups, spawnGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
 const available = linux && execHelperPath() !== null && capabilities().pidNamespace.available
@@ -145,6 +145,41 @@ describe.skipIf(!available)('spawn({ pidNamespace }): the child as its host sees
     }
   })
 
+  it('spawnedInfo().ownProc: true where the init mounted the namespace\'s /proc', async () => {
+    const child = track(spawn('sh', ['-c', 'sleep 0.5'], { pidNamespace: true, stdio: 'ignore' }))
+    // Said with the start, or (startup 'timeout', on a busy machine) a moment later.
+    await waitFor(() => spawnedInfo(child)!.ownProc !== undefined, 10_000, 'the init to say')
+    expect(spawnedInfo(child)).toMatchObject({ pidNamespace: true, ownProc: true })
+    await exitOf(child)
+  })
+
+  it.skipIf(!root || !canUnshare || !canUnshareUser())('where /proc cannot be mounted (a locked overmount): ownProc false, the outer /proc seen, and a SIGTSTP still stops the command', () => {
+    // A tmpfs over /proc/sys, then a user namespace: the kernel refuses a new proc mount there,
+    // since it would reveal what the overmount hides. The init still finds the command in the
+    // outer /proc (through a pidfd's fdinfo) to read its signal dispositions.
+    const script = `
+      const rk = require(${JSON.stringify(DIST)})
+      const fs = require('node:fs')
+      const kids = (pid) => { try { return fs.readFileSync('/proc/' + pid + '/task/' + pid + '/children', 'utf8').trim().split(/\\s+/).filter(Boolean).map(Number) } catch { return [] } }
+      const state = (pid) => fs.readFileSync('/proc/' + pid + '/stat', 'utf8').split(') ')[1][0]
+      const c = rk.spawn('sleep', ['30'], { pidNamespace: true, stdio: 'ignore' })
+      const ownProc = rk.spawnedInfo(c).ownProc
+      let command = 0, stopped = false, tries = 0
+      const look = () => {
+        const init = kids(c.pid)[0]
+        command = init ? kids(init)[0] || 0 : 0
+        if (command && !stopped && fs.readFileSync('/proc/' + command + '/comm', 'utf8').trim() === 'sleep') { stopped = true; process.kill(c.pid, 'SIGTSTP') }
+        if (stopped && state(command) === 'T') return done('T')
+        if (++tries > 1000) return done(command ? state(command) : 'none')
+        setTimeout(look, 10)
+      }
+      const done = (st) => { console.log(JSON.stringify({ ownProc, state: st })); process.kill(c.pid, 'SIGCONT'); c.kill('SIGTERM') }
+      look()`
+    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs none /proc/sys && exec unshare --user --map-root-user "$0" -e "$1"', process.execPath, script], { encoding: 'utf8', timeout: 30_000 })
+    expect(r.stderr).toBe('')
+    expect(JSON.parse(r.stdout.trim())).toEqual({ ownProc: false, state: 'T' })
+  })
+
   it('a signal to the whole group reaches the command once (the init and the helper pass it on, never twice)', async () => {
     // It says "term" at each SIGTERM; once the test has seen the first, a SIGUSR2 (through the same
     // path, after it) asks for the count: a second SIGTERM, if any, would have come with the first.
@@ -230,6 +265,31 @@ describe('spawn({ pidNamespace }): where it cannot be had, it is refused, never 
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+describe.skipIf(!available)('capabilities().pidNamespace: the probe', () => {
+  /** capabilities().pidNamespace as a fresh Node sees it, run through LAUNCH (a command prefix) with ENV. */
+  const probeIn = (launch: string[], env: NodeJS.ProcessEnv = process.env) => {
+    const script = `console.log(JSON.stringify(require(${JSON.stringify(DIST)}).capabilities().pidNamespace))`
+    const r = spawnSync(launch[0] ?? process.execPath, [...launch.slice(1), ...(launch.length ? [process.execPath] : []), '-e', script], { encoding: 'utf8', timeout: 30_000, env })
+    expect(r.stderr).toBe('')
+    return JSON.parse(r.stdout.trim())
+  }
+
+  it('needs neither PATH nor /bin/sh: it execs this Node by its absolute path', () => {
+    expect(probeIn([], { ...process.env, PATH: '' })).toMatchObject({ available: true })
+  })
+
+  it.skipIf(!root || !canUnshareUser())('says the route the helper took: root inside a user namespace of its own takes the direct one', () => {
+    // The uid map there is "0 0 1", as the unprivileged route's looks: the map's shape cannot tell.
+    expect(probeIn(['unshare', '--user', '--map-root-user'])).toEqual({ available: true, userNamespace: false })
+  })
+
+  it.skipIf(!unprivileged)('and the user-namespace route where it is taken (nobody)', () => {
+    const script = `console.log(JSON.stringify(require(${JSON.stringify(DIST)}).capabilities().pidNamespace))`
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000, uid: 65534, gid: 65534 })
+    expect(JSON.parse(r.stdout.trim())).toEqual({ available: true, userNamespace: true })
   })
 })
 

@@ -129,6 +129,8 @@ export interface ExecReport {
   step: 'cgroup' | 'setpgid' | 'prctl' | 'unshare' | 'fork' | 'exec' | null
   /** The helper's errno for `step` (positive), else 0. */
   errno: number
+  /** With --pid-namespace: whether the init mounted the namespace's own /proc (absent: not said). */
+  ownProc?: boolean
 }
 
 /** What this platform and build support. */

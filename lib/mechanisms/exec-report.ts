@@ -48,8 +48,10 @@ export interface HelperSpawn {
   pgid: number | null
   parentDeathSignal: NodeJS.Signals | null
   startup: Startup
+  /** With pidNamespace: whether the command sees the namespace's own /proc (the init said so), else undefined. */
+  ownProc?: boolean
   /** With startup 'timeout': call with a setter, which is told what the helper confirms later. */
-  onLate?: (confirm: (late: { pgid: number | null; parentDeathSignal: NodeJS.Signals | null }) => void) => void
+  onLate?: (confirm: (late: { pgid: number | null; parentDeathSignal: NodeJS.Signals | null; ownProc?: boolean }) => void) => void
 }
 
 interface Request {
@@ -144,12 +146,14 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
     failLikeNode(child, report, req.cgroup)
     return { child, pgid: null, parentDeathSignal: null, startup: 'exec' }
   }
-  if (report.done) return { child, ...applied(report.ready), startup: 'exec' }
+  const ownProc = report.ownProc !== undefined ? { ownProc: report.ownProc } : {}
+  if (report.done) return { child, ...applied(report.ready), ...ownProc, startup: 'exec' }
   return {
     child,
     ...applied(report.ready),
+    ...ownProc,
     startup: 'timeout',
-    onLate: (confirm) => readLate(pipe[0], child, report.ready, (ready) => confirm(applied(ready))),
+    onLate: (confirm) => readLate(pipe[0], child, report.ready, (ready, ownProc) => confirm({ ...applied(ready), ...(ownProc !== undefined ? { ownProc } : {}) })),
   }
 }
 
@@ -164,10 +168,11 @@ function waitForReport(fd: number): ExecReport {
 
 /**
  * After a timeout: reads the rest of the report without blocking (a pipe socket, unref'd), and
- * confirms the group once the helper says 'R'. A failure after the timeout stays what it is then:
+ * confirms the group once the helper says 'R' (and, in a PID namespace, its /proc once the init says
+ * 'p' or 'o'). A failure after the timeout stays what it is then:
  * 'spawn' was emitted, and the exit (127/126) follows.
  */
-function readLate(fd: number, child: ChildProcess, alreadyReady: boolean, confirm: (ready: boolean) => void): void {
+function readLate(fd: number, child: ChildProcess, alreadyReady: boolean, confirm: (ready: boolean, ownProc?: boolean) => void): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const net = require('node:net') as typeof import('node:net')
   let socket: import('node:net').Socket
@@ -179,10 +184,15 @@ function readLate(fd: number, child: ChildProcess, alreadyReady: boolean, confir
   }
   socket.unref()
   let ready = alreadyReady
+  let failed = false
   socket.on('data', (chunk: Buffer) => {
-    if (!ready && chunk[0] === 0x52 /* 'R' */) {
-      ready = true
-      confirm(true)
+    for (const byte of chunk) {
+      if (failed) return // a failure record's bytes: nothing more to confirm
+      if (byte === 0x46 /* 'F' */) failed = true
+      else if (byte === 0x52 /* 'R' */ && !ready) {
+        ready = true
+        confirm(true)
+      } else if (byte === 0x70 /* 'p' */ || byte === 0x6f /* 'o' */) confirm(ready, byte === 0x70)
     }
   })
   const done = (): void => {

@@ -20,6 +20,8 @@
  * 'error' for a refusal only the kernel can tell), and capabilities().pidNamespace says so first.
  */
 import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { constants } from 'node:os'
 import { systemError, typeError } from '../ground/errors'
 import { execHelperPath } from '../ground/native'
 import { describe, type SignalLike, signalNumber } from '../ground/validate'
@@ -69,7 +71,10 @@ export function podmanRefused(): Error {
 }
 
 /** spawnThroughHelper() could not start the helper with its report pipe: never a weaker spawn. */
-export function noReportPipe(): Error {
+export function noReportPipe(addonLoaded: boolean): Error {
+  if (!addonLoaded) {
+    return systemError('ENOTSUP', 'spawn', 'pidNamespace needs the native addon (its report pipe), which did not load: see capabilities().loadError; the child was not started')
+  }
   return systemError('EMFILE', 'spawn', 'pidNamespace: no report pipe for the exec helper (out of file descriptors?), so the child was not started')
 }
 
@@ -83,8 +88,11 @@ let probed: PidNamespaceCapability | undefined
 
 /**
  * Tries it once (a few ms, on the first read of capabilities().pidNamespace): the helper, asked for
- * a namespace, runs `cat /proc/self/uid_map` there. The kernel's answer, not a guess from sysctls
- * (AppArmor, seccomp and container runtimes each refuse in their own way).
+ * a namespace, execs this very Node by its absolute path (`node --version`: no PATH, no /bin/sh,
+ * which a distroless image lacks). The kernel's answer, not a guess from sysctls (AppArmor, seccomp
+ * and container runtimes each refuse in their own way); and the route, as the helper says it took
+ * it on its report ('u' after 'R': a user namespace first), not as a uid map looks (inside a user
+ * namespace of someone else's, root's route maps a partial range too).
  */
 export function pidNamespaceCapability(): PidNamespaceCapability {
   if (probed) return { ...probed }
@@ -96,17 +104,35 @@ function probe(): PidNamespaceCapability {
   if (process.platform !== 'linux') return { available: false, reason: 'PID namespaces exist on Linux only' }
   const helper = execHelperPath()
   if (helper === null) return { available: false, reason: 'the exec helper (reapkit-exec) is missing' }
-  // GROUP 0, SIGNAL 9, PARENT 0 (no re-check: we wait for it), no report pipe.
-  const r = spawnSync(helper, ['--pid-namespace', '0', '9', '0', '-1', '/bin/sh', 'sh', '-c', 'exec cat /proc/self/uid_map'], {
-    encoding: 'utf8',
+  // GROUP 0, SIGNAL 9, PARENT 0 (no re-check: we wait for it), the report on fd 3.
+  const r = spawnSync(helper, ['--pid-namespace', '0', '9', '0', '3', process.execPath, 'node', '--version'], {
+    encoding: 'latin1',
     timeout: 10_000,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
   })
-  if (r.status === 0) {
-    // The initial user namespace maps the whole range; ours maps one uid.
-    const whole = /^\s*0\s+0\s+4294967295\s*$/.test(r.stdout)
-    return { available: true, userNamespace: !whole }
-  }
-  const said = (r.stderr || '').trim() || (r.error ? r.error.message : `exit ${r.status ?? r.signal}`)
+  const report = String(r.output?.[3] ?? '')
+  if (r.status === 0 && report.startsWith('R')) return { available: true, userNamespace: report[1] === 'u' }
+  const said = failure(report) ?? ((r.stderr || '').trim() || (r.error ? r.error.message : `exit ${r.status ?? r.signal}`))
   return { available: false, reason: `${said}: ${WHAT_IT_NEEDS}` }
+}
+
+/** The helper's failure record on the report ('F', step, 2 bytes, int32 errno), worded. */
+function failure(report: string): string | null {
+  const at = report.indexOf('F')
+  if (at < 0 || report.length < at + 8) return null
+  const bytes = Buffer.from(report.slice(at, at + 8), 'latin1')
+  const errno = bytes.readInt32LE(4)
+  const step = { n: 'unshare(CLONE_NEWPID)', f: 'fork', e: 'exec', p: 'prctl(PR_SET_PDEATHSIG)' }[String.fromCharCode(bytes[1]!)] ?? 'the exec helper'
+  const name = Object.entries(constants.errno).find(([, n]) => n === errno)?.[0] ?? `errno ${errno}`
+  return `${step} failed: ${name}`
+}
+
+/** How many PID namespaces deep a process is (the fields of NSpid in its status), or null (gone, or no NSpid before Linux 4.1). */
+export function pidNamespaceDepth(pid: number | 'self'): number | null {
+  try {
+    const line = /^NSpid:\s*(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return line ? line[1]!.trim().split(/\s+/).length : null
+  } catch {
+    return null
+  }
 }

@@ -135,6 +135,13 @@ export interface SpawnedInfo {
   cgroupUnavailable?: string
   /** True when the child runs in a PID namespace of its own ({ pidNamespace: true }). */
   pidNamespace?: boolean
+  /**
+   * With pidNamespace: true when the command sees its namespace's own /proc (ps and /proc/<pid>
+   * name the namespace's pids); false when the system would not let the init mount one (a locked
+   * /proc, in some containers) and the command sees the outer /proc. With startup 'timeout', absent
+   * until the init says so (filled in then, as pgid is).
+   */
+  ownProc?: boolean
 }
 
 const spawned = new WeakMap<ChildProcess, SpawnedInfo>()
@@ -492,7 +499,7 @@ export function spawn(
     }
     if (!started && pidNamespace) {
       if (cg !== undefined) cgroupPart().removeWhenEmpty(cg)
-      throw noReportPipe()
+      throw noReportPipe(typeof nativeBinding()?.execReportPipe === 'function')
     }
     if (started) {
       const child = withContainer(registerHelperSpawn(started, cg, pidNamespace))
@@ -525,11 +532,12 @@ function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined, p
     else child.once('exit', release)
   }
   if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
-  const inNamespace = pidNamespace ? { pidNamespace: true } : {}
+  const inNamespace = pidNamespace ? { pidNamespace: true, ...(started.ownProc !== undefined ? { ownProc: started.ownProc } : {}) } : {}
   pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}), ...inNamespace })
   const info = spawned.get(child)!
   if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => cgroupPart().isCgroupRemoved(cgroup), enumerable: true })
   started.onLate?.((late) => {
+    if (pidNamespace && late.ownProc !== undefined) info.ownProc = late.ownProc
     if (info.groupGone) return
     info.pgid = late.pgid
     info.parentDeathSignal = late.parentDeathSignal

@@ -6,7 +6,7 @@ import type { PinnedTarget } from './pin'
 
 /** The child's cgroup as a unit, or null (not contained). One already removed (it emptied) is reported gone. */
 export function cgroupUnitOf(target: PinnedTarget, journal: StopJournal): CgroupUnit | null {
-  const path = target.child ? spawnedInfo(target.child)?.cgroup : undefined
-  if (path === undefined) return null
-  return new CgroupUnit(path, target.pid, journal)
+  const info = target.child ? spawnedInfo(target.child) : undefined
+  if (info?.cgroup === undefined) return null
+  return new CgroupUnit(info.cgroup, target.pid, journal, { forwardsIntoPidNamespace: info.pidNamespace === true })
 }

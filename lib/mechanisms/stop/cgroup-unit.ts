@@ -8,6 +8,9 @@
  *            member, never a stranger that took a freed pid), signalled through that pin;
  *   graceful the phase's signal to each member, once (one that another unit or stop under way
  *            has given it is not given it twice: signal-ledger.ts);
+ *            A child in a PID namespace of its own (spawn({ pidNamespace, cgroup })): only the members
+ *            in our namespace (its helper), whose init passes the signal on to every process in its
+ *            namespace; signalled here too, each would get it twice;
  *   forced   `cgroup.kill` (5.14+): the kernel's SIGKILL to every member at once, one forked
  *            meanwhile included. A kill signal other than SIGKILL goes to each member instead;
  *   gone     `cgroup.events` says `populated 0`: the kernel's "no live member", observed as an
@@ -22,6 +25,7 @@ import { type FSWatcher, watch } from 'node:fs'
 import { join } from 'node:path'
 import { signalName } from '../../ground/validate'
 import { openProcess, type ProcessHandle } from '../handle'
+import { pidNamespaceDepth } from '../pid-namespace'
 import { cgroupPopulated, cgroupProcs, cgroupState, hold, isCgroupRemoved, killCgroup, letGo, removeCgroup, removeWhenEmpty } from '../cgroup/make'
 import type { StopJournal } from './journal'
 import { isGoneError } from './pin'
@@ -72,8 +76,12 @@ export class CgroupUnit implements StopUnit {
   /** How many inotify events cgroup.events gave during the stop (the kernel's changes of `populated`). */
   events = 0
 
-  constructor(private readonly path: string, pid: number, private readonly journal: StopJournal) {
+  /** Our own depth of PID namespaces, when members deeper than us are left to the helper's forwarding. */
+  private readonly ownDepth: number | null
+
+  constructor(private readonly path: string, pid: number, private readonly journal: StopJournal, options: { forwardsIntoPidNamespace?: boolean } = {}) {
     this.fields = { pid, cgroup: path }
+    this.ownDepth = options.forwardsIntoPidNamespace ? pidNamespaceDepth('self') : null
     // Removed already (it emptied, or is no longer the one spawn() made): gone, and never touched again.
     if (isCgroupRemoved(path)) {
       this.gone = this.removed = true
@@ -208,6 +216,7 @@ export class CgroupUnit implements StopUnit {
     for (const m of this.members.values()) {
       if (m.gone || this.sentTo.has(m.handle)) continue
       this.sentTo.add(m.handle)
+      if (this.forwarded(m.handle.pid)) continue
       if (this.ledger.sentElsewhere(this.sig, m.handle.pid)) continue
       try {
         m.handle.signal(this.sig)
@@ -218,6 +227,14 @@ export class CgroupUnit implements StopUnit {
       }
     }
     if (count > 0) this.journal.sent(this.fields, { signal: signalName(this.sig)!, atMs: this.journal.elapsed(), processes: count, cgroup: true })
+  }
+
+  /** Whether the helper's init passes this phase's signal on to the member (in the child's PID
+   * namespace, deeper than us): not SIGKILL, which the init cannot pass on once the helper is dead. */
+  private forwarded(pid: number): boolean {
+    if (this.ownDepth === null || this.sig === SIGKILL) return false
+    const depth = pidNamespaceDepth(pid)
+    return depth !== null && depth > this.ownDepth
   }
 
   /** `cgroup.kill`, once per sweep of the forced phase: every member, one forked meanwhile too. */
