@@ -85,6 +85,37 @@ describe.skipIf(noCgroup !== null)('Supervisor stateFile: the previous incarnati
     }
   })
 
+  it('ends a cgroup whose child had exited before the crash (its escapees held it): the file kept it after the record', async () => {
+    const host = spawnFixture('cgroup-state-host.cjs', [file], { env: { ...process.env, REAPKIT_DIST: DIST, KEEP_CHILD: '0' } })
+    const ready = (await jsonLines(host.stdout!).next((m) => m.event === 'ready', 30_000, 'the host')) as unknown as Ready
+    for (const cg of ready.cgroups) made.add(cg)
+    for (const pids of ready.members) for (const p of pids) strays.add(p)
+    const [server] = ready.cgroups as [string, string]
+    const escapees = ready.members[0]!.filter((p) => p !== ready.children[0])
+    // The server exits; its escapees hold its cgroup, which the file goes on naming.
+    process.kill(ready.children[0]!, 'SIGKILL')
+    const named = (): boolean => {
+      try {
+        const data = JSON.parse(readFileSync(file, 'utf8'))
+        return data.processes.length === 1 && (data.cgroups ?? []).some((c: { path: string }) => c.path === server)
+      } catch {
+        return false
+      }
+    }
+    await waitFor(named, 10_000, 'the file to keep the exited child\'s cgroup')
+    process.kill(host.pid!, 'SIGKILL')
+    await exitOf(host)
+    const sup = new Supervisor({ stateFile: file, graceMs: 2000, backstop: false })
+    try {
+      const report = (await sup.leftovers)!
+      expect(report.cgroups.find((c) => c.path === server)).toEqual({ path: server, members: 2, killed: true, state: 'gone', removed: true })
+      for (const p of escapees) expect(isGone(p), `escapee ${p}`).toBe(true)
+      expect(JSON.parse(readFileSync(file, 'utf8')).cgroups).toBeUndefined() // removed: no longer named
+    } finally {
+      sup.dispose()
+    }
+  })
+
   it("with onLeftovers 'adopt': the adopted child's cgroup is moved into one of this process's (doctor sees a live maker), the other ended", async () => {
     const ready = await crashedHost(true)
     const [server, quiet] = ready.cgroups as [string, string]
