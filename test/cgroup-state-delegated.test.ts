@@ -11,7 +11,7 @@ import { basename, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { cgroup2Mount } from '../lib/mechanisms/cgroup/where'
 import { cgroupRoot, cleanupAfterEach, noCgroup } from './cgroup-lib'
-import { DIST, exitOf, FIXTURES, isGone, jsonLines } from './helpers'
+import { canUnshare, DIST, exitOf, FIXTURES, isGone, jsonLines } from './helpers'
 
 const NOBODY = 65534
 const { made, strays } = cleanupAfterEach()
@@ -112,5 +112,33 @@ describe.skipIf(noCgroup !== null || process.geteuid?.() !== 0)("onLeftovers 'ad
     expect(r.recorded.map((c: { path: string }) => c.path)).toContain(server) // named for the next incarnation
     // Nothing was killed by the refused move (the successor's shutdownAll stopped only the adopted children).
     for (const p of members.filter((p) => !ready.children.includes(p))) expect(isGone(p), `escapee ${p}`).toBe(false)
+  }, 120_000)
+
+  // A member outside the successor's PID namespace is listed there as pid 0, and "0" written to
+  // cgroup.procs moves the writer itself: such a cgroup is not moved (kept, logged), and the
+  // successor stays where it was.
+  it.runIf(canUnshare)('keeps a cgroup with a member outside its PID namespace, and never moves itself', async () => {
+    chownSync(dir, 0, 0) // run as root here: the state file's folder is root's
+    const file = join(dir, 'state.json')
+    const driver = nodeSpawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, join(FIXTURES, 'cgroup-adopt-ns.cjs'), file], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, REAPKIT_DIST: DIST },
+    })
+    const lines = jsonLines(driver.stdout!)
+    driver.once('exit', () => {}) // an early exit shows as the timeout below, with what was seen
+    const ready = (await lines.next((m) => m.event === 'ready', 30_000, 'the host')) as unknown as { cgroups: string[] }
+    for (const cg of ready.cgroups) made.add(cg)
+    const outsider = nodeSpawn('sleep', ['300'], { stdio: 'ignore' })
+    strays.add(outsider.pid!)
+    writeFileSync(join(ready.cgroups[0]!, 'cgroup.procs'), String(outsider.pid))
+    driver.stdin!.end('go\n')
+    const r = (await lines.next((m) => Array.isArray(m.adopted), 30_000, 'the successor')) as unknown as { adopted: number[]; events: string[]; before: string; after: string; recorded: string[] }
+    for (const cg of r.recorded) made.add(cg) // the quiet child's, moved into one named for the driver
+    await exitOf(driver, 30_000)
+    expect(r.adopted).toHaveLength(2)
+    expect(r.after).toBe(r.before)
+    expect(r.events).toContain('state.cgroup-kept')
+    expect(isGone(outsider.pid!)).toBe(false)
+    expect(readFileSync(join(ready.cgroups[0]!, 'cgroup.procs'), 'latin1')).toContain(String(outsider.pid))
   }, 120_000)
 })

@@ -127,7 +127,7 @@ export function moveAdoptedCgroup(old: FoundCgroup, logger: Logger): RecordedCgr
   const fail = (why: string, fresh?: string): null => {
     if (fresh !== undefined) {
       // Back where they were, as far as that goes; the fresh one is removed once empty.
-      for (const pid of membersOf(fresh)) writeQuietly(join(old.path, 'cgroup.procs'), pid)
+      for (const pid of membersOf(fresh)) if (pid > 0) writeQuietly(join(old.path, 'cgroup.procs'), pid)
       removeWhenEmpty(fresh)
     }
     logEvent(logger, 'warn', 'state.cgroup-kept', { path: old.path, reason: `holds an adopted process and could not be moved: ${why}` })
@@ -143,6 +143,8 @@ export function moveAdoptedCgroup(old: FoundCgroup, logger: Logger): RecordedCgr
       if (sameCgroup(old) !== 'same') return fail('it changed meanwhile', fresh)
       const pids = membersOf(old.path)
       if (pids.length === 0 && populatedState(old.path) !== 'populated') break
+      // A member outside our PID namespace is listed as 0, and "0" written to cgroup.procs would move the writer itself.
+      if (pids.some((p) => p <= 0)) return fail('a member is outside this PID namespace', fresh)
       for (const pid of pids) {
         try {
           writeFileSync(join(fresh, 'cgroup.procs'), String(pid))
