@@ -20,7 +20,8 @@
  * With onLeftovers 'adopt', an adopted child's cgroup is not ended: its members are moved into a
  * fresh cgroup made by (and named for) the successor, as spawn() makes one, and the emptied old one
  * is removed. A cgroup named for a gone maker would be doctor --stop's to end, the adopted child
- * with it. Where the move is refused (the successor may not write both cgroups), the old one is
+ * with it. Where the move is refused (the successor may not write both cgroups; a cgroup with
+ * cgroups inside it, or a member outside our PID namespace, is not moved either), the old one is
  * kept, logged, and recorded for the next incarnation: doctor's one remaining caveat
  * (docs/doctor.md).
  */
