@@ -24,6 +24,7 @@ export default defineConfig({
       'test/terminal-foreground.test.ts', // native/terminal.cc and the helper's hand-over (GROUP 2)
       'test/cgroup-spawn.test.ts', // the exec helper's cgroup join (--cgroup) and its failure report
       'test/cgroup-stop.test.ts', // escapees in the child's cgroup, through the sanitized helper
+      'test/control-socket.test.ts', // native/peer_cred.cc on every connection, and its errors
       'test/pid-namespace.test.ts', // the exec helper's PID namespace (--pid-namespace): its init, forwarding, status
     ],
     setupFiles: ['test/setup.ts'],

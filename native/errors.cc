@@ -33,6 +33,13 @@ const char* ErrnoName(int err) {
     REAPKIT_ERRNO(ERANGE)
     REAPKIT_ERRNO(ENOSYS)
     REAPKIT_ERRNO(ETIMEDOUT)
+    // peerCredentials' (getsockopt, getpeereid): a descriptor that is no socket, or not connected.
+    REAPKIT_ERRNO(ENOTSOCK)
+    REAPKIT_ERRNO(ENOTCONN)
+    REAPKIT_ERRNO(ENOPROTOOPT)
+#if defined(ENODATA)
+    REAPKIT_ERRNO(ENODATA)
+#endif
 #if defined(ENOTSUP)
     REAPKIT_ERRNO(ENOTSUP)
 #endif

@@ -1,8 +1,11 @@
 // peerCredentials(fd): who is at the other end of a connected Unix socket, as the kernel recorded
 // it at connect() time (Linux SO_PEERCRED; getpeereid() on macOS and the BSDs). The Supervisor's
 // control socket (lib/policies/supervisor/control.ts) serves its own user only: the socket file's
-// mode keeps others from connecting, and this check refuses anyone who got in some other way (a
-// descriptor passed on, a folder whose permissions changed after the socket was made).
+// mode keeps others from connecting, and this check refuses anyone else who connected some other
+// way (a folder or a socket mode loosened after the socket was made). It names who called
+// connect(), not who holds the descriptor now: a connection made by this user and then passed on
+// (SCM_RIGHTS, fork, a setuid drop) still reads as this user's. The check is on the connecting
+// process, so only what this user connects and hands over can reach it that way.
 //
 // Returns { uid, gid, pid } (pid -1 where the platform does not tell it), or throws a system error.
 #include <napi.h>

@@ -8,7 +8,9 @@
 //
 // childStopped(pid): waitid(P_PID, pid, WSTOPPED | WNOHANG | WNOWAIT). WSTOPPED alone never
 // reports, let alone reaps, an exit, and WNOWAIT leaves the stop reportable: libuv's own waitpid
-// (no WUNTRACED) is unaffected. Only meaningful for our own child.
+// (no WUNTRACED) is unaffected. Only meaningful for our own child. childStopSignal(pid): the same
+// look, answering the signal that stopped the child (SIGTTIN for a background read of the
+// terminal), 0 when it is not stopped.
 #include <napi.h>
 
 #include <cerrno>
@@ -49,22 +51,42 @@ static Napi::Value TcSetPgrp(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-static Napi::Value ChildStopped(const Napi::CallbackInfo& info) {
+// The signal that stopped our child `pid`, 0 if it is not stopped; -1 with an exception pending.
+static int StopSignal(const Napi::CallbackInfo& info) {
   int32_t pid;
-  if (!ArgInt(info, 0, "pid", &pid)) return info.Env().Undefined();
-  if (pid <= 1) return ThrowSystemError(info.Env(), EINVAL, "waitid");
+  if (!ArgInt(info, 0, "pid", &pid)) return -1;
+  if (pid <= 1) {
+    ThrowSystemError(info.Env(), EINVAL, "waitid");
+    return -1;
+  }
   siginfo_t si{};
   int rc;
   do rc = waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | WNOWAIT);
   while (rc < 0 && errno == EINTR);
-  if (rc < 0) return ThrowSystemError(info.Env(), errno, "waitid");
-  return Napi::Boolean::New(info.Env(), si.si_pid == pid && si.si_code == CLD_STOPPED);
+  if (rc < 0) {
+    ThrowSystemError(info.Env(), errno, "waitid");
+    return -1;
+  }
+  return si.si_pid == pid && si.si_code == CLD_STOPPED ? si.si_status : 0;
+}
+
+static Napi::Value ChildStopped(const Napi::CallbackInfo& info) {
+  int sig = StopSignal(info);
+  if (sig < 0) return info.Env().Undefined();
+  return Napi::Boolean::New(info.Env(), sig > 0);
+}
+
+static Napi::Value ChildStopSignal(const Napi::CallbackInfo& info) {
+  int sig = StopSignal(info);
+  if (sig < 0) return info.Env().Undefined();
+  return Napi::Number::New(info.Env(), sig);
 }
 
 void InitTerminal(Napi::Env env, Napi::Object exports) {
   exports.Set("tcgetpgrp", Napi::Function::New(env, TcGetPgrp, "tcgetpgrp"));
   exports.Set("tcsetpgrp", Napi::Function::New(env, TcSetPgrp, "tcsetpgrp"));
   exports.Set("childStopped", Napi::Function::New(env, ChildStopped, "childStopped"));
+  exports.Set("childStopSignal", Napi::Function::New(env, ChildStopSignal, "childStopSignal"));
 }
 
 }  // namespace reapkit

@@ -3,11 +3,12 @@
 // and a real Unix socket; `top` also under a real pty (script(1)), its screen read back. Every wait
 // bounded; every child, socket and folder removed after each test.
 import { spawn as spawnChild } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, lstatSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, readdirSync, openSync, readFileSync } from 'node:fs'
+import { connect, createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openControlSocket, type ControlSocket, type Supervisor } from '../lib/index'
+import { nativeBinding } from '../lib/ground/native'
 import { exitOf, ROOT, waitFor } from './helpers'
 import { run, screenOf } from './control-lib'
 import { cleanupAfterEach, settled } from './supervisor-cleanup'
@@ -92,6 +93,104 @@ describe.runIf(linux)('control socket: who may use it', () => {
   })
 })
 
+describe.runIf(linux)('control socket: its path and its neighbours', () => {
+  it('a path longer than a Unix socket can hold is a RangeError before anything is made (server and client)', async () => {
+    const { sup } = supervise()
+    const dir = tempDir('reapkit-ctl-long-')
+    const deep = join(dir, 'a'.repeat(100))
+    mkdirSync(deep, { mode: 0o700 })
+    const long = join(deep, 'control.sock')
+    // Before: Node cut the path at 107 bytes, the socket was made at the cut name (in `dir`), chmod
+    // threw ENOENT, and the server kept answering there (stop included).
+    await expect(openControlSocket(sup, { path: long })).rejects.toMatchObject({ name: 'RangeError', code: 'ERR_OUT_OF_RANGE' })
+    expect(readdirSync(dir)).toEqual(['a'.repeat(100)])
+    expect(readdirSync(deep)).toEqual([])
+    // Fewer characters than bytes: the bytes count.
+    const wide = join(dir, 'é'.repeat(50))
+    mkdirSync(wide, { mode: 0o700 })
+    expect(join(wide, 'c.sock').length).toBeLessThan(107)
+    await expect(openControlSocket(sup, { path: join(wide, 'c.sock') })).rejects.toMatchObject({ name: 'RangeError' })
+    expect(readdirSync(wide)).toEqual([])
+    const client = await run(['ps', '--socket', long])
+    expect(client.code).toBe(1)
+    expect(client.stderr).toMatch(/at most 107 bytes/)
+  })
+
+  it('a live socket whose backlog is full (EAGAIN) is not taken for a stale one', async () => {
+    const { sup } = supervise()
+    const dir = tempDir('reapkit-ctl-busy-')
+    const path = join(dir, 'control.sock')
+    // A live listener whose loop is stuck (it accepts nothing), with a backlog of 1.
+    const holder = spawnChild(
+      process.execPath,
+      ['-e', `require('net').createServer().listen({ path: ${JSON.stringify(path)}, backlog: 1 }, () => { console.log('up'); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000) })`],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    const fill: Socket[] = []
+    try {
+      await new Promise((r) => holder.stdout!.once('data', r))
+      for (let i = 0; i < 16; i++) {
+        const c = connect(path)
+        fill.push(c)
+        const how = await new Promise<string>((r) => (c.once('connect', () => r('connected')), c.once('error', (e: NodeJS.ErrnoException) => r(e.code ?? 'error'))))
+        if (how === 'EAGAIN') break
+        expect(how).toBe('connected')
+      }
+      // Before: the probe's EAGAIN read as "nobody listens", and the live socket was replaced.
+      await expect(openControlSocket(sup, { path })).rejects.toMatchObject({ code: 'ERR_REAPKIT_CONTROL_SOCKET_IN_USE' })
+      expect(lstatSync(path).isSocket()).toBe(true)
+    } finally {
+      for (const c of fill) c.destroy()
+      holder.kill('SIGKILL')
+      await exitOf(holder)
+    }
+  })
+})
+
+describe.runIf(linux)('peerCredentials (native/peer_cred.cc)', () => {
+  it('names its errors: ENOTSOCK for a file, EBADF for a closed descriptor (ENOTSOCK read "E88" before)', () => {
+    const fd = openSync('/proc/self/stat', 'r')
+    try {
+      expect(() => nativeBinding()!.peerCredentials!(fd)).toThrow(expect.objectContaining({ code: 'ENOTSOCK', syscall: 'getsockopt' }))
+    } finally {
+      closeSync(fd)
+    }
+    expect(() => nativeBinding()!.peerCredentials!(fd)).toThrow(expect.objectContaining({ code: 'EBADF' }))
+  })
+})
+
+describe.runIf(linux)('control socket: the wire', () => {
+  it('a client that half-closes after its request (nc -N) still gets the answer to stop', async () => {
+    const { sup } = supervise()
+    sup.spawn('sleep', ['1000'], { requestId: 'v' })
+    const path = await withSocket(sup)
+    const answer = await raw(path, `${JSON.stringify({ op: 'stop', id: 'v' })}\n`, true)
+    // Before: the server's side ended with the client's, and the answer was lost.
+    expect(JSON.parse(answer)).toMatchObject({ ok: true, result: { signal: 'SIGTERM' } })
+    expect(sup.get('v')?.status).toBe('terminated')
+  })
+
+  it('a request whose op is not its own string gets "unknown request"', async () => {
+    const { sup } = supervise()
+    const path = await withSocket(sup)
+    expect(JSON.parse(await raw(path, '{"__proto__":{"op":"ps"}}\n'))).toEqual({ ok: false, code: 'ERR_INVALID_ARG_VALUE', message: 'unknown request' })
+    expect(JSON.parse(await raw(path, '{"op":"nope"}\n'))).toEqual({ ok: false, code: 'ERR_INVALID_ARG_VALUE', message: 'unknown request "nope"' })
+  })
+})
+
+/** Sends `text` to the socket (then ends its side when `half`), and returns all it answered (within 30 s). */
+function raw(path: string, text: string, half = false): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = connect(path)
+    let got = ''
+    const timer = setTimeout(() => (c.destroy(), reject(new Error(`no answer within 30 s; got ${JSON.stringify(got)}`))), 30_000)
+    c.on('connect', () => (half ? c.end(text) : c.write(text)))
+    c.on('data', (d) => (got += d))
+    c.on('error', (e) => (clearTimeout(timer), reject(e)))
+    c.on('close', () => (clearTimeout(timer), resolve(got)))
+  })
+}
+
 describe.runIf(linux)('reapkit ps, logs, restart, stop', () => {
   it('ps lists each child with its pid, status, uptime, restarts, CPU, RSS, readiness and the drain state', async () => {
     const { sup } = supervise()
@@ -132,6 +231,29 @@ describe.runIf(linux)('reapkit ps, logs, restart, stop', () => {
     expect(r.code).toBe(0)
     expect(r.stdout).toBe('hello\ngot world\nbye\n')
     expect(r.stderr).toBe('oops\n')
+  })
+
+  it("ps shows other programs' text with every control character as ?: no escape reaches the terminal, no row is forged", async () => {
+    const { sup } = supervise()
+    sup.spawn('sleep', ['1000'], { requestId: 'honest' })
+    // What a client of the example server controls: the request id and the arguments.
+    const forged = 'x\n\x1b]0;pwned-title\x07\x1b[2K\rfake-id   1      running   0s   0  0.00s  1.0M  -  /sbin/init\x9b2J'
+    sup.spawn('sh', ['-c', 'sleep 1000', forged], { requestId: 'r\x1b[8m\x7f' })
+    const path = await withSocket(sup, { drainState: () => 'ok\x1b[2J\nforged' })
+    const r = await run(['ps', '--socket', path])
+    expect(r.code).toBe(0)
+    // Before: the escapes went out raw, and the newline made a row of its own.
+    expect(r.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/)
+    const lines = r.stdout.trimEnd().split('\n')
+    expect(lines).toHaveLength(4) // the header, the titles, two children
+    expect(lines[0]).toContain('drain: ok?[2J?forged;')
+    expect(lines[3]).toMatch(/^r\?\[8m\?/)
+    expect(lines[3]).toContain('sh -c sleep 1000 x??]0;pwned-title??[2K?fake-id')
+    // An error message carries the id the server was given: shown the same way.
+    const refused = await run(['stop', 'n\x9bo', '--socket', path])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/)
+    expect(refused.stderr).toContain('no process "n?o"')
   })
 
   it('stop ends the child (terminated); restart starts a new incarnation (reason requested); an unknown id is refused', async () => {

@@ -5,7 +5,7 @@
 import * as childProcess from 'node:child_process'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { exec, execFile, getpgid, spawnedInfo } from '../lib/index'
+import { exec, execFile, getpgid, spawn, spawnedInfo } from '../lib/index'
 import { childrenOf, exitOf, groupMembers, isGone, jsonLines, spawnFixture, trackGroup, waitFor } from './helpers'
 
 const linux = process.platform === 'linux'
@@ -128,6 +128,31 @@ describe.runIf(linux)('exec and execFile', () => {
     expect(() => execFile('true', [], { killSignal: 'SIGNOPE' as never })).toThrow(expect.objectContaining({ code: 'ERR_UNKNOWN_SIGNAL' }))
     expect(() => execFile('true', [], {}, 'nope' as never)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
     expect(() => execFile('true', [], { signal: {} as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
+  })
+
+  it("a NUL byte is named as the caller wrote it (args[i], options.argv0), in Node's very words", () => {
+    const said = (call: () => unknown) => {
+      try {
+        call()
+      } catch (err) {
+        return String(err)
+      }
+      return 'no error'
+    }
+    type Lib = { spawn: (...args: unknown[]) => unknown; execFile: (...args: unknown[]) => unknown }
+    const cases: Array<(lib: Lib) => unknown> = [
+      (lib) => lib.execFile('true', ['a\u0000'], () => {}),
+      (lib) => lib.spawn('true', ['b', 'a\u0000']),
+      (lib) => lib.spawn('true', ['x', 'a\u0000'], { shell: true }),
+      (lib) => lib.spawn('true', [], { argv0: 'x\u0000' }),
+      (lib) => lib.spawn('tr\u0000ue'),
+      (lib) => lib.spawn('true', [`${'a'.repeat(200)}\u0000`]),
+    ]
+    for (const call of cases) {
+      const node = said(() => call(childProcess as unknown as Lib))
+      expect(node).toMatch(/^TypeError \[ERR_INVALID_ARG_VALUE\]/)
+      expect(said(() => call({ spawn, execFile } as unknown as Lib))).toBe(node)
+    }
   })
 
   it('reads no option polluted onto Object.prototype (cwd, uid, shell), as Node reads none', async () => {

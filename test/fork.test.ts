@@ -1,7 +1,7 @@
 // fork() on reapkit's spawn (issue 32 item 2): Node's fork (the IPC channel, execArgv, silent,
 // stdio), with the child in its own group and the kernel's death signal (test/exec.test.ts kills a
 // fork's host), and a timeout or an abort that ends the group, not only the child.
-import { ChildProcess } from 'node:child_process'
+import { ChildProcess, fork as nodeFork } from 'node:child_process'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -73,6 +73,16 @@ describe.runIf(linux)('fork', () => {
 
   it('a stdio array without "ipc" is refused as Node refuses it, before anything runs', () => {
     expect(() => fork(FORKED, { stdio: ['pipe', 'pipe', 'pipe'] })).toThrow(expect.objectContaining({ code: 'ERR_CHILD_PROCESS_IPC_REQUIRED' }))
+    const printed = (f: typeof fork | typeof nodeFork) => {
+      try {
+        f(FORKED, { stdio: ['pipe', 'pipe', 'pipe'] })
+      } catch (err) {
+        return String(err)
+      }
+      return 'no error'
+    }
+    expect(printed(fork)).toBe(printed(nodeFork)) // Error [ERR_CHILD_PROCESS_IPC_REQUIRED]: Forked processes must have...
+    expect(printed(fork)).toMatch(/^Error \[ERR_CHILD_PROCESS_IPC_REQUIRED\]: /)
     expect(() => fork(FORKED, 'nope' as never)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
     expect(() => fork(FORKED, { timeout: -1 })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }))
   })

@@ -1,21 +1,24 @@
 // The Supervisor's output rings and their bounds (lib/policies/supervisor/output.ts) as a data
 // structure: the bookkeeping over the chunks it is given, checked against a model. The streams are
-// plain emitters of 'data' and 'close' (what the store listens to), so each step is synchronous;
+// plain Readables given chunks by push() (where the store tees them), so each step is synchronous;
 // the same store under real children and pipes is test/supervisor-output.test.ts. (These checks
 // were the example server's, when it kept a history of its own.)
 import type { ChildProcess } from 'node:child_process'
-import { EventEmitter } from 'node:events'
+import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { INCARNATION_OVERHEAD as OVERHEAD, OutputStore } from '../lib/policies/supervisor/output'
+import { StreamRing } from '../lib/policies/supervisor/output-ring'
 
 const K = 1024
 const all = { offset: 0, maxBytes: 16 * 1024 * 1024 }
-/** A stand-in child: two emitters where its pipes would be. */
+/** A stand-in child: two Readables where its pipes would be, pushed to as a pipe's socket is. */
 function child(pid: number) {
-  const stdout = new EventEmitter()
-  const stderr = new EventEmitter()
-  const write = (s: 'stdout' | 'stderr', d: string | Buffer) => (s === 'stdout' ? stdout : stderr).emit('data', Buffer.isBuffer(d) ? d : Buffer.from(d))
-  const end = () => (stdout.emit('close'), stderr.emit('close'))
+  const stdout = new Readable({ read() {} })
+  const stderr = new Readable({ read() {} })
+  let ended = false
+  /** false once ended: a pipe delivers nothing after its end. */
+  const write = (s: 'stdout' | 'stderr', d: string | Buffer): boolean => !ended && ((s === 'stdout' ? stdout : stderr).push(Buffer.isBuffer(d) ? d : Buffer.from(d)), true)
+  const end = () => void (ended || ((ended = true), stdout.push(null), stderr.push(null)))
   return { child: { pid, stdout, stderr } as unknown as ChildProcess, write, end }
 }
 
@@ -90,6 +93,61 @@ describe('OutputStore', () => {
     expect(page({ offset: 6, maxBytes: 1 })).toMatchObject({ data: '😀', nextOffset: 10 }) // one whole character at least
   })
 
+  it("'lines' after the ring wrapped starts at a whole line, written one line per write (the byte before the oldest kept is remembered)", () => {
+    // Before: the byte before the oldest kept was read from the ring itself, where it is the newest
+    // byte (a newline): a page could start with the tail of a line.
+    const bad: string[] = []
+    for (const cap of [16, 32, 64]) {
+      for (let len = 3; len <= 12; len++) {
+        const ring = new StreamRing()
+        ring.resize(cap)
+        let all = ''
+        for (let i = 0; i < 40; i++) {
+          const line = `${String(i).padStart(2, '0')}${'-'.repeat(len - 3)}\n`.slice(-len)
+          ring.write(Buffer.from(line))
+          all += line
+          const page = ring.read(0, 1000, 'lines')
+          const kept = all.slice(ring.start)
+          const want = ring.start === 0 || all[ring.start - 1] === '\n' ? kept : kept.slice(kept.indexOf('\n') + 1)
+          if (page.data.toString() !== want) bad.push(`cap ${cap}, line ${len}, write ${i}: ${JSON.stringify(page.data.toString())} for ${JSON.stringify(want)}`)
+        }
+        ring.resize(cap / 2 + 1) // giving memory back drops bytes too
+        const kept = all.slice(ring.start)
+        const want = all[ring.start - 1] === '\n' ? kept : kept.slice(kept.indexOf('\n') + 1)
+        if (ring.read(0, 1000, 'lines').data.toString() !== want) bad.push(`cap ${cap}, line ${len}, after a shrink`)
+      }
+    }
+    expect(bad).toEqual([])
+  })
+
+  it("a chunk wakes the followers of its own child only", async () => {
+    const out = new OutputStore({ perChildBytes: K, totalBytes: 64 * K })
+    const [a, b] = [{}, {}]
+    const [ca, cb] = [child(1), child(2)]
+    out.attach(a, ca.child, 0)
+    out.attach(b, cb.child, 0)
+    const ac = new AbortController()
+    let checks = 0 // how often the follower of a woke and found nothing for it
+    const pages: string[] = []
+    const following = (async () => {
+      for await (const p of out.follow(a, { signal: ac.signal, done: () => (checks++, false) })) pages.push(p.data.toString())
+    })()
+    await new Promise((r) => setImmediate(r))
+    const before = checks
+    for (let i = 0; i < 200; i++) {
+      cb.write('stdout', `b${i}`)
+      await Promise.resolve()
+    }
+    await new Promise((r) => setImmediate(r))
+    // Before: every chunk of any child woke every follower (200 checks here).
+    expect(checks - before).toBe(0)
+    ca.write('stdout', 'for a')
+    await new Promise((r) => setImmediate(r))
+    expect(pages).toEqual(['for a'])
+    ac.abort()
+    await following
+  })
+
   it('against a model: each child keeps exactly its newest bytes within its bound, any page reads them back, the charge is what is kept', () => {
     let seed = 1
     const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed % n)
@@ -114,8 +172,7 @@ describe('OutputStore', () => {
           const x = live[rnd(live.length)]!
           const s = rnd(2) ? 'stdout' : 'stderr'
           const b = Buffer.from(Array.from({ length: rnd(300) }, () => rnd(256)))
-          x.written[s].push(b)
-          x.c.write(s, b)
+          if (x.c.write(s, b)) x.written[s].push(b)
         }
         let kept = 0
         let keptBytes = 0

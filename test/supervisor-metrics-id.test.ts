@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { registerSupervisorMetrics } from '../lib/index'
 import { scrape } from './prometheus'
+import { waitFor } from './helpers'
 import { cleanupAfterEach, settled } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
@@ -50,7 +51,8 @@ describe.runIf(posix)('registerSupervisorMetrics({ byId })', () => {
     const { value, family } = scrape(text, 'reapkit_supervisor_')
     expect(value('restarts_total', { id: 'a' })).toBe(1)
     expect(value('restarts_total', { id: 'b' })).toBe(1)
-    expect(value('restarts_total', { id: '_other' })).toBe(2) // c and d
+    expect(value('restarts_total', { id: '_other', id_type: 'overflow' })).toBe(2) // c and d
+    expect(value('restarts_total', { id: 'a', id_type: 'string' })).toBe(1)
     expect(family('restarts_total')!.metrics).toHaveLength(3)
     expect(value('starts_total', { id: 'a' })).toBe(2)
     expect(value('given_up_total', { id: '_other' })).toBe(2)
@@ -58,6 +60,18 @@ describe.runIf(posix)('registerSupervisorMetrics({ byId })', () => {
     expect(family('children')!.metrics.every((m) => m.labels?.id === undefined)).toBe(true) // by status only
     unregister()
     expect(await registry.metrics()).not.toContain('reapkit_supervisor_')
+  })
+
+  it('no request id can take another\'s series: 1 and "1", none and "", "_other" and the overflow are apart (id_type)', async () => {
+    const { sup } = supervise()
+    const registry = new Registry()
+    registerSupervisorMetrics(sup, registry, { byId: { maxIds: 5 } })
+    for (const requestId of [1, '1', undefined, '', '_other', 'past-the-cap']) sup.spawn('true', [], { stdio: 'ignore', ...(requestId === undefined ? {} : { requestId }) })
+    await waitFor(() => sup.list().every((r) => r.status === 'exited'), 20_000, 'every child to exit')
+    const { value, family } = scrape(await registry.metrics(), 'reapkit_supervisor_')
+    const series = family('starts_total')!.metrics.map((m) => `${m.labels!.id_type}:${m.labels!.id}=${m.value}`)
+    expect(series.sort()).toEqual(['none:=1', 'number:1=1', 'overflow:_other=1', 'string:=1', 'string:1=1', 'string:_other=1'].sort())
+    expect(value('exits_total', { id: '_other', id_type: 'overflow', code: '0' })).toBe(1) // past-the-cap's
   })
 
   it('is opt-in: without it no id label; a bad cap is refused before anything is registered', async () => {
@@ -73,7 +87,7 @@ describe.runIf(posix)('registerSupervisorMetrics({ byId })', () => {
   it.runIf(has('promtool'))('promtool check metrics finds nothing to say about the scrape', async () => {
     const { registry } = await crashingIds(2)
     const text = await registry.metrics()
-    expect(text).toContain('reapkit_supervisor_restarts_total{id="a"} 1')
+    expect(text).toContain('reapkit_supervisor_restarts_total{id="a",id_type="string"} 1')
     const lint = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 })
     expect(lint.status, lint.stdout + lint.stderr).toBe(0)
     expect((lint.stdout + lint.stderr).trim()).toBe('')

@@ -76,6 +76,93 @@ describe.runIf(posix)('Supervisor output', () => {
     }
   })
 
+  it('a reader attached after an await gets every byte the child wrote meanwhile (within the stream\'s buffer); the ring has them too', async () => {
+    const { sup } = supervise()
+    // The child writes, then waits for a line on stdin before its last words: no timing involved.
+    const c = sup.spawn('sh', ['-c', 'echo first; read go; echo second'], { requestId: 'late' })
+    await waitFor(() => sup.output('late')?.total === 6, 10_000, 'the first line to reach the ring')
+    let got = ''
+    c.stdout!.on('data', (d: Buffer) => (got += d.toString()))
+    c.stdin!.end('go\n')
+    await settled(sup, 'late', 'exited', 30_000)
+    await waitFor(() => sup.output('late')?.ended === true, 10_000, 'the pipes to close')
+    // Before: the tee's 'data' listener made the stream flow from the start, and 'first' was gone.
+    expect(got).toBe('first\nsecond\n')
+    expect(sup.output('late')!.data.toString()).toBe('first\nsecond\n')
+  })
+
+  it('a flood nobody reads is let flow once the stream\'s buffer is full (the child never blocks); a late reader gets what follows, the ring everything', async () => {
+    const { sup } = supervise({ output: { perChildBytes: 4 * MiB } })
+    const c = sup.spawn('sh', ['-c', `head -c ${MiB} /dev/zero; read go; echo tail`], { requestId: 'flood' })
+    await waitFor(() => sup.output('flood')?.total === MiB, 30_000, 'the whole MiB to be drained, nobody reading')
+    let got = ''
+    c.stdout!.on('data', (d: Buffer) => (got += d.toString('latin1')))
+    c.stdin!.end('go\n')
+    await settled(sup, 'flood', 'exited', 30_000)
+    await waitFor(() => sup.output('flood')?.ended === true, 10_000, 'the pipes to close')
+    expect(got.endsWith('tail\n')).toBe(true)
+    expect(got.length, 'at most what the stream still held').toBeLessThanOrEqual(c.stdout!.readableHighWaterMark + 5)
+    const page = sup.output('flood', { maxBytes: 2 * MiB })!
+    expect([page.skipped, page.total]).toEqual([0, MiB + 5])
+  })
+
+  it("a stream the caller paused stays paused (the child waits on it); resumed, every byte comes", async () => {
+    const { sup } = supervise({ output: { perChildBytes: 4 * MiB } })
+    const c = sup.spawn('head', ['-c', String(MiB), '/dev/zero'], { requestId: 'paused' })
+    c.stdout!.pause()
+    await waitFor(() => (sup.output('paused')?.total ?? 0) >= c.stdout!.readableHighWaterMark, 10_000, 'the stream buffer to fill')
+    await new Promise((r) => setTimeout(r, 300))
+    // Had the store let it flow, the MiB would be through in a few ms.
+    expect(sup.output('paused')!.total).toBeLessThan(MiB)
+    expect(sup.get('paused')?.status).toBe('running')
+    let got = 0
+    c.stdout!.on('data', (d: Buffer) => (got += d.length))
+    c.stdout!.resume()
+    await settled(sup, 'paused', 'exited', 30_000)
+    await waitFor(() => sup.output('paused')?.ended === true, 10_000, 'the pipes to close')
+    expect([got, sup.output('paused')!.total]).toEqual([MiB, MiB])
+  })
+
+  it('the ring keeps the bytes as the pipe gave them, whatever setEncoding() the caller set', async () => {
+    const { sup } = supervise()
+    const c = sup.spawn('printf', ['\\377\\303\\251'], { requestId: 'enc' })
+    c.stdout!.setEncoding('utf8')
+    let text = ''
+    c.stdout!.on('data', (d: string) => (text += d))
+    await settled(sup, 'enc', 'exited', 30_000)
+    await waitFor(() => sup.output('enc')?.ended === true, 10_000, 'the pipes to close')
+    expect(text).toBe('\ufffdé')
+    expect([...sup.output('enc')!.data]).toEqual([0xff, 0xc3, 0xa9])
+  })
+
+  it('many followers: no MaxListenersExceededWarning, and each gets what its own child writes', async () => {
+    const { sup } = supervise()
+    const warnings: string[] = []
+    const onWarning = (w: Error) => warnings.push(w.name)
+    process.on('warning', onWarning)
+    try {
+      const ids = ['w0', 'w1', 'w2', 'w3']
+      const children = ids.map((id) => sup.spawn('sh', ['-c', `read go; echo "${id}"`], { requestId: id }))
+      const acs = Array.from({ length: 15 }, () => new AbortController())
+      const guard = setTimeout(() => acs.forEach((ac) => ac.abort()), 30_000)
+      // 15 followers (an emitter or a signal warns past 10 listeners), several per child.
+      const follows = acs.map(async (ac, i) => {
+        let text = ''
+        for await (const page of sup.followOutput(ids[i % ids.length]!, { signal: ac.signal, fromStart: true })) text += page.data.toString()
+        return text
+      })
+      for (const c of children) c.stdin!.end('go\n')
+      const results = await Promise.all(follows)
+      clearTimeout(guard)
+      expect(acs.some((ac) => ac.signal.aborted), 'each follow ended with its child').toBe(false)
+      expect(results).toEqual(Array.from({ length: 15 }, (_, i) => `${ids[i % ids.length]}\n`))
+      await new Promise((r) => setImmediate(r))
+      expect(warnings).not.toContain('MaxListenersExceededWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
   it("'output' events carry every chunk, in order, with its offset", async () => {
     const { sup } = supervise({ output: { perChildBytes: 1024 } })
     const chunks: OutputChunk[] = []

@@ -77,13 +77,61 @@ describe.runIf(posix)('Supervisor readiness', () => {
     await expect.poll(() => healthChecks, { timeout: 10_000 }).toBeGreaterThan(0)
   })
 
+  it('each check attempt has its own bound: a first request never answered does not use up the readiness bound', async () => {
+    const { sup } = supervise()
+    const port = await freePort()
+    // Its first request is never answered (warming up), every later one is.
+    const server = `let n = 0; require('http').createServer((q, s) => { if (n++ > 0) s.end('ok') }).listen(${port}, '127.0.0.1')`
+    const record = await sup.start(process.execPath, ['-e', server], {
+      requestId: 'warming',
+      stdio: 'ignore',
+      ready: { check: httpProbe(`http://127.0.0.1:${port}/`), intervalMs: 50, attemptTimeoutMs: 300, timeoutMs: 15_000 },
+    })
+    expect(record.status).toBe('running')
+    // With check 'health', the health check's timeoutMs bounds each attempt; one that ignores its signal is not waited for.
+    const signals: AbortSignal[] = []
+    let calls = 0
+    await expect(sup.start('sleep', ['1000'], {
+      requestId: 'hung-once',
+      health: { check: ({ signal }) => (signals.push(signal), calls++ === 0 ? new Promise(() => {}) : undefined), timeoutMs: 300, intervalMs: 60_000 },
+      ready: { check: 'health', intervalMs: 50, timeoutMs: 15_000 },
+    })).resolves.toMatchObject({ status: 'running' })
+    expect(calls).toBeGreaterThanOrEqual(2)
+    expect(signals[0]!.aborted).toBe(true) // the hung attempt was told to end
+  })
+
   it('a child that exits before it is ready is not ready (start() rejects), and its record says why', async () => {
     const { sup } = supervise()
+    const seen = timeline(sup)
+    const errors: Error[] = []
+    sup.on('start-failed', (_r, error) => errors.push(error))
     await expect(sup.start('sh', ['-c', 'exit 4'], { requestId: 'quits', ready: { stdout: 'ok' } })).rejects.toMatchObject({ code: 'ERR_REAPKIT_NOT_READY' })
     expect(sup.get('quits')).toMatchObject({ status: 'exited', exitCode: 4, error: { code: 'ERR_REAPKIT_NOT_READY' } })
+    // A failed start, as a ready timeout is: a 'start-failed' event (after its exit), counted.
+    expect(seen).toEqual(['spawn:quits', 'exit:quits', 'start-failed:quits'])
+    expect(errors[0]).toMatchObject({ code: 'ERR_REAPKIT_NOT_READY', message: 'It exited before it was ready (code 4, signal null)' })
+    expect(sup.metrics().startFailures).toBe(1)
     // A start that fails before anything runs rejects with the spawn's own code.
     await expect(sup.start('/nonexistent/reapkit-no-such-program', [], { requestId: 'missing' })).rejects.toMatchObject({ code: 'ENOENT' })
     expect(sup.get('missing')!.status).toBe('start-failed')
+  })
+
+  it('a ready.stdout RegExp with g or y is tested per line: each child and each incarnation reads its own line', async () => {
+    const { sup } = supervise()
+    const global = /ready/g
+    const sticky = /ready/y
+    const line = ['-c', 'echo ready; exec sleep 1000']
+    for (const [id, stdout] of [['g1', global], ['g2', global], ['y1', sticky], ['y2', sticky]] as const) {
+      await expect(sup.start('sh', line, { requestId: id, ready: { stdout, timeoutMs: 20_000 } })).resolves.toMatchObject({ status: 'running' })
+    }
+    expect([global.lastIndex, sticky.lastIndex]).toEqual([0, 0]) // the caller's RegExp is not used
+    // A restarted child: its second incarnation reads its line with the same spec.
+    const readies: number[] = []
+    sup.on('ready', (r) => r.requestId === 'again' && readies.push(r.restarts))
+    await sup.start('sh', ['-c', 'echo ready; sleep 0.2; exit 3'], { requestId: 'again', restart: 'on-failure', backoff: { initialMs: 10 }, ready: { stdout: /ready/g, timeoutMs: 20_000 } })
+    await expect.poll(() => readies.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2)
+    expect(readies.slice(0, 2)).toEqual([0, 1])
+    await sup.terminate('again')
   })
 
   it('bad ready and after options are refused before anything starts', async () => {
@@ -94,7 +142,12 @@ describe.runIf(posix)('Supervisor readiness', () => {
       [{ ready: { check: 'health' } }, 'ERR_INVALID_ARG_COMBINATION'],
       [{ ready: { stdout: 'x' }, stdio: 'ignore' }, 'ERR_INVALID_ARG_COMBINATION'],
       [{ ready: { stdout: 'x', timeoutMs: -1 } }, 'ERR_OUT_OF_RANGE'],
+      [{ ready: { check: () => {}, attemptTimeoutMs: 0 } }, 'ERR_OUT_OF_RANGE'],
+      [{ ready: { stdout: 'x', attemptTimeoutMs: 100 } }, 'ERR_INVALID_ARG_COMBINATION'],
       [{ after: 'db' }, 'ERR_INVALID_ARG_TYPE'],
+      [{ requestId: NaN }, 'ERR_OUT_OF_RANGE'], // JSON writes it null: no one could name it back
+      [{ requestId: Infinity }, 'ERR_OUT_OF_RANGE'],
+      [{ requestId: -Infinity }, 'ERR_OUT_OF_RANGE'],
       [{ after: ['nobody'] }, 'ERR_REAPKIT_NOT_SUPERVISED'],
     ]
     for (const [options, code] of bad) {
@@ -102,6 +155,7 @@ describe.runIf(posix)('Supervisor readiness', () => {
       await expect(sup.start('sleep', ['1000'], options as never)).rejects.toMatchObject({ code })
     }
     expect(() => httpProbe('ftp://example.invalid/')).toThrow(TypeError)
+    expect(() => sup.spawn('sleep', ['1000'], { requestId: NaN })).toThrow(RangeError)
     expect(sup.list()).toEqual([])
   })
 })

@@ -2,12 +2,14 @@
 // started again because someone asked, whatever its restart policy, with real children. Every wait
 // bounded; every incarnation tracked and stopped after each test (cleanupAfterEach).
 import { spawn } from 'node:child_process'
+import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { exitOf, isGone, waitFor } from './helpers'
 import { cleanupAfterEach, settled } from './supervisor-cleanup'
 
 const posix = process.platform !== 'win32'
-const { supervise } = cleanupAfterEach()
+const { supervise, tempDir } = cleanupAfterEach()
 
 describe.runIf(posix)('Supervisor restart()', () => {
   it("stops a running child (policy 'never') and starts it again at once: same record, new pid, reason 'requested'", async () => {
@@ -22,6 +24,8 @@ describe.runIf(posix)('Supervisor restart()', () => {
     expect(record.incarnations.map((i) => i.reason)).toEqual(['start', 'requested'])
     expect(sup.get('svc')?.pid).toBe(record.pid)
     expect(events).toEqual(['spawn', 'exit', 'restart', 'spawn'])
+    // Before: metrics().restarts counted it, though it says "made by restart policies".
+    expect(sup.metrics()).toMatchObject({ starts: 2, restarts: 0, requestedRestarts: 1 })
   })
 
   it('a child waiting out a long backoff starts now, and the cancelled wait starts nothing more', async () => {
@@ -33,6 +37,21 @@ describe.runIf(posix)('Supervisor restart()', () => {
     // The new incarnation exits 1 at once: the policy goes on from there (a new 60 s wait), nothing else starts.
     await settled(sup, 'crashy', 'restarting')
     expect(sup.get('crashy')?.incarnations).toHaveLength(2)
+    expect(sup.metrics()).toMatchObject({ restarts: 0, requestedRestarts: 1 })
+  })
+
+  it('a policy restart whose spawn fails after a requested incarnation counts as the policy\'s, not as requested', async () => {
+    const { sup } = supervise()
+    const dir = tempDir('reapkit-requested-')
+    const script = join(dir, 'svc.sh')
+    writeFileSync(script, '#!/bin/sh\nexec sleep 1000\n', { mode: 0o755 })
+    sup.spawn(script, [], { requestId: 'svc', stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 10 }, intensity: { maxRestarts: 1 } })
+    const { record } = await sup.restart('svc')
+    rmSync(script) // the policy's next start fails (ENOENT)
+    process.kill(record.pid, 'SIGKILL') // a failure of the requested incarnation: the policy restarts it
+    await settled(sup, 'svc', 'given-up')
+    expect(sup.get('svc')!.incarnations.map((i) => i.reason)).toEqual(['start', 'requested'])
+    expect(sup.metrics()).toMatchObject({ restarts: 1, requestedRestarts: 1, startFailures: 1 })
   })
 
   it('refuses what it cannot restart: a finished child, one it did not spawn, an unknown id, a bad id', async () => {

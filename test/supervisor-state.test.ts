@@ -143,6 +143,21 @@ describe.runIf(linux)('Supervisor stateFile', () => {
     expect(() => new Supervisor({ stateFile: '' })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
     expect(() => new Supervisor({ stateFile: file, onLeftovers: 'kill' as never })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }))
   })
+
+  it('a bad output option throws before the file is opened: the leftovers are not touched and the file is not held', async () => {
+    const { alive } = await crashedHost()
+    // Before: the state file was opened first (its leftovers stopped, the file held by this process), then this threw.
+    expect(() => new Supervisor({ stateFile: file, output: { perChildBytes: -1 } })).toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_OUT_OF_RANGE' }))
+    expect(() => new Supervisor({ stateFile: file, output: { totalBytes: 'big' as never } })).toThrow(expect.objectContaining({ name: 'TypeError' }))
+    const sup = new Supervisor({ stateFile: file, onLeftovers: 'adopt', backstop: false })
+    try {
+      expect((await sup.leftovers)!.adopted.map((r) => r.pid).sort()).toEqual([...alive].sort())
+      for (const pid of alive) expect(isGone(pid), `leftover ${pid}`).toBe(false)
+      await sup.shutdownAll()
+    } finally {
+      sup.dispose()
+    }
+  })
 })
 
 

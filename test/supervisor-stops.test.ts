@@ -3,6 +3,7 @@
 // supervisor's whatever the child did in its grace; a report has one time origin; a start that
 // fails is an event and a record state, never an unhandled 'error'; the restart log line says how
 // the child ended. Every child is tracked for the after-test cleanup; every wait is bounded.
+import { spawn } from 'node:child_process'
 import { chmodSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -75,12 +76,41 @@ describe.runIf(posix)('Supervisor: every stop visible and told one way', () => {
     expect(sup.get('leaky')!.status).toBe('killed')
   })
 
+  it('a kill at the shutdown cap is an escalation (forced, SIGKILL in the report, escalate event, counted); a stop not begun at the cap begins then', async () => {
+    // Phase 1 (2 s) outlasts the cap (0.5 s): the cap, not the close, ends them all.
+    const { sup } = supervise({ closeTimeoutMs: 2000, graceMs: 3000, shutdownTimeoutMs: 500 })
+    const stops = stopsOf(sup)
+    const stubborn = ['-c', "trap '' TERM; exec sleep 1000"]
+    await sup.start('sh', stubborn, { requestId: 'dep' })
+    await sup.start('sh', stubborn, { requestId: 'top', after: ['dep'] })
+    await sup.start('sh', stubborn, { requestId: 'solo' })
+    const closed: Array<string | number | null> = []
+    const reports = await sup.shutdownAll({ close: (_child, record) => void closed.push(record.requestId) })
+    expect(reports.map((r) => r.requestId)).toEqual(['dep', 'top', 'solo'])
+    for (const r of reports) {
+      expect(r, String(r.requestId)).toMatchObject({ capped: true, escalated: true, phase: 'forced' })
+      const kill = r.signalsSent.find((s) => s.signal === 'SIGKILL')
+      expect(kill, String(r.requestId)).toBeDefined()
+      // One time origin, this stop's own start: the kill is within it, never past its end.
+      expect(kill!.atMs).toBeGreaterThanOrEqual(0)
+      expect(kill!.atMs).toBeLessThanOrEqual(r.durationMs)
+      expect(sup.get(r.requestId!)!.status).toBe('killed')
+    }
+    // dep waited for top's stop; at the cap it was killed at once, its close (phase 1) never begun.
+    expect(closed.sort()).toEqual(['solo', 'top'])
+    expect(reports[0]!.closeCompleted).toBe(false)
+    expect(stops.filter(([name]) => name === 'escalate').map(([, reason]) => reason)).toEqual(['shutdown', 'shutdown', 'shutdown'])
+    expect(sup.metrics()).toMatchObject({ escalations: 3, stops: 3, children: { killed: 3 } })
+  })
+
   it('a start that fails (ENOENT) is an event and a record state under the restart policy, given up when it says so; never an unhandled error', async () => {
     const { sup } = supervise()
     const failed: Array<[ProcessRecord, Error]> = []
     const giveUps: ProcessRecord[] = []
+    const restarts: Array<[number, number | undefined]> = []
     sup.on('start-failed', (r, e) => failed.push([r, e]))
     sup.on('give-up', (r) => giveUps.push(r))
+    sup.on('restart', (r, child) => restarts.push([r.restarts, child?.pid]))
     // No 'error' listener on the child: before, Node's 'error' crashed the host.
     sup.spawn('/nonexistent/reapkit-no-such-program', [], { requestId: 'missing', restart: 'always', backoff: { initialMs: 20 }, intensity: { maxRestarts: 2 } })
     expect(sup.get('missing')).toMatchObject({ status: 'starting', restarts: 0 })
@@ -93,7 +123,11 @@ describe.runIf(posix)('Supervisor: every stop visible and told one way', () => {
     expect(JSON.parse(JSON.stringify(r)).pid).toBe(null)
     expect(r.incarnations).toEqual([])
     expect(giveUps).toHaveLength(1)
-    expect(sup.metrics()).toMatchObject({ startFailures: 3, givenUp: 1, starts: 0 })
+    // Each retry is a restart (as the intensity limit counted it), though its spawn failed: no incarnation.
+    expect(restarts).toEqual([[1, undefined], [2, undefined]])
+    expect(r.restarts).toBe(2)
+    expect(giveUps[0]!.restarts).toBe(2)
+    expect(sup.metrics()).toMatchObject({ startFailures: 3, givenUp: 1, starts: 0, restarts: 2 })
     expect(sup.metrics().children['given-up']).toBe(1)
   })
 
@@ -112,6 +146,30 @@ describe.runIf(posix)('Supervisor: every stop visible and told one way', () => {
     expect(result).toMatchObject({ signalsSent: [], escalated: false })
     expect(sup.get('retried')!.status).toBe('terminated')
     expect(await sup.shutdownAll()).toEqual([])
+  })
+
+  it('a failed start without a request id is found and stopped by the ChildProcess spawn() returned (it has no pid); any incarnation\'s child names its record', async () => {
+    const { sup } = supervise()
+    const failed = sup.spawn('/nonexistent/reapkit-no-such-program', [], { restart: 'always', backoff: { initialMs: 20_000 } })
+    expect(failed.pid).toBe(undefined)
+    expect(sup.get(failed)).toMatchObject({ status: 'starting', requestId: null })
+    await waitFor(() => sup.get(failed)?.status === 'restarting', 10_000, 'the failed start to wait out its backoff')
+    await expect(sup.terminate(failed)).resolves.toMatchObject({ signalsSent: [], escalated: false })
+    expect(sup.get(failed)!.status).toBe('terminated')
+    // A restarted child: the first incarnation's ChildProcess still names the record.
+    const marker = join(tempDir('reapkit-first-'), 'ran')
+    const once = `test -e ${marker} || { touch ${marker}; exit 1; }; exec sleep 1000` // fails once, then runs
+    const first = sup.spawn('sh', ['-c', once], { stdio: 'ignore', restart: 'on-failure', backoff: { initialMs: 10 } })
+    await waitFor(() => sup.get(first)?.restarts === 1 && sup.get(first)?.status === 'running', 10_000, 'a restart')
+    expect(sup.get(first)!.pid).not.toBe(first.pid)
+    await sup.terminate(first)
+    expect(sup.get(first)!.status).toBe('terminated')
+    // One it did not start is refused, by name, never signalled; anything else is a TypeError.
+    const stranger = spawn('true', [], { stdio: 'ignore' })
+    await new Promise((res) => stranger.once('exit', res))
+    expect(sup.get(stranger)).toBe(undefined)
+    await expect(sup.terminate(stranger)).rejects.toMatchObject({ code: 'ERR_REAPKIT_NOT_SUPERVISED', message: expect.stringContaining(`of pid ${stranger.pid}`) })
+    await expect(sup.terminate({} as never)).rejects.toThrow(TypeError)
   })
 
   it('the restart log line carries the exit code and signal', async () => {

@@ -16,6 +16,7 @@ const linux = process.platform === 'linux'
 const canScript = linux && spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0
 const canBash = linux && spawnSync('bash', ['--version'], { stdio: 'ignore' }).status === 0
 const HOST = join(FIXTURES, 'terminal-reads.cjs')
+const OWNER = join(FIXTURES, 'terminal-reads-owner.cjs')
 // The child waits a moment before it reads, so that the line is typed while only the host could
 // take it: without the hold, the host's read came first (and failed); with it, the child reads it.
 const CHILD = 'sleep 1; read line; echo child-read:$line'
@@ -109,6 +110,24 @@ describe.runIf(canScript)('a host reading the terminal while its foreground chil
     await waitFor(() => isGone(s.node) && isGone(s.child), 10_000, 'the host and its worker gone')
   })
 
+  it('a fork()ed worker that reads the terminal is stopped by SIGTTIN: a warning says so (it hung silently before)', async () => {
+    const t = underTerminal(`"${process.execPath}" "${join(FIXTURES, 'fork-terminal-host.cjs')}"`, {})
+    const s = (await t.next('started')) as { node: number; worker: number }
+    trackGroup(s.node)
+    trackGroup(s.worker)
+    // The worker's read waits for input (libuv polls first): the line typed is what it reads, and
+    // reading it from the background is what stops it.
+    t.type('first\n')
+    const warning = (await t.next('warning')) as { code: string; message: string; workerState: string }
+    expect(warning).toMatchObject({ code: 'REAPKIT_BACKGROUND_TERMINAL_STOP', workerState: 'T' })
+    expect(warning.message).toContain(`(pid ${s.worker}) is stopped by SIGTTIN: it read the terminal`)
+    expect(warning.message).toContain('forked-reads.cjs')
+    expect(await t.next('worker-exit')).toMatchObject({ signal: 'SIGKILL' })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.events().filter((e) => e.event === 'warning')).toHaveLength(1)
+    await waitFor(() => isGone(s.node) && isGone(s.worker), 10_000, 'the host and its worker gone')
+  })
+
   it('no terminal (stdin a pipe): nothing is handed over or held; the host reads while the child runs', async () => {
     const host = spawnFixture('terminal-reads.cjs', [], { stdio: ['pipe', 'pipe', 'inherit'], env: { CHILD: 'sleep 30' } })
     const lines = jsonLines(host.stdout!)
@@ -120,5 +139,89 @@ describe.runIf(canScript)('a host reading the terminal while its foreground chil
     host.stdin!.write('quit\n')
     expect(await exitOf(host)).toEqual({ code: 0, signal: null })
     await waitFor(() => isGone(s.child), 10_000, 'the child gone')
+  })
+})
+
+// What the host's own code did with its stdin before the hand-over decides what happens after it:
+// a stream its owner paused or closed stays so (the host exits when nothing else keeps it alive, as
+// with Node's spawn), one read with 'readable' reads again, and one unref'd is held too. The host
+// is test/fixtures/terminal-reads-owner.cjs, under `script -c` (its group orphaned: a read from
+// the background fails with EIO there).
+describe.runIf(canScript)('the host stream as its owner left it', () => {
+  const host = (mode: string, child?: string) => underTerminal(`"${process.execPath}" "${OWNER}"`, { MODE: mode, ...(child ? { CHILD: child } : {}) })
+  async function started(t: ReturnType<typeof underTerminal>) {
+    const s = (await t.next('started')) as { node: number; pgrp: number; child: number; tty: boolean }
+    trackGroup(s.pgrp)
+    trackGroup(s.child)
+    expect(s.tty).toBe(true)
+    return s
+  }
+
+  it('readline: question, close, then a child on the terminal; the host exits after the child (it read again for ever before)', async () => {
+    const t = host('readline', 'sleep 1; echo editor-done')
+    await waitFor(() => t.out().includes('name? '), 10_000, `the prompt (terminal: ${JSON.stringify(t.out())})`)
+    t.type('bob\n')
+    const s = await started(t)
+    expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.events().find((e) => e.event === 'host-exit')).toMatchObject({ code: 0 })
+    expect(t.out()).toContain('editor-done')
+    expect(isGone(s.node)).toBe(true)
+  })
+
+  it('pause() and a spawn in the same tick: the host exits after the child', async () => {
+    const t = host('pause', 'sleep 1')
+    const s = await started(t)
+    expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.events().find((e) => e.event === 'host-exit')).toMatchObject({ code: 0 })
+    expect(isGone(s.node)).toBe(true)
+  })
+
+  it("an unref'd stdin that reads is held too: the child reads the line, no EIO, the host exits after the child", async () => {
+    const t = host('unref')
+    const s = await started(t)
+    t.type('first\n')
+    await waitFor(() => t.out().includes('child-read:first'), 10_000, `the child to read the line (terminal: ${JSON.stringify(t.out())})`)
+    expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.out()).not.toContain('EIO')
+    expect(t.events().filter((e) => e.event === 'node-read')).toEqual([])
+    expect(isGone(s.node)).toBe(true)
+  })
+
+  it('no process._getActiveHandles(): one warning, and process.stdin is held all the same', async () => {
+    const t = host('nolist')
+    const s = await started(t)
+    t.type('first\n')
+    await waitFor(() => t.out().includes('child-read:first'), 10_000, `the child to read the line (terminal: ${JSON.stringify(t.out())})`)
+    expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+    t.type('quit\n')
+    expect(await t.next('node-read')).toMatchObject({ line: 'quit', childRunning: false })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.out().match(/REAPKIT_TERMINAL_READS/g)).toHaveLength(1)
+    expect(t.out()).not.toContain('EIO')
+    expect(isGone(s.node)).toBe(true)
+  })
+
+  it.runIf(linux)('a host that never touched process.stdin: the hold does not create it (fd 0 stays blocking)', async () => {
+    const t = host('untouched', 'sleep 0.5')
+    const s = await started(t)
+    expect(await t.next('fd0')).toEqual({ event: 'fd0', nonblocking: false })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(isGone(s.node)).toBe(true)
+  })
+
+  it("a stdin read with 'readable' and read() reads again after the child", async () => {
+    const t = host('readable')
+    const s = await started(t)
+    t.type('first\n')
+    await waitFor(() => t.out().includes('child-read:first'), 10_000, `the child to read the line (terminal: ${JSON.stringify(t.out())})`)
+    expect(await t.next('child-exit')).toMatchObject({ code: 0, signal: null })
+    t.type('quit\n')
+    expect(await t.next('node-read')).toMatchObject({ line: 'quit', childRunning: false })
+    expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null })
+    expect(t.events().filter((e) => e.event === 'node-read').map((e) => e.line)).toEqual(['quit'])
+    expect(isGone(s.node)).toBe(true)
   })
 })

@@ -6,7 +6,7 @@
 import { lstatSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { checkStateFolder } from '../policies/state-file-trust'
-import { CONTROL_SOCKET } from '../policies/supervisor/control-wire'
+import { CONTROL_SOCKET, checkSocketPathLength } from '../policies/supervisor/control-wire'
 
 export class ControlError extends Error {
   constructor(
@@ -26,7 +26,9 @@ const CONNECT_TIMEOUT_MS = 5000
  * owned by this user (lstat: a symlink at the name is refused). Returns the path through its real folder.
  */
 export function trustedSocket(path: string): string {
+  checkSocketPathLength(path)
   const real = checkStateFolder(path, CONTROL_SOCKET)
+  checkSocketPathLength(real) // through its real folder, which may be longer
   let st
   try {
     st = lstatSync(real)

@@ -18,14 +18,22 @@ const COLUMNS: { title: string; width: number; right?: boolean }[] = [
   { title: 'READY', width: 5 },
 ]
 
+/**
+ * `text` with every C0 control (newline and escape included), DEL and C1 control shown as `?`, as
+ * procps' ps does: a request id, a command's arguments or a drain state are other programs' text,
+ * and raw they could move the cursor, retitle the terminal or forge rows.
+ */
+export const printable = (text: string): string => text.replace(/[\x00-\x1f\x7f-\x9f]/g, '?')
+
 /** `cpu`: what the CPU column shows for a row (ps: its CPU time; top: its share since the last frame). */
 export function table(snap: ControlSnapshot, width: number | null, cpu: (r: ControlRow) => string): string[] {
   const cell = (text: string, i: number): string => {
     const c = COLUMNS[i]!
+    text = printable(text)
     const t = text.length > c.width ? `${text.slice(0, c.width - 1)}~` : text
     return c.right ? t.padStart(c.width) : t.padEnd(c.width)
   }
-  const row = (cells: string[], command: string): string => fit(`${cells.map(cell).join(' ')} ${command}`, width)
+  const row = (cells: string[], command: string): string => fit(`${cells.map(cell).join(' ')} ${printable(command)}`, width)
   const lines = [row(COLUMNS.map((c) => c.title), 'COMMAND')]
   for (const r of snap.processes) {
     lines.push(
@@ -51,7 +59,7 @@ export function table(snap: ControlSnapshot, width: number | null, cpu: (r: Cont
 export function header(snap: ControlSnapshot, width: number | null): string {
   const running = snap.processes.filter((p) => p.status === 'running' || p.status === 'adopted').length
   const at = snap.at.slice(11, 19)
-  return fit(`${snap.processes.length} processes, ${running} running; drain: ${snap.drain}; ${at} UTC`, width)
+  return fit(printable(`${snap.processes.length} processes, ${running} running; drain: ${snap.drain}; ${at} UTC`), width)
 }
 
 const fit = (line: string, width: number | null): string => (width !== null && line.length > width ? line.slice(0, width) : line).trimEnd()

@@ -6,7 +6,7 @@
  */
 import type { ControlRow, ControlSnapshot } from '../policies/supervisor/control-wire'
 import { ControlError, ask, exchange } from './control-client'
-import { cpuShare, cpuTime, header, table, TTY, ttyFrame } from './control-views'
+import { cpuShare, cpuTime, header, printable, table, TTY, ttyFrame } from './control-views'
 
 const USAGE = `Usage: reapkit ps [--json] [--socket PATH]
        reapkit logs ID [-f] [--json] [--socket PATH]
@@ -179,7 +179,7 @@ async function main(): Promise<void> {
     else usageError(`unknown command ${a.command}`)
   } catch (err) {
     const e = err as ControlError
-    process.stderr.write(`reapkit ${a.command}: ${e.message}${e.code ? ` (${e.code})` : ''}\n`)
+    process.stderr.write(`reapkit ${a.command}: ${printable(`${e.message}${e.code ? ` (${e.code})` : ''}`)}\n`)
     process.exitCode = 1
   }
 }

@@ -61,6 +61,13 @@ export function typeError(code: string, message: string): TypeError & { code: st
   return withCode(err, code)
 }
 
+/** Error with Node's `code` property, for Node's plain `Error [ERR_X]` errors (ERR_CHILD_PROCESS_IPC_REQUIRED). */
+export function codedError(code: string, message: string): Error & { code: string } {
+  const err = new Error(message)
+  Error.captureStackTrace(err, codedError)
+  return withCode(err, code)
+}
+
 /** RangeError with Node's `code` property (`ERR_OUT_OF_RANGE`, or reapkit's refusals). */
 export function rangeError(code: string, message: string): RangeError & { code: string } {
   const err = new RangeError(message) as RangeError & { code: string }

@@ -98,6 +98,8 @@ export interface Binding {
   tcsetpgrp?: (fd: number, pgid: number) => void
   /** POSIX: whether our own child `pid` is stopped (waitid WSTOPPED|WNOHANG|WNOWAIT: reaps nothing). */
   childStopped?: (pid: number) => boolean
+  /** POSIX: the signal that stopped our own child `pid` (SIGTTIN...), 0 when it is not stopped (the same waitid). */
+  childStopSignal?: (pid: number) => number
   /** macOS only (native/proc_darwin.cc; absent elsewhere): every process, through libproc. */
   darwinProcesses?: () => DarwinProcRow[]
   /** macOS only: one process with its session and resident memory; null when there is none. */

@@ -227,8 +227,9 @@ function promised(original: (...args: never[]) => ChildProcess) {
   }
 }
 
-Object.defineProperty(exec, promisify.custom, { enumerable: false, value: promised(exec) })
-Object.defineProperty(execFile, promisify.custom, { enumerable: false, value: promised(execFile) })
+// Descriptors on a null prototype: a polluted Object.prototype (get, set) must not turn them into accessors.
+Object.defineProperty(exec, promisify.custom, { __proto__: null, enumerable: false, value: promised(exec) } as PropertyDescriptor)
+Object.defineProperty(execFile, promisify.custom, { __proto__: null, enumerable: false, value: promised(execFile) } as PropertyDescriptor)
 
 // The promisified forms, typed as @types/node types Node's (util.promisify reads `__promisify__`).
 type Promised<T> = PromiseWithChild<{ stdout: T; stderr: T }>

@@ -10,15 +10,17 @@
  * which end the child as Node's spawn does, and then the rest of its group (end-group.ts).
  *
  * One default differs from spawn(): `foreground` is false. A forked worker that inherits a terminal
- * is no interactive job; handing it the terminal would take Ctrl-C from its host.
+ * is no interactive job; handing it the terminal would take Ctrl-C from its host. One that reads it
+ * all the same is stopped by the kernel (SIGTTIN), for good: a warning says so (terminal.ts).
  */
-import type { ChildProcess } from 'node:child_process'
+import type { ChildProcess, StdioOptions } from 'node:child_process'
 import { inspect } from 'node:util'
 import { fileURLToPath } from 'node:url'
-import { typeError } from '../ground/errors'
+import { codedError, typeError } from '../ground/errors'
 import { applyKills, readKills } from './end-group'
 import type { ForkOptions } from './exec-types'
 import { receivedLikeNode, spawn, type SpawnOptions } from './spawn'
+import { inheritsControllingTerminal, warnOnTerminalStop } from './terminal'
 
 function noNul(value: string, name: string, reason: string): void {
   if (!value.includes('\u0000')) return
@@ -49,9 +51,7 @@ function forkStdio(stdio: unknown, silent: unknown): unknown[] {
   if (typeof stdio === 'string') return withChannel(stdio)
   if (!Array.isArray(stdio)) return withChannel(silent ? 'pipe' : 'inherit')
   if (!stdio.includes('ipc')) {
-    const err = new Error("Forked processes must have an IPC channel, missing value 'ipc' in options.stdio") as Error & { code: string }
-    err.code = 'ERR_CHILD_PROCESS_IPC_REQUIRED'
-    throw err
+    throw codedError('ERR_CHILD_PROCESS_IPC_REQUIRED', "Forked processes must have an IPC channel, missing value 'ipc' in options.stdio")
   }
   return stdio
 }
@@ -89,5 +89,9 @@ export function fork(modulePath: string | URL, argsOrOptions?: unknown, maybeOpt
   delete opts.killSignal
   const child = spawn(opts.execPath as string, [...execArgv, path, ...(args as string[])], opts as SpawnOptions)
   applyKills(child, kills)
+  // In a group of its own and not handed the terminal it inherits: a read of it stops the worker.
+  if (opts.foreground === false && opts.group !== false && inheritsControllingTerminal(opts.stdio as StdioOptions)) {
+    warnOnTerminalStop(child, `fork(${inspect(path)})`)
+  }
   return child
 }

@@ -33,6 +33,7 @@ import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_
 import { accessSync, constants as fsConstants, realpathSync, statSync } from 'node:fs'
 import { delimiter, isAbsolute, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { inspect } from 'node:util'
 import { typeError } from '../ground/errors'
 import { type GroupListing, groupListingSoon } from './group'
 import { foregroundTerminal, followForeground } from './terminal'
@@ -341,11 +342,24 @@ export function receivedLikeNode(value: unknown): string {
   return `Received type ${typeof value} (${shown})`
 }
 
+/**
+ * A NUL byte refused as Node's spawn refuses it, named as the caller wrote it. Node would refuse it
+ * too, but in the helper's command line, where `args[0]` is `args[6]` and argv0 one of them.
+ */
+function refuseNulLikeNode(value: unknown, name: string): void {
+  if (typeof value !== 'string' || !value.includes('\u0000')) return
+  let shown = inspect(value)
+  if (shown.length > 128) shown = `${shown.slice(0, 128)}...`
+  const type = name.includes('.') ? 'property' : 'argument'
+  throw typeError('ERR_INVALID_ARG_VALUE', `The ${type} '${name}' must be a string without null bytes. Received ${shown}`)
+}
+
 /** The command, checked as Node's spawn checks its `file`: same codes and messages. */
 function validateFileLikeNode(command: unknown): asserts command is string {
   if (typeof command !== 'string') {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "file" argument must be of type string. ${receivedLikeNode(command)}`)
   }
+  refuseNulLikeNode(command, 'file')
   if (command.length === 0) throw typeError('ERR_INVALID_ARG_VALUE', "The argument 'file' cannot be empty. Received ''")
 }
 
@@ -358,6 +372,7 @@ function validateConsumedOptionsLikeNode(options: { argv0?: unknown; shell?: unk
   if (options.argv0 != null && typeof options.argv0 !== 'string') {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "options.argv0" property must be of type string. ${receivedLikeNode(options.argv0)}`)
   }
+  refuseNulLikeNode(options.argv0, 'options.argv0')
   const shell = options.shell
   if (shell != null && typeof shell !== 'boolean' && typeof shell !== 'string') {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "options.shell" property must be one of type boolean or string. ${receivedLikeNode(shell)}`)
@@ -400,6 +415,7 @@ export function spawn(
   if (!Array.isArray(argsOrOptions) && argsOrOptions != null && typeof argsOrOptions !== 'object') {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "args" argument must be an array or an options object. Received ${describe(argsOrOptions)}`)
   }
+  args.forEach((arg, i) => refuseNulLikeNode(arg, `args[${i}]`))
   const options: SpawnOptions = validateOptions(
     Array.isArray(argsOrOptions) || argsOrOptions == null ? maybeOptions : (argsOrOptions as SpawnOptions),
   )

@@ -20,9 +20,11 @@
  *
  * Two hooks, installed at the first hand-over, never at load: `tty.ReadStream.prototype._read`
  * (a stream that starts reading during the job), and `process._getActiveHandles()` to find the
- * streams already reading (Node has no public list; without it, those are not held).
+ * streams already reading (Node has no public list). That list holds ref'd handles only, so
+ * process.stdin is also looked at directly (an unref'd stdin that reads: it crashed with EIO too);
+ * another tty.ReadStream that is unref'd and reading is not found, and is not held.
  */
-import { fstatSync } from 'node:fs'
+import { fstatSync, readFileSync } from 'node:fs'
 import type { ReadStream } from 'node:tty'
 
 /** The parts of a tty.ReadStream's libuv handle used here. */
@@ -67,13 +69,51 @@ function installReadHook(): void {
   }
 }
 
+/**
+ * Whether this process has created process.stdin. Node keeps it in its getter's closure, with no
+ * flag to read, and creating it has effects (libuv reopens the terminal on fd 0, non-blocking, for
+ * the children we start too), so the getter is touched only once it is known to exist. On Linux,
+ * fd 0's flags tell: libuv sets O_NONBLOCK on the terminal it reopens there, and nothing else in
+ * Node does. They tell only before a child is started: a child that inherits fd 0 clears the flag
+ * (libuv, in the child, on the description it shares with us), so noteCreatedStdin() looks before
+ * the spawn, and what it saw stays true (Node never drops process.stdin). Elsewhere: never known.
+ */
+let stdinCreated = false
+
+export function noteCreatedStdin(): void {
+  if (stdinCreated || process.platform !== 'linux') return
+  try {
+    const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync('/proc/self/fdinfo/0', 'utf8'))
+    stdinCreated = flags !== null && (parseInt(flags[1]!, 8) & 0o4000) !== 0
+  } catch {
+    // no /proc: not known
+  }
+}
+
+let warnedNoList = false
+
+/** The handles that may be terminal streams already reading: Node's list of ref'd handles, and process.stdin. */
+function candidates(): unknown[] {
+  const list = (process as unknown as { _getActiveHandles?: unknown })._getActiveHandles
+  let found: unknown[] = []
+  if (typeof list === 'function') found = [...(list.call(process) as unknown[])]
+  else if (!warnedNoList) {
+    warnedNoList = true
+    process.emitWarning(
+      "process._getActiveHandles() is not a function here: while a child holds the terminal, reapkit holds the reads of process.stdin only, not those of another tty.ReadStream that is already reading",
+      { code: 'REAPKIT_TERMINAL_READS' },
+    )
+  }
+  if (stdinCreated && !found.includes(process.stdin)) found.push(process.stdin)
+  return found
+}
+
 /** The terminal at `fd` went to a job of ours: our reads of it wait until releaseTerminalReads(). */
 export function holdTerminalReads(fd: number): void {
   installReadHook()
   terminalFd = fd
-  const active = (process as unknown as { _getActiveHandles?: () => unknown[] })._getActiveHandles?.() ?? []
   const { ReadStream } = ttyModule()
-  for (const handle of active) {
+  for (const handle of candidates()) {
     const stream = handle as TerminalStream
     if (!(handle instanceof ReadStream) || !stream._handle?.reading || !onTerminal(stream, fd)) continue
     stream._handle.reading = false
@@ -82,13 +122,30 @@ export function holdTerminalReads(fd: number): void {
   }
 }
 
-/** The terminal is ours again (or gone): the held streams read again. */
+/**
+ * Whether the owner of a held stream still wants it read. One paused (`pause()`, as readline's
+ * close() does) or never given a consumer does not: Node stops process.stdin's read one tick after
+ * pause(), so a hand-over in the same tick found it still reading, held it, and Node's own stop
+ * then found nothing to stop. A consumer of 'readable' reads with read() and never flows.
+ */
+function stillWanted(stream: TerminalStream): boolean {
+  if (stream.destroyed || !stream._handle || stream.readableEnded) return false
+  return stream.readableFlowing === true || stream.listenerCount('readable') > 0
+}
+
+/** The terminal is ours again (or gone): the held streams read again, those their owner still reads. */
 export function releaseTerminalReads(): void {
   if (terminalFd === null) return
   terminalFd = null
   for (const stream of [...waiting]) {
     waiting.delete(stream)
-    if (stream.destroyed || !stream._handle || stream._handle.reading) continue
-    originalRead!.call(stream, stream.readableHighWaterMark)
+    if (stream._handle?.reading) continue
+    if (stillWanted(stream)) {
+      originalRead!.call(stream, stream.readableHighWaterMark)
+    } else {
+      // Left stopped, as Node's pause leaves it; no read is under way, so a later resume() or
+      // read() calls _read again (while `reading` is set, Node never would).
+      ;(stream as unknown as { _readableState: { reading: boolean } })._readableState.reading = false
+    }
   }
 }

@@ -21,9 +21,10 @@
  * background job, as any shell would make it. `spawn(..., { foreground: false })` opts out.
  */
 import type { ChildProcess, StdioOptions } from 'node:child_process'
+import { constants } from 'node:os'
 import { nativeBinding } from '../ground/native'
 import { signalNumber } from '../ground/validate'
-import { holdTerminalReads, releaseTerminalReads } from './terminal-reads'
+import { holdTerminalReads, noteCreatedStdin, releaseTerminalReads } from './terminal-reads'
 
 interface ForegroundJob {
   child: ChildProcess
@@ -66,10 +67,12 @@ export function foregroundTerminal(stdio: StdioOptions | undefined): number | nu
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   if (!(require('node:tty') as typeof import('node:tty')).isatty(0)) return null
   try {
-    return binding.tcgetpgrp(0) === ownGroup() ? 0 : null
+    if (binding.tcgetpgrp(0) !== ownGroup()) return null
   } catch {
     return null // ENOTTY: a terminal, but not our controlling one
   }
+  noteCreatedStdin() // before the child starts: it changes what tells (terminal-reads.ts)
+  return 0
 }
 
 /**
@@ -160,4 +163,61 @@ function onContinue(): void {
       // ESRCH: the group is gone
     }
   }
+}
+
+/**
+ * Whether the child gets our controlling terminal as its stdin (inherited), whoever holds its
+ * foreground: left out of it (fork()'s default), a child that reads it is stopped (SIGTTIN).
+ */
+export function inheritsControllingTerminal(stdio: StdioOptions | undefined): boolean {
+  const binding = nativeBinding()
+  if (process.platform === 'win32' || !binding?.tcgetpgrp || !inherits(stdio, 0)) return false
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if (!(require('node:tty') as typeof import('node:tty')).isatty(0)) return false
+  try {
+    binding.tcgetpgrp(0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const background = new Map<ChildProcess, string>()
+
+/** SIGCHLD: a background child that a terminal stop took (SIGTTIN, SIGTTOU) is named, once. */
+function onBackgroundSignal(): void {
+  for (const [child, what] of background) {
+    if (child.exitCode !== null || child.signalCode !== null) continue // reaped: its pid may be another's
+    let sig = 0
+    try {
+      sig = nativeBinding()!.childStopSignal!(child.pid!)
+    } catch {
+      continue
+    }
+    if (sig !== constants.signals.SIGTTIN && sig !== constants.signals.SIGTTOU) continue
+    forget(child)
+    const name = sig === constants.signals.SIGTTIN ? 'SIGTTIN' : 'SIGTTOU'
+    const did = name === 'SIGTTIN' ? 'read' : 'wrote to or set up'
+    process.emitWarning(
+      `${what} (pid ${child.pid}) is stopped by ${name}: it ${did} the terminal, which it does not hold (foreground: false), and stays stopped until continued. Give it a stdin of its own (stdio 'pipe' or 'ignore' for fd 0), or the terminal (foreground: true).`,
+      { code: 'REAPKIT_BACKGROUND_TERMINAL_STOP' },
+    )
+  }
+}
+
+function forget(child: ChildProcess): void {
+  background.delete(child)
+  if (background.size === 0) process.removeListener('SIGCHLD', onBackgroundSignal)
+}
+
+/**
+ * A child that inherits our controlling terminal without holding it (`what` names it in the
+ * warning): if the terminal stops it (it read the terminal from the background: the kernel stops
+ * it with SIGTTIN, for good, and nothing else would tell), one warning says so.
+ */
+export function warnOnTerminalStop(child: ChildProcess, what: string): void {
+  if (child.pid === undefined || !nativeBinding()?.childStopSignal) return
+  if (background.size === 0) process.on('SIGCHLD', onBackgroundSignal)
+  background.set(child, what)
+  child.once('exit', () => forget(child))
 }

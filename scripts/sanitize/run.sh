@@ -37,8 +37,9 @@ chmod +x "$shims/ps"
 # build-sanitize/, and its exec helper beside it.
 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 REAPKIT_ADDON="$addon" node -e '
   const rk = require("./dist/cjs/index.js")
+  const native = rk.capabilities().native // the addon loads on its first use, not at require
   const maps = require("fs").readFileSync("/proc/self/maps", "utf8")
-  const ok = maps.includes("libasan") && maps.includes(process.env.REAPKIT_ADDON) && rk.capabilities().native
+  const ok = maps.includes("libasan") && maps.includes(process.env.REAPKIT_ADDON) && native
   if (!ok) { console.error("test:sanitize: the sanitized addon or the ASan runtime is not loaded"); process.exit(1) }
 '
 

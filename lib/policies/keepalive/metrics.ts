@@ -6,7 +6,7 @@
 import { DurationBuckets, type DurationHistogram } from '../supervisor/metrics'
 import type { KeepaliveState } from './types'
 
-/** Upper bounds (ms) of the run-duration histogram's buckets; the last bucket is Infinity. */
+/** Upper bounds (ms) of the run-duration histogram's buckets; the last bucket is '+Inf'. */
 export const RUN_DURATION_BUCKETS_MS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const
 
 export interface KeepaliveMetrics {

@@ -3,6 +3,7 @@
  * the trust rules of the socket's folder and the shape of a `ps` row. Nothing here loads the addon,
  * so the client bundle stays small.
  */
+import { rangeError } from '../../ground/errors'
 import type { TrustedFile } from '../state-file-trust'
 
 export const CONTROL_SOCKET: TrustedFile = {
@@ -11,6 +12,20 @@ export const CONTROL_SOCKET: TrustedFile = {
   why: 'A control socket stops and restarts children, so only this user (or root) may be able to write its folders; choose a path beside the state file, in a folder of your own (e.g. mode 0700)',
   maxBytes: 0,
   stickyFolder: false,
+}
+
+/**
+ * The longest path a Unix socket can have: sun_path's size less its NUL (108 bytes on Linux, 104 on
+ * macOS and the BSDs). Node cuts a longer one silently: the socket would be made at the cut name.
+ */
+export const SOCKET_PATH_MAX = process.platform === 'linux' ? 107 : 103
+
+/** A RangeError (before any syscall) for a socket path longer than SOCKET_PATH_MAX bytes. */
+export function checkSocketPathLength(path: string): void {
+  const n = Buffer.byteLength(path)
+  if (n > SOCKET_PATH_MAX) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The control socket path is ${n} bytes; a Unix socket path can be at most ${SOCKET_PATH_MAX} bytes here: choose a shorter one (${JSON.stringify(path)})`)
+  }
 }
 
 /** One row of `reapkit ps`. */

@@ -20,7 +20,7 @@ import { type Logger, logEvent, silentLogger } from '../../ground/logger'
 import { nativeBinding } from '../../ground/native'
 import { describe, validateOptions } from '../../ground/validate'
 import { checkStateFolder } from '../state-file-trust'
-import { CONTROL_SOCKET, type ControlRow, type ControlSnapshot } from './control-wire'
+import { CONTROL_SOCKET, checkSocketPathLength, type ControlRow, type ControlSnapshot } from './control-wire'
 import type { OutputPage } from './output'
 import type { ProcessRecord } from './record'
 import type { Supervisor } from './supervisor'
@@ -33,6 +33,8 @@ const MAX_REQUEST = 4096
 const REQUEST_TIMEOUT_MS = 5000
 /** A `logs -f` client that reads nothing for this long is dropped. */
 const FOLLOWER_STALL_MS = 30_000
+/** How long the probe of a socket already at the name may take to tell live from stale. */
+const STALE_PROBE_MS = 2000
 
 export interface ControlSocketOptions {
   /** Where the socket goes: beside the state file, e.g. `/run/myhost/control.sock`. */
@@ -53,15 +55,19 @@ export async function openControlSocket(sup: Supervisor, options: ControlSocketO
   const o = validateOptions(options)
   if (typeof o.path !== 'string' || o.path === '') throw typeError('ERR_INVALID_ARG_TYPE', `The "path" option must be a non-empty string. Received ${describe(o.path)}`)
   if (o.drainState !== undefined && typeof o.drainState !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'The "drainState" option must be a function')
+  checkSocketPathLength(o.path)
   if (process.platform === 'win32' || !nativeBinding()?.peerCredentials) {
     throw systemError('ENOTSUP', 'openControlSocket', 'A control socket needs a Unix socket and the addon (to learn who connected)')
   }
   const logger = o.logger ?? silentLogger
   const path = checkStateFolder(o.path, CONTROL_SOCKET)
+  checkSocketPathLength(path) // through its real folder, which may be longer
   await clearStale(path)
   const open = new Set<Socket>()
   const stopping = new Set<string>()
-  const server = createServer((socket) => {
+  // allowHalfOpen: a client that ends its side after the request (`nc -N`) still gets the answer;
+  // every path below ends or destroys the socket itself.
+  const server = createServer({ allowHalfOpen: true }, (socket) => {
     open.add(socket)
     socket.once('close', () => open.delete(socket))
     serve(sup, socket, { drainState: o.drainState, logger, stopping }).catch((err: Error) => {
@@ -69,21 +75,24 @@ export async function openControlSocket(sup: Supervisor, options: ControlSocketO
       socket.destroy()
     })
   })
-  await listen(server, path)
-  chmodSync(path, 0o600)
-  logEvent(logger, 'info', 'control.listening', { path })
   let closed: Promise<void> | null = null
-  return {
-    path,
-    close: () =>
-      (closed ??= new Promise<void>((resolve) => {
-        server.close(() => resolve())
-        for (const s of open) s.destroy()
-        try {
-          unlinkSync(path)
-        } catch {}
-      })),
+  const close = (): Promise<void> =>
+    (closed ??= new Promise<void>((resolve) => {
+      server.close(() => resolve())
+      for (const s of open) s.destroy()
+      try {
+        unlinkSync(path)
+      } catch {}
+    }))
+  await listen(server, path)
+  try {
+    chmodSync(path, 0o600)
+    logEvent(logger, 'info', 'control.listening', { path })
+  } catch (err) {
+    await close() // a step after listen failed: nothing may keep answering at that name
+    throw err
   }
+  return { path, close }
 }
 
 /** A socket file left by a supervisor that died: removed. A live one, or anything else at the name, is refused. */
@@ -96,12 +105,24 @@ async function clearStale(path: string): Promise<void> {
     throw err
   }
   if (!st.isSocket()) throw new ReapkitError(CONTROL_SOCKET.code, `Refusing the control socket ${path}: something that is not a socket is at its name`)
-  const live = await new Promise<boolean>((resolve) => {
+  // Only a refused connection (or a name gone meanwhile) means nobody listens: a full backlog
+  // (EAGAIN), a probe that hangs or any other error may be a live supervisor, busy.
+  const answer = await new Promise<string>((resolve) => {
     const probe = connect(path)
-    probe.once('connect', () => (probe.destroy(), resolve(true)))
-    probe.once('error', () => resolve(false))
+    const done = (what: string): void => {
+      clearTimeout(timer)
+      probe.destroy()
+      resolve(what)
+    }
+    const timer = setTimeout(() => done(`no answer within ${STALE_PROBE_MS} ms`), STALE_PROBE_MS)
+    probe.once('connect', () => done('live'))
+    probe.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'EIO'))
   })
-  if (live) throw new ReapkitError('ERR_REAPKIT_CONTROL_SOCKET_IN_USE', `The control socket ${path} is in use by another supervisor`)
+  if (answer === 'ENOENT') return
+  if (answer !== 'ECONNREFUSED') {
+    const why = answer === 'live' ? 'in use by another supervisor' : `perhaps in use by a busy supervisor (${answer})`
+    throw new ReapkitError('ERR_REAPKIT_CONTROL_SOCKET_IN_USE', `The control socket ${path} is ${why}`)
+  }
   unlinkSync(path)
 }
 
@@ -144,7 +165,7 @@ async function serve(sup: Supervisor, socket: Socket, ctx: Context): Promise<voi
     if (op === 'ps') return void socket.end(line({ ok: true, ...snapshot(sup, ctx) }))
     if (op === 'stop' || op === 'restart') return void socket.end(line({ ok: true, result: await stopOrRestart(sup, op, request.id, ctx) }))
     if (op === 'logs') return await logs(sup, socket, request, send)
-    socket.end(line({ ok: false, code: 'ERR_INVALID_ARG_VALUE', message: `unknown request ${describe(op)}` }))
+    socket.end(line({ ok: false, code: 'ERR_INVALID_ARG_VALUE', message: typeof op === 'string' ? `unknown request ${JSON.stringify(op)}` : 'unknown request' }))
   } catch (err) {
     const e = err as Error & { code?: string }
     socket.end(line({ ok: false, code: e.code ?? 'ERR_REAPKIT_CONTROL', message: e.message }))

@@ -4,6 +4,7 @@
  * incarnation is one more named step in INCARNATION_STEPS, not a branch elsewhere.
  */
 import type { ChildProcess } from 'node:child_process'
+import { ReapkitError } from '../../ground/errors'
 import { logEvent } from '../../ground/logger'
 import type { ProcessHandle } from '../../mechanisms/handle'
 import { spawnedInfo, trackChild } from '../../mechanisms/spawn'
@@ -40,14 +41,20 @@ const followExit: IncarnationStep = (core, entry) => {
   const pid = child.pid!
   child.once('exit', (code, signal) => {
     entry.health?.monitor?.stop()
+    // Before it was ready, on its own (a stop, for not being ready say, keeps the reason it gave):
+    // its start failed, told as a ready timeout is ('start-failed', counted), after its 'exit'.
+    let notReady: ReapkitError | null = null
     if (record.status === 'starting') {
       entry.ready?.wait?.cancel()
-      // On its own, that is: a stop (for not being ready, say) keeps the reason it gave.
-      if (entry.stopping === 0) record.error = { code: 'ERR_REAPKIT_NOT_READY', message: `It exited before it was ready (code ${code}, signal ${signal})` }
+      if (entry.stopping === 0) {
+        notReady = new ReapkitError('ERR_REAPKIT_NOT_READY', `It exited before it was ready (code ${code}, signal ${signal})`)
+        record.error = { code: notReady.code, message: notReady.message }
+      }
     }
     core.state?.remove(pid)
     recordExit(record, code, signal)
     core.event('exit', copyRecord(record))
+    if (notReady) core.event('start-failed', copyRecord(record), notReady)
     // A stop the supervisor makes settles the status itself (or, its own, hands it on when over).
     if (entry.stopping === 0) core.ended(entry, { kind: 'exit', code, signal })
   })

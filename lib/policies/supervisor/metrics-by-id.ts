@@ -1,10 +1,13 @@
 /**
- * Per-child counts for the Prometheus `id` label (opt-in: registerSupervisorMetrics's `byId`): one
- * MetricsRecorder per child id (its request id; '' for a child without one), fed by the
- * supervisor's events from the registration on. At most `maxIds` distinct ids get a label of their
- * own; the events of any later id are counted under OVERFLOW_ID, so a scrape stays bounded however
- * many request ids a long-running host makes up. An id keeps its series once it has one (counters
- * never go back).
+ * Per-child counts for the Prometheus `id` and `id_type` labels (opt-in: registerSupervisorMetrics's
+ * `byId`): one MetricsRecorder per child id, fed by the supervisor's events from the registration
+ * on. `id` is the request id as given (as text; '' for a child without one), `id_type` what it is:
+ * 'string', 'number', 'none' (no request id) or 'overflow'. The pair names one child id, and no
+ * request id can take another's series: 1 and '1', null and '' differ by their type, and a request
+ * id '_other' is a 'string', never the overflow. At most `maxIds` distinct ids get series of their
+ * own; the events of any later id are counted under { id: OVERFLOW_ID, id_type: 'overflow' }, so a
+ * scrape stays bounded however many request ids a long-running host makes up. An id keeps its
+ * series once it has one (counters never go back).
  */
 import type { EventEmitter } from 'node:events'
 import { rangeError, typeError } from '../../ground/errors'
@@ -12,8 +15,22 @@ import { describe } from '../../ground/validate'
 import { MetricsRecorder, type SupervisorMetrics } from './metrics'
 import type { ProcessRecord, SupervisorEvents } from './record'
 
-/** The `id` label of every child past the cap. */
+/** The `id` label of every child past the cap (its `id_type` is 'overflow'). */
 export const OVERFLOW_ID = '_other'
+
+/** The labels of one series: the id as text, and what kind of id it is. */
+export interface IdLabels {
+  id: string
+  id_type: 'string' | 'number' | 'none' | 'overflow'
+}
+
+const OVERFLOW: Readonly<IdLabels> = { id: OVERFLOW_ID, id_type: 'overflow' }
+
+/** A request id's labels: as given, with its type (a number is written as JavaScript writes it). */
+function labelsOf(requestId: string | number | null): IdLabels {
+  if (requestId === null) return { id: '', id_type: 'none' }
+  return typeof requestId === 'number' ? { id: String(requestId), id_type: 'number' } : { id: requestId, id_type: 'string' }
+}
 
 /** The default cap on distinct ids. */
 export const DEFAULT_MAX_IDS = 100
@@ -37,7 +54,10 @@ export function byIdSpec(value: unknown): { maxIds: number } | null {
 
 export class MetricsById {
   readonly #maxIds: number
-  readonly #byId = new Map<string, MetricsRecorder>()
+  /** Every id past the cap counts here. */
+  #overflow: MetricsRecorder | null = null
+  /** The ids with series of their own, keyed by type and id (NUL between: no type name has one). */
+  readonly #byId = new Map<string, { labels: IdLabels; recorder: MetricsRecorder }>()
 
   constructor(maxIds: number) {
     this.#maxIds = maxIds
@@ -56,21 +76,26 @@ export class MetricsById {
   }
 
   /** Each id's counters (children by status are not per id: they stay zero here). */
-  *snapshots(): Iterable<[id: string, metrics: SupervisorMetrics]> {
-    for (const [id, recorder] of this.#byId) yield [id, recorder.snapshot([])]
+  *snapshots(): Iterable<[labels: IdLabels, metrics: SupervisorMetrics]> {
+    for (const { labels, recorder } of this.#byId.values()) yield [labels, recorder.snapshot([])]
+    if (this.#overflow) yield [{ ...OVERFLOW }, this.#overflow.snapshot([])]
   }
 
   #observe(name: keyof SupervisorEvents, args: unknown[]): void {
     const record = args[0] as ProcessRecord
-    this.#recorder(record.requestId === null ? '' : String(record.requestId)).observe(name, args as never)
+    this.#recorder(labelsOf(record.requestId)).observe(name, args as never)
   }
 
-  #recorder(id: string): MetricsRecorder {
-    const known = this.#byId.get(id)
-    if (known) return known
-    const label = this.#byId.size < this.#maxIds ? id : OVERFLOW_ID
-    const recorder = this.#byId.get(label) ?? new MetricsRecorder()
-    this.#byId.set(label, recorder)
-    return recorder
+  #recorder(labels: IdLabels): MetricsRecorder {
+    const key = `${labels.id_type}\0${labels.id}`
+    const known = this.#byId.get(key)
+    if (known) return known.recorder
+    if (this.#byId.size < this.#maxIds) {
+      const own = { labels, recorder: new MetricsRecorder() }
+      this.#byId.set(key, own)
+      return own.recorder
+    }
+    // Past the cap: the overflow's, and nothing kept per id (made-up ids must not grow memory).
+    return (this.#overflow ??= new MetricsRecorder())
   }
 }

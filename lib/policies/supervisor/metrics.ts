@@ -4,7 +4,7 @@
  */
 import { type ProcessRecord, type ProcessStatus, STATUSES, type StopReason, type StopReport, type SupervisorEvents } from './record'
 
-/** Upper bounds (ms) of the stop-duration histogram's buckets; the last bucket is Infinity. */
+/** Upper bounds (ms) of the stop-duration histogram's buckets; the last bucket is '+Inf'. */
 export const STOP_DURATION_BUCKETS_MS = [10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000] as const
 
 export interface DurationHistogram {
@@ -12,13 +12,15 @@ export interface DurationHistogram {
   /** Sum of all observations, ms. */
   sum: number
   /**
-   * Cumulative, as Prometheus reads them: how many took at most `le` ms; the last `le` is Infinity
-   * (in JSON '+Inf', as Prometheus writes it: JSON has no Infinity and would write null).
+   * Cumulative, as Prometheus reads them: how many took at most `le` ms. The last `le` is the
+   * string '+Inf' (as Prometheus writes it), not Infinity: JSON has no Infinity (it would write
+   * null), and a plain value survives JSON, structuredClone and spreads alike. Compare with
+   * `b.le === '+Inf' || ms <= b.le` (in JavaScript `ms <= '+Inf'` is false).
    */
-  buckets: Array<{ le: number; count: number }>
+  buckets: Array<{ le: number | '+Inf'; count: number }>
 }
 
-/** A duration histogram with fixed bucket bounds (ms; the last bucket is Infinity). */
+/** A duration histogram with fixed bucket bounds (ms; the last bucket is '+Inf'). */
 export class DurationBuckets {
   #count = 0
   #sum = 0
@@ -38,16 +40,9 @@ export class DurationBuckets {
 
   snapshot(): DurationHistogram {
     let cumulative = 0
-    const buckets = [...this.bounds, Infinity].map((le, i) => bucket(le, (cumulative += this.#counts[i]!)))
+    const buckets = [...this.bounds, '+Inf' as const].map((le, i) => ({ le, count: (cumulative += this.#counts[i]!) }))
     return { count: this.#count, sum: this.#sum, buckets }
   }
-}
-
-/** A bucket; the Infinity one says '+Inf' in JSON (toJSON, not enumerable: the object reads as before). */
-function bucket(le: number, count: number): { le: number; count: number } {
-  const b = { le, count }
-  if (le === Infinity) Object.defineProperty(b, 'toJSON', { value: () => ({ le: '+Inf', count: b.count }) })
-  return b
 }
 
 export interface SupervisorMetrics {
@@ -57,13 +52,15 @@ export interface SupervisorMetrics {
   starts: number
   /** Incarnations that ended ('exit' events), by exit code and by signal. */
   exits: { total: number; byCode: Record<string, number>; bySignal: Record<string, number> }
-  /** Restarts made by restart policies ('restart' events). */
+  /** Restarts made by restart policies ('restart' events whose new incarnation's reason is not 'requested'). */
   restarts: number
+  /** Restarts someone asked for: `sup.restart()`, `reapkit restart` ('restart' events, reason 'requested'). */
+  requestedRestarts: number
   /** Children given up by their restart policy ('give-up' events). */
   givenUp: number
   /** Failed health checks ('health-fail' events). */
   healthFailures: number
-  /** Starts that failed: the spawn's error (ENOENT, EACCES) or not ready in time ('start-failed' events). */
+  /** Starts that failed: the spawn's error (ENOENT, EACCES), not ready in time or an exit before ready ('start-failed' events). */
   startFailures: number
   /**
    * Stops the supervisor made that ended a child ('terminate' events): terminate(), shutdownAll(),
@@ -88,6 +85,7 @@ export class MetricsRecorder {
   readonly #byCode = new Map<string, number>()
   readonly #bySignal = new Map<string, number>()
   #restarts = 0
+  #requestedRestarts = 0
   #givenUp = 0
   #healthFailures = 0
   #startFailures = 0
@@ -101,6 +99,9 @@ export class MetricsRecorder {
   observe<K extends keyof SupervisorEvents>(name: K, args: SupervisorEvents[K]): void {
     const record = args[0] as ProcessRecord
     if (name === 'spawn') this.#starts++
+    // A policy's restart whose spawn failed has no incarnation of its own (the record still says
+    // 'restarting', its last incarnation is the one before): never read as requested.
+    else if (name === 'restart' && record.status !== 'restarting' && record.incarnations.at(-1)?.reason === 'requested') this.#requestedRestarts++
     else if (name === 'restart') this.#restarts++
     else if (name === 'give-up') this.#givenUp++
     else if (name === 'escalate') this.#escalations++
@@ -132,6 +133,7 @@ export class MetricsRecorder {
       starts: this.#starts,
       exits: { total: this.#exits, byCode: Object.fromEntries(this.#byCode), bySignal: Object.fromEntries(this.#bySignal) },
       restarts: this.#restarts,
+      requestedRestarts: this.#requestedRestarts,
       givenUp: this.#givenUp,
       healthFailures: this.#healthFailures,
       startFailures: this.#startFailures,

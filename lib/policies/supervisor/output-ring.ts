@@ -36,6 +36,11 @@ export class StreamRing {
   total = 0
   /** The stream ended (its pipe closed): no byte will follow. */
   ended = false
+  /**
+   * The byte just before `start` (the newest one dropped), -1 when none was: 'lines' needs it to
+   * tell whether the oldest byte kept starts a line (the ring itself no longer holds it).
+   */
+  beforeStart = -1
 
   /** The stream offset of the oldest byte kept. */
   get start(): number {
@@ -55,19 +60,22 @@ export class StreamRing {
 
   /** Appends `buf`, keeping the newest `capacity` bytes of the stream. */
   write(buf: Buffer): void {
+    if (buf.length === 0) return
     this.total += buf.length
     const cap = this.ring.length
-    if (cap === 0) return
+    if (cap === 0) return void (this.beforeStart = buf[buf.length - 1]!)
     if (buf.length >= cap) {
+      this.beforeStart = buf.length > cap ? buf[buf.length - cap - 1]! : this.size > 0 ? this.ring[(this.head + this.size - 1) % cap]! : this.beforeStart
       buf.copy(this.ring, 0, buf.length - cap)
       this.head = 0
       this.size = cap
       return
     }
+    const over = this.size + buf.length - cap
+    if (over > 0) this.beforeStart = this.ring[(this.head + over - 1) % cap]! // read before the copy overwrites it
     const tail = (this.head + this.size) % cap
     const first = buf.copy(this.ring, tail)
     if (first < buf.length) buf.copy(this.ring, 0, first)
-    const over = this.size + buf.length - cap
     if (over > 0) this.head = (this.head + over) % cap
     this.size = Math.min(cap, this.size + buf.length)
   }
@@ -76,6 +84,7 @@ export class StreamRing {
   resize(capacity: number): void {
     if (capacity === this.ring.length) return
     const keep = Math.min(this.size, capacity)
+    if (keep < this.size) this.beforeStart = this.byteAt(this.total - keep - 1)
     const ring = capacity === 0 ? EMPTY : Buffer.alloc(capacity)
     this.copyOut(this.total - keep, keep, ring)
     this.ring = ring
@@ -149,7 +158,7 @@ function leadBefore(t: StreamRing, pos: number, floor: number): number {
  * length (a reader always makes progress), and an ended stream's last line needs no newline.
  */
 function lineBounds(t: StreamRing, from: number, to: number, cut: boolean): [number, number] {
-  if (cut && from > 0 && from < t.total && t.byteAt(from - 1) !== NL) {
+  if (cut && from > 0 && from < t.total && (from === t.start ? t.beforeStart : t.byteAt(from - 1)) !== NL) {
     let p = from
     while (p < t.total && t.byteAt(p) !== NL) p++
     if (p < t.total) from = p + 1

@@ -4,11 +4,15 @@
  * write for ever while its status reads `running`), kept in rings (output-ring.ts) within two
  * bounds, and read by offset or followed.
  *
- * Draining never takes a byte from the caller: it is one more 'data' listener on the child's own
- * stream (a tee), which sees every chunk whoever reads it, through 'data', pipe(), read() or an
- * async iterator. A listener attached in the same tick as spawn() (or in the 'spawn' event) gets
- * every byte, as with any Node stream; what came before a later one is in the ring. A caller's
- * pause() (or pipe()'s backpressure) pauses the drain too: that is the caller's own choice.
+ * The tee is at the stream's push(): every chunk goes to the ring as it arrives from the pipe,
+ * before anyone reads it, and the stream is not made to flow (a 'data' listener would make it flow
+ * at once, and a caller who attaches a reader after an `await` would lose what came meanwhile). So
+ * a reader of the caller's, attached whenever, gets every byte as long as the child wrote no more
+ * than the stream's buffer (its readableHighWaterMark: 16 KiB on Node 20, 64 KiB from Node 22)
+ * before it came. Only when nobody reads and that buffer is full, and the caller never paused the
+ * stream (readableFlowing still null), is the stream let flow, unread, so that the child never
+ * blocks; the ring has every byte all the same. A caller's pause() (or pipe()'s backpressure)
+ * leaves the stream paused: that is the caller's own choice, and the child may block on it.
  *
  * Bounds: `perChildBytes` for one child (the ring bytes of all its incarnations, both streams) and
  * `totalBytes` for the supervisor, which also counts a fixed overhead per incarnation, so silent
@@ -19,7 +23,6 @@
  * supervisor's own registry, and the rings then give the room back as they are written.
  */
 import type { ChildProcess } from 'node:child_process'
-import { EventEmitter } from 'node:events'
 import type { Readable } from 'node:stream'
 import { rangeError, typeError } from '../../ground/errors'
 import { describe, validateOptions } from '../../ground/validate'
@@ -102,8 +105,8 @@ export class OutputStore {
   readonly #children = new WeakMap<object, ChildOutput>()
   /** Every incarnation whose streams both ended, the earliest first: what a bound drops first. */
   readonly #ended = new Set<Kept>()
-  /** 'wake' (owner): something was written, ended or changed for that owner's followers. */
-  readonly #wake = new EventEmitter().setMaxListeners(0)
+  /** Each owner's followers' wake-ups: a chunk or an end wakes the followers of its own child only. */
+  readonly #followers = new Map<object, Set<() => void>>()
   #used = 0
 
   constructor(options: OutputOptions | false | undefined) {
@@ -126,7 +129,7 @@ export class OutputStore {
     const streams = { stdout: child.stdout, stderr: child.stderr }
     if (!streams.stdout && !streams.stderr) return
     if (!this.keep) {
-      for (const s of Object.values(streams)) s?.on('data', noop)
+      for (const s of Object.values(streams)) if (s) teeAtPush(s, null, noop)
       return
     }
     let c = this.#children.get(owner)
@@ -142,20 +145,21 @@ export class OutputStore {
         ring.ended = true
         continue
       }
-      stream.on('data', (chunk: Buffer | string) => {
-        const buf = typeof chunk === 'string' ? Buffer.from(chunk, encodingOf(stream)) : chunk
+      const chunk = (buf: Buffer): void => {
         const offset = ring.total
         this.#write(k, ring, buf)
         onChunk?.(name, offset, buf)
-        this.#wake.emit('wake', owner)
-      })
-      stream.once('close', () => {
+        this.#wakeUp(owner)
+      }
+      const end = (): void => {
+        if (ring.ended) return
         ring.ended = true
         if (k.stdout.ended && k.stderr.ended && c.kept.includes(k)) this.#ended.add(k)
-        this.#wake.emit('wake', owner)
-      })
+        this.#wakeUp(owner)
+      }
+      teeAtPush(stream, chunk, end)
     }
-    this.#wake.emit('wake', owner)
+    this.#wakeUp(owner)
   }
 
   /** A page of `owner`'s output; undefined when that incarnation is not kept (never was, or dropped). */
@@ -186,13 +190,15 @@ export class OutputStore {
     const c0 = this.#children.get(owner)
     if (!options.fromStart) for (const k of c0?.kept ?? []) for (const s of ['stdout', 'stderr'] as const) next.set(`${k.n}:${s}`, k[s].total)
     let woken = true
-    const wake = (who: object): void => {
-      if (who === owner) woken = true
+    let resolve: (() => void) | undefined
+    const wake = (): void => {
+      woken = true
       resolve?.()
     }
-    let resolve: (() => void) | undefined
     const aborted = (): void => resolve?.()
-    this.#wake.on('wake', wake)
+    let followers = this.#followers.get(owner)
+    if (!followers) this.#followers.set(owner, (followers = new Set()))
+    followers.add(wake)
     signal.addEventListener('abort', aborted, { once: true })
     try {
       while (!signal.aborted) {
@@ -220,7 +226,8 @@ export class OutputStore {
         resolve = undefined
       }
     } finally {
-      this.#wake.off('wake', wake)
+      followers.delete(wake)
+      if (followers.size === 0 && this.#followers.get(owner) === followers) this.#followers.delete(owner)
       signal.removeEventListener('abort', aborted)
     }
   }
@@ -230,9 +237,14 @@ export class OutputStore {
     return (this.#children.get(owner)?.kept ?? []).every((k) => k.stdout.ended && k.stderr.ended)
   }
 
-  /** Wakes `owner`'s followers (its status changed: a follow may be over). */
-  poke(owner: object): void {
-    this.#wake.emit('wake', owner)
+  /** Wakes every follower (a status changed, which is rare: each checks whether its child is over). */
+  pokeAll(): void {
+    for (const followers of this.#followers.values()) for (const wake of followers) wake()
+  }
+
+  #wakeUp(owner: object): void {
+    const followers = this.#followers.get(owner)
+    if (followers) for (const wake of followers) wake()
   }
 
   #write(k: Kept, ring: StreamRing, buf: Buffer): void {
@@ -302,8 +314,30 @@ function pageOf(k: Kept, stream: OutputStream, offset: number, maxBytes: number,
 
 const noop = (): void => {}
 
-function encodingOf(stream: Readable): BufferEncoding {
-  return ((stream as Readable & { readableEncoding?: BufferEncoding | null }).readableEncoding ?? 'utf8') as BufferEncoding
+/**
+ * Gives `onChunk` every chunk `stream` is pushed (what its pipe delivered), as it arrives, and calls
+ * `onEnd` at its end (or close), without making it flow (see the top of this file). When nobody
+ * reads it and its buffer is full (push() returned false) and the caller never paused it
+ * (readableFlowing still null), it is let flow: else its pipe is no longer read and the child
+ * blocks on its next write.
+ */
+function teeAtPush(stream: Readable, onChunk: ((buf: Buffer) => void) | null, onEnd: () => void): void {
+  const push = stream.push
+  stream.push = function teedPush(this: Readable, chunk: unknown, encoding?: BufferEncoding): boolean {
+    if (chunk === null) onEnd()
+    else if (onChunk) onChunk(asBuffer(chunk, encoding))
+    const more = push.call(this, chunk, encoding)
+    if (!more && chunk !== null && stream.readableFlowing === null) stream.resume()
+    return more
+  }
+  stream.once('close', onEnd)
+}
+
+function asBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer {
+  if (Buffer.isBuffer(chunk)) return chunk
+  if (typeof chunk === 'string') return Buffer.from(chunk, encoding ?? 'utf8')
+  const view = chunk as ArrayBufferView
+  return Buffer.from(view.buffer, view.byteOffset, view.byteLength)
 }
 
 function bytes(value: unknown, name: string): number | undefined {

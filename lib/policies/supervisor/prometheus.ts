@@ -27,9 +27,11 @@ export interface PrometheusOptions {
 
 export interface SupervisorPrometheusOptions extends PrometheusOptions {
   /**
-   * An `id` label (the child's request id) on every counter, so `rate(..._restarts_total[5m]) by (id)`
-   * works. Opt-in and bounded: at most `maxIds` distinct ids (default 100; true: the default), the
-   * rest under `id="_other"`. With it the counters count from this call on, as the histogram does.
+   * `id` and `id_type` labels (the child's request id as given, and 'string', 'number' or 'none')
+   * on every counter, so `rate(..._restarts_total[5m]) by (id)` works. Opt-in and bounded: at most
+   * `maxIds` distinct ids (default 100; true: the default), the rest under `id="_other",
+   * id_type="overflow"` (no request id has that type). With it the counters count from this call
+   * on, as the histogram does.
    */
   byId?: boolean | { maxIds?: number }
 }
@@ -86,10 +88,11 @@ export function registerAll<T>(registry: PrometheusRegistry, prefix: string, def
 type Counted = Exclude<keyof SupervisorMetrics, 'children' | 'exits' | 'stopDurationMs' | 'stops' | 'stopsByReason'>
 const COUNTERS: Array<[Counted, string, string]> = [
   ['starts', 'starts_total', 'Incarnations started (first starts and restarts)'],
-  ['restarts', 'restarts_total', 'Restarts made by restart policies'],
+  ['restarts', 'restarts_total', 'Restarts made by restart policies (a restart whose spawn failed included)'],
+  ['requestedRestarts', 'requested_restarts_total', 'Restarts someone asked for (restart(), reapkit restart)'],
   ['givenUp', 'given_up_total', 'Children given up by their restart policy'],
   ['healthFailures', 'health_failures_total', 'Failed health checks'],
-  ['startFailures', 'start_failures_total', 'Starts that failed (a spawn error, or not ready in time)'],
+  ['startFailures', 'start_failures_total', 'Starts that failed (a spawn error, not ready in time, or an exit before ready)'],
   ['escalations', 'escalations_total', 'Stops that had to send SIGKILL'],
   ['survivors', 'survivors_total', 'Processes left alive by those stops'],
 ]
@@ -106,7 +109,7 @@ export function registerSupervisorMetrics(supervisor: Supervisor, registry: Prom
   // The counters' source: one set from metrics() (since the supervisor's creation), or one per id.
   const byId = perChild ? new MetricsById(perChild.maxIds) : null
   const counts: Counts = byId
-    ? { labelNames: ['id'], read: () => [...byId.snapshots()].map(([id, m]) => [{ id }, m]) }
+    ? { labelNames: ['id', 'id_type'], read: () => [...byId.snapshots()].map(([labels, m]) => [{ ...labels }, m]) }
     : { labelNames: [], read: () => [[{}, supervisor.metrics()]] }
   const { made: durations, remove } = registerAll(registry, prefix, (add) => defineMetrics(client, supervisor, registers, add, counts))
   const unfollow = byId?.follow(supervisor as unknown as EventEmitter)

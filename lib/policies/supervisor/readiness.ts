@@ -19,6 +19,12 @@ export interface ReadinessOptions {
   check?: ((context: HealthCheckContext) => unknown) | 'health'
   /** From one check's end to the next one's start. Default 250 ms. */
   intervalMs?: number
+  /**
+   * One check's bound: a check not settled by then has its signal aborted and counts as "not yet"
+   * (the next one starts `intervalMs` later, whether or not that one heeded its signal). Default:
+   * with `check: 'health'` the health check's `timeoutMs`, otherwise 5000 ms or `timeoutMs` if less.
+   */
+  attemptTimeoutMs?: number
   /** The bound: not ready by then, it is stopped. Default 30000 ms. */
   timeoutMs?: number
 }
@@ -29,8 +35,13 @@ export interface ReadySpec {
   stdout: RegExp | string | null
   check: ((context: HealthCheckContext) => unknown) | null
   intervalMs: number
+  /** One check's bound (the readiness bound `timeoutMs` ends the whole wait). */
+  attemptTimeoutMs: number
   timeoutMs: number
 }
+
+/** A ready check's default bound per attempt (at most the whole wait's). */
+export const DEFAULT_READY_ATTEMPT_MS = 5000
 
 /** The `ready` option of one spawn(), validated before anything starts; null without one. */
 export function readySpec(value: ReadinessOptions | undefined, health: HealthSpec | null, stdoutPiped: boolean): ReadySpec | null {
@@ -52,12 +63,27 @@ export function readySpec(value: ReadinessOptions | undefined, health: HealthSpe
   }
   const timeoutMs = validateMs(options.timeoutMs, 'ready.timeoutMs') ?? DEFAULT_READY_TIMEOUT_MS
   if (timeoutMs === 0) throw rangeError('ERR_OUT_OF_RANGE', 'The value of "ready.timeoutMs" is out of range. It must be > 0')
+  const attemptMs = validateMs(options.attemptTimeoutMs, 'ready.attemptTimeoutMs')
+  if (attemptMs === 0) throw rangeError('ERR_OUT_OF_RANGE', 'The value of "ready.attemptTimeoutMs" is out of range. It must be > 0')
+  if (attemptMs !== undefined && check === undefined) {
+    throw typeError('ERR_INVALID_ARG_COMBINATION', 'The "ready.attemptTimeoutMs" option bounds each "ready.check": it needs one')
+  }
   return {
-    stdout: stdout ?? null,
+    stdout: typeof stdout === 'object' ? perLine(stdout) : (stdout ?? null),
     check: check === 'health' ? health!.check : (check ?? null),
     intervalMs: validateMs(options.intervalMs, 'ready.intervalMs') ?? 250,
+    attemptTimeoutMs: attemptMs ?? (check === 'health' ? health!.timeoutMs : Math.min(DEFAULT_READY_ATTEMPT_MS, timeoutMs)),
     timeoutMs,
   }
+}
+
+/**
+ * The pattern as a per-line test: a copy without the g and y flags. With them, test() starts at the
+ * pattern's lastIndex, which one match leaves past it: the next incarnation (or another child given
+ * the same RegExp) would miss its line and be stopped as not ready. The copy is the spec's own.
+ */
+function perLine(pattern: RegExp): RegExp {
+  return new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''))
 }
 
 /** stdio that pipes the child's stdout (Node's default does). */
@@ -105,23 +131,42 @@ export function awaitReady(spec: ReadySpec, hooks: ReadyHooks): { cancel(): void
       met()
     }))
   }
-  if (spec.check !== null) void pollUntilPasses(spec.check, spec.intervalMs, done.signal, hooks).then((passed) => passed && met())
+  if (spec.check !== null) void pollUntilPasses(spec.check, spec, done.signal, hooks).then((passed) => passed && met())
   return { cancel }
 }
 
-/** Runs the check, one at a time, `intervalMs` apart, until it passes (true) or the wait ends (false). */
-async function pollUntilPasses(check: NonNullable<ReadySpec['check']>, intervalMs: number, done: AbortSignal, hooks: ReadyHooks): Promise<boolean> {
+/**
+ * Runs the check, `intervalMs` apart, each attempt bounded by `attemptTimeoutMs`, until one passes
+ * (true) or the wait ends (false).
+ */
+async function pollUntilPasses(check: NonNullable<ReadySpec['check']>, spec: ReadySpec, done: AbortSignal, hooks: ReadyHooks): Promise<boolean> {
   while (!done.aborted) {
-    try {
-      await check({ ...hooks.context(), signal: done }) // a check ignoring its signal ends with the bound
-      if (!done.aborted) return true
-    } catch {
-      // not yet
-    }
+    if ((await attempt(check, spec.attemptTimeoutMs, done, hooks)) && !done.aborted) return true
     await new Promise<void>((res) => {
-      const timer = setTimeout(res, intervalMs)
+      const timer = setTimeout(res, spec.intervalMs)
       done.addEventListener('abort', () => (clearTimeout(timer), res()), { once: true })
     })
   }
   return false
+}
+
+/**
+ * One run of the check with its own signal, aborted at `attemptMs` or when the wait ends: true when
+ * it passed within that. A check that ignores its signal is not waited for past it (one request
+ * never answered must not use up the whole readiness bound).
+ */
+async function attempt(check: NonNullable<ReadySpec['check']>, attemptMs: number, done: AbortSignal, hooks: ReadyHooks): Promise<boolean> {
+  const own = new AbortController()
+  const end = (): void => own.abort()
+  done.addEventListener('abort', end, { once: true })
+  const timer = setTimeout(end, attemptMs)
+  const ended = new Promise<false>((res) => own.signal.addEventListener('abort', () => res(false), { once: true }))
+  try {
+    const run = (async () => check({ ...hooks.context(), signal: own.signal }))()
+    return await Promise.race([run.then(() => true, () => false), ended])
+  } finally {
+    clearTimeout(timer)
+    done.removeEventListener('abort', end)
+    own.abort() // whatever the check left running ends with its attempt
+  }
 }

@@ -10,7 +10,7 @@ import type { KillResult } from '../../mechanisms/kill'
 import type { RestartPolicy, StartReason } from './restart'
 import type { OutputOptions } from './output'
 
-/** How many incarnations a record keeps (the newest); `restarts` counts them all. */
+/** How many incarnations a record keeps (the newest); `restarts` counts every start after the first. */
 const INCARNATIONS_KEPT = 100
 
 /**
@@ -69,7 +69,10 @@ export interface ProcessRecord {
   signal: NodeJS.Signals | null
   /** Its restart policy ('never' unless spawn() was given one). */
   restart: RestartPolicy
-  /** How many times it was restarted. */
+  /**
+   * How many times it was started again (its restart policy, restart()), a restart whose spawn
+   * failed included (that one has no incarnation: nothing ran).
+   */
   restarts: number
   /** Every incarnation, oldest first (the newest 100 when there were more). */
   incarnations: Incarnation[]
@@ -131,8 +134,12 @@ export interface SupervisorEvents {
    * the stop, when the supervisor asked for one).
    */
   exit: [record: ProcessRecord]
-  /** A restart policy started a new incarnation (followed by its 'spawn'). */
-  restart: [record: ProcessRecord, child: ChildProcess]
+  /**
+   * A restart policy started a new incarnation (followed by its 'spawn'), or tried to: a restart
+   * whose spawn failed counts too, followed by 'start-failed' instead; `child` is then what Node
+   * returned (no pid), or null when the spawn threw (no ChildProcess was made).
+   */
+  restart: [record: ProcessRecord, child: ChildProcess | null]
   /** A restart policy gave the child up. */
   'give-up': [record: ProcessRecord]
   /** A health check failed (`inARow`: how many in a row, counting this one). */
@@ -146,7 +153,8 @@ export interface SupervisorEvents {
   escalate: [record: ProcessRecord, report: StopReport, reason: StopReason]
   /**
    * A start failed: the spawn's error (ENOENT, EACCES...; the record is then 'starting' with no pid
-   * yet, or 'restarting' for a restart), or not ready within its bound. The restart policy decides
+   * yet, or 'restarting' for a restart), not ready within its bound, or an exit before it was ready
+   * (after its 'exit'). The restart policy decides
    * what follows ('status' next); never an unhandled 'error' on the child.
    */
   'start-failed': [record: ProcessRecord, error: Error]

@@ -3,7 +3,7 @@
  * and the history limit on finished ones. No signals here: only bookkeeping.
  */
 import type { ChildProcess } from 'node:child_process'
-import { ReapkitError, typeError } from '../../ground/errors'
+import { ReapkitError, rangeError, typeError } from '../../ground/errors'
 import type { ProcessHandle } from '../../mechanisms/handle'
 import type { KillResult } from '../../mechanisms/kill'
 import { spawnedInfo } from '../../mechanisms/spawn'
@@ -58,7 +58,11 @@ export class Registry {
   readonly entries = new Map<number, Entry>()
   readonly #byPid = new Map<number, Entry>()
   readonly #byRequest = new Map<string | number, Entry>()
-  readonly #byChild = new Map<ChildProcess, Entry>()
+  /**
+   * Every incarnation's ChildProcess (spawn() returned the first; one whose start failed has no pid
+   * to name it by): weak, so a dropped entry's children go with it; checked against `entries`.
+   */
+  readonly #byChild = new WeakMap<ChildProcess, Entry>()
   /** Entries whose status is final, in the order they settled (what #prune drops from). */
   readonly #finished = new Set<Entry>()
   readonly #history: number
@@ -79,18 +83,19 @@ export class Registry {
     return entry
   }
 
-  /** A restarted entry's new incarnation: indexed by its pid and child, the last one's no longer. */
+  /** A restarted entry's new incarnation: indexed by its pid (the last one's no longer) and its child. */
   reindex(entry: Entry, child: ChildProcess, handle: ProcessHandle | null): void {
     if (this.#byPid.get(entry.record.pid) === entry) this.#byPid.delete(entry.record.pid)
-    this.#byChild.delete(entry.child)
     entry.child = child
     entry.handle = handle
     this.#byPid.set(child.pid!, entry)
     this.#byChild.set(child, entry)
   }
 
+  /** The entry of a ChildProcess, any of its incarnations', while the entry is kept. */
   byChild(child: ChildProcess): Entry | undefined {
-    return this.#byChild.get(child)
+    const entry = this.#byChild.get(child)
+    return entry && this.entries.get(entry.id) === entry ? entry : undefined
   }
 
   /**
@@ -106,6 +111,10 @@ export class Registry {
   checkRequestId(requestId: string | number): void {
     if (typeof requestId !== 'string' && typeof requestId !== 'number') {
       throw typeError('ERR_INVALID_ARG_TYPE', 'The "requestId" option must be a string or a number')
+    }
+    // JSON writes NaN and Infinity as null: a label, a control-socket client or a state file could never name it back.
+    if (typeof requestId === 'number' && !Number.isFinite(requestId)) {
+      throw rangeError('ERR_OUT_OF_RANGE', `The value of "requestId" is out of range. It must be a finite number. Received ${requestId}`)
     }
     const holder = this.#byRequest.get(requestId)
     if (holder && live(holder)) {

@@ -78,9 +78,13 @@ function restartNow(core: Core, entry: Entry, delayMs: number, reason: RestartRe
     child = spawn(record.command, record.args, entry.restart!.options)
   } catch (err) {
     // e.g. out of descriptors: a failure like any other, under the same intensity limit
+    restartAttempted(core, entry, null)
     return startFailed(core, entry, err as Error)
   }
-  if (child.pid === undefined) return failsInItsErrorEvent(core, entry, child) // ENOENT, EACCES...
+  if (child.pid === undefined) {
+    restartAttempted(core, entry, child)
+    return failsInItsErrorEvent(core, entry, child) // ENOENT, EACCES...
+  }
   child.on('error', (err) => logEvent(core.logger, 'warn', 'process.error', { pid: child.pid, error: err.message }))
   const info = spawnedInfo(child)
   core.registry.reindex(entry, child, info?.handle && !info.handle.closed ? info.handle : null)
@@ -91,6 +95,17 @@ function restartNow(core: Core, entry: Entry, delayMs: number, reason: RestartRe
   core.event('restart', copyRecord(record), child)
   core.event('spawn', copyRecord(record), child)
   core.event('status', copyRecord(record))
+}
+
+/**
+ * A restart whose spawn failed is a restart all the same: the policy started it again (its intensity
+ * window counts it), so `restarts` and the 'restart' event (then 'start-failed', not 'spawn') count
+ * it; a crash loop of failed spawns shows in restarts_total as one of exits does. No incarnation:
+ * nothing ran. `child`: what Node returned (no pid), or null when the spawn threw.
+ */
+function restartAttempted(core: Core, entry: Entry, child: ChildProcess | null): void {
+  entry.record.restarts++
+  core.event('restart', copyRecord(entry.record), child)
 }
 
 /**

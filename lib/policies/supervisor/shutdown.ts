@@ -1,7 +1,8 @@
 /**
  * shutdownAll's stop of many entries at once: each through the two-phase close (closeClient), in
- * parallel but each after the children started after it (spawn's `after`), all under one cap. Whatever is left at the cap is SIGKILLed from one listing of the
- * process table shared by every entry.
+ * parallel but each after the children started after it (spawn's `after`), all under one cap.
+ * Whatever is left at the cap is SIGKILLed from one listing of the process table shared by every
+ * entry, a stop not begun yet (waiting for its dependents') included; each report says so.
  */
 import type { ChildProcess } from 'node:child_process'
 import type { KillResult } from '../../mechanisms/kill'
@@ -48,23 +49,34 @@ class CapTable {
   }
 }
 
+/** The one cap of a shutdown: `fired` is set (synchronously) before `promise` resolves. */
+interface Cap {
+  fired: boolean
+  promise: Promise<'cap'>
+  table: CapTable
+}
+
+/** After the cap's SIGKILL, how long a stop waits for its close (or its exit) to tell how it ended. */
+const AFTER_CAP_MS = 1000
+
 /** Closes every target in parallel under one cap; one report each, in the targets' order. */
 export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Promise<ShutdownReport[]> {
-  const started = performance.now()
   let capTimer: NodeJS.Timeout | undefined
-  const cap = new Promise<'cap'>((res) => (capTimer = setTimeout(res, ctx.capMs, 'cap')))
-  const table = new CapTable()
+  const cap: Cap = { fired: false, promise: Promise.resolve('cap'), table: new CapTable() }
+  cap.promise = new Promise<'cap'>((res) => (capTimer = setTimeout(() => ((cap.fired = true), res('cap')), ctx.capMs)))
   try {
     // Reverse start order: each one after its dependents among the targets, in parallel otherwise
     // (and begun in the targets' order). There is no cycle: a dependent is newer than what it names.
+    // At the cap every stop not begun yet begins at once (with the SIGKILL): a layer waiting for its
+    // dependents' stops is not left running until theirs return.
     const stops = new Map<Entry, Promise<ShutdownReport>>()
     const dependentsOfEach = dependentsOf(targets)
     const stopOf = (entry: Entry): Promise<ShutdownReport> => {
       const known = stops.get(entry)
       if (known) return known
       const dependents = dependentsOfEach.get(entry)!.map((t) => stopOf(t).catch(() => {}))
-      const stop = (): Promise<ShutdownReport> => ctx.backoffStops.get(entry) ?? closeOnce(entry, cap, table, started, ctx)
-      const made = dependents.length === 0 ? stop() : Promise.all(dependents).then(stop)
+      const stop = (): Promise<ShutdownReport> => ctx.backoffStops.get(entry) ?? closeOnce(entry, cap, ctx)
+      const made = dependents.length === 0 ? stop() : Promise.race([Promise.all(dependents), cap.promise]).then(stop)
       stops.set(entry, made)
       return made
     }
@@ -75,9 +87,9 @@ export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Pro
 }
 
 /** closeOne, registered as the one stop of a child waiting out a backoff while it runs. */
-function closeOnce(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, started: number, ctx: ShutdownContext): Promise<ShutdownReport> {
+function closeOnce(entry: Entry, cap: Cap, ctx: ShutdownContext): Promise<ShutdownReport> {
   const waiting = entry.record.status === 'restarting'
-  const stop = closeOne(entry, cap, capTable, started, ctx)
+  const stop = closeOne(entry, cap, ctx)
   if (!waiting) return stop
   ctx.backoffStops.set(entry, stop)
   const forget = (): void => void ctx.backoffStops.delete(entry)
@@ -85,22 +97,29 @@ function closeOnce(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, starte
   return stop
 }
 
-async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, started: number, ctx: ShutdownContext): Promise<ShutdownReport> {
+/**
+ * One child's stop: the two-phase close, raced with the cap. Its report's times (each signal's
+ * atMs, durationMs) count from this stop's own start, as terminate()'s do, whether the close or the
+ * cap ended it.
+ */
+async function closeOne(entry: Entry, cap: Cap, ctx: ShutdownContext): Promise<ShutdownReport> {
   if (entry.child.pid === undefined) return closeNeverRan(entry, ctx)
+  const ownStart = performance.now()
   const wasRunning = running(entry)
   // A child waiting out a backoff (its restart cancelled): this stop ends it, as terminate() would.
   const wasWaiting = entry.record.status === 'restarting'
   const joinUnderWay = joinStopUnderWay(entry)
   entry.stopping++
   const close = ctx.close
-  const closing = closeClient(entry.child, {
+  // Begun only once the cap had fired (it waited for its dependents): no graceful close is left.
+  const closing = cap.fired ? null : closeClient(entry.child, {
     closeTimeoutMs: ctx.closeTimeoutMs,
     graceMs: ctx.graceMs,
     logger: ctx.logger,
     ...(close ? { close: () => close(entry.child, copyRecord(entry.record)) } : {}),
   }).then(joinUnderWay)
   try {
-    const first = await Promise.race([closing, cap])
+    const first = closing ? await Promise.race([closing, cap.promise]) : 'cap'
     if (first !== 'cap') {
       const report = { ...first, requestId: entry.record.requestId, capped: false }
       // Its stop, whatever the child did in its grace (left on stdin end, say): the supervisor's status.
@@ -108,32 +127,14 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
       if (wasWaiting) ctx.settle(entry, first.escalated ? 'killed' : 'terminated', report)
       return report
     }
-    const table = capTable.get()
+    const table = cap.table.get()
     const killed = killEntrySync(entry, table)
+    const killedAtMs = performance.now() - ownStart
     logEvent(ctx.logger, 'warn', 'shutdown.capped', { pid: entry.record.pid, killed })
-    let timer: NodeJS.Timeout | undefined
-    const late = await Promise.race([closing, new Promise<null>((res) => (timer = setTimeout(res, 1000, null)))])
-    clearTimeout(timer)
-    const atCap = containersAtCap(entry.child, ctx.capMs) // its container is not known to be gone
-    const report: CloseReport = late ?? {
-      pid: entry.record.pid,
-      pgid: entry.record.pgid,
-      phase: 'forced',
-      closeCompleted: false,
-      closeError: null,
-      code: entry.record.exitCode,
-      signal: entry.record.signal,
-      signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: performance.now() - started, processes: killed }] : [],
-      escalated: true,
-      survivors: [],
-      uncertain: table === null || atCap.uncertain,
-      error: table === null ? (capTable.error ?? null) : atCap.error,
-      containers: atCap.containers,
-      containerSurvivors: atCap.containerSurvivors,
-      gracefulMs: ctx.closeTimeoutMs,
-      durationMs: performance.now() - started,
-      reach: reachOf(entry.child, entry.record.pgid),
-    }
+    const late = closing ? await within(closing, AFTER_CAP_MS) : ((await within(exitOf(entry.child), AFTER_CAP_MS)), null)
+    const report = late
+      ? withCapKill(late, killed, killedAtMs)
+      : await cappedReport(entry, ctx, cap, killed, killedAtMs, ownStart, joinUnderWay)
     const capped = { ...report, requestId: entry.record.requestId, capped: true }
     if ((wasRunning && exited(entry)) || wasWaiting) ctx.settle(entry, 'killed', capped)
     return capped
@@ -141,6 +142,67 @@ async function closeOne(entry: Entry, cap: Promise<'cap'>, capTable: CapTable, s
     entry.stopping--
     ctx.settleIfExited(entry)
   }
+}
+
+/**
+ * The close's own report, told after the cap: the SIGKILL the cap sent (to `killed` processes) is
+ * in it, so the stop reads as forced and escalated (an 'escalate' event, counted), not as the
+ * graceful close it seemed to be.
+ */
+function withCapKill(report: CloseReport, killed: number, atMs: number): CloseReport {
+  if (killed === 0) return report
+  return { ...report, phase: 'forced', escalated: true, signalsSent: [...report.signalsSent, { signal: 'SIGKILL', atMs, processes: killed }] }
+}
+
+/** The report of a stop whose close did not tell how it ended (or never began) within AFTER_CAP_MS of the cap. */
+async function cappedReport(
+  entry: Entry,
+  ctx: ShutdownContext,
+  cap: Cap,
+  killed: number,
+  killedAtMs: number,
+  ownStart: number,
+  joinUnderWay: (own: CloseReport) => Promise<CloseReport>,
+): Promise<CloseReport> {
+  const table = cap.table.get()
+  const atCap = containersAtCap(entry.child, ctx.capMs) // its container is not known to be gone
+  const report: CloseReport = {
+    pid: entry.record.pid,
+    pgid: entry.record.pgid,
+    phase: 'forced',
+    closeCompleted: false,
+    closeError: null,
+    code: entry.record.exitCode,
+    signal: entry.record.signal,
+    signalsSent: killed > 0 ? [{ signal: 'SIGKILL', atMs: killedAtMs, processes: killed }] : [],
+    escalated: true,
+    survivors: [],
+    uncertain: table === null || atCap.uncertain,
+    error: table === null ? (cap.table.error ?? null) : atCap.error,
+    containers: atCap.containers,
+    containerSurvivors: atCap.containerSurvivors,
+    gracefulMs: ctx.closeTimeoutMs,
+    durationMs: performance.now() - ownStart,
+    reach: reachOf(entry.child, entry.record.pgid),
+  }
+  // The stop of its last incarnation's leftovers, under way when this one began, joins it (bounded).
+  return (await within(joinUnderWay(report), AFTER_CAP_MS)) ?? report
+}
+
+/** `promise`'s value, or null when it takes longer than `ms`. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([promise, new Promise<null>((res) => (timer = setTimeout(res, ms, null)))])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Resolves once libuv has reaped the child (at once when it already has). */
+function exitOf(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  return new Promise((res) => child.once('exit', () => res()))
 }
 
 /** A child whose start failed (no process, nothing to signal), waiting out a backoff: the stop only ends the wait. */

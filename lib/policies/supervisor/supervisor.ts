@@ -17,7 +17,7 @@
  * command` wrapper) and the state file (state.ts).
  */
 import type { ChildProcess } from 'node:child_process'
-import { EventEmitter } from 'node:events'
+import { EventEmitter, setMaxListeners } from 'node:events'
 import { KILL_CONFIRM_MS_DEFAULT, SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../../ground/config'
 import { ReapkitError, rangeError, systemError, typeError } from '../../ground/errors'
 import { type Logger, logEvent, silentLogger } from '../../ground/logger'
@@ -93,6 +93,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   constructor(options: SupervisorOptions = {}) {
     options = validateOptions(options)
     super()
+    // Every follower and changes() iterator listens to it, and each removes its listener when it ends.
+    setMaxListeners(0, this.#disposed.signal)
     this.closeTimeoutMs = validateMs(options.closeTimeoutMs, 'closeTimeoutMs') ?? envCloseTimeoutMs()
     this.graceMs = validateMs(options.graceMs, 'graceMs') ?? killGraceMs()
     const fixedCap = validateMs(options.shutdownTimeoutMs, 'shutdownTimeoutMs')
@@ -100,6 +102,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.shutdownTimeoutMs = fixedCap ?? shutdownTimeoutMs(this.closeTimeoutMs, this.graceMs)
     const logger = options.logger ?? silentLogger
     const registry = new Registry(validateHistory(options.history))
+    // Before the state file: a bad `output` option must throw before a predecessor's leftovers are touched.
+    const output = new OutputStore(options.output)
     const state = this.#openState(options, logger)
     this.leftovers = state?.leftovers ?? this.leftovers
     this.#core = {
@@ -108,7 +112,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       state,
       closeTimeoutMs: this.closeTimeoutMs,
       graceMs: this.graceMs,
-      output: new OutputStore(options.output),
+      output,
       outputSource: childStreams,
       restartsAllowed: () => this.#shuttingDown === 0 && !this.#disposed.signal.aborted,
       event: (name, ...args) => this.#event(name, ...args),
@@ -231,10 +235,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return [...(state?.list() ?? []), ...[...registry.entries.values()].map((e) => copyRecord(e.record))]
   }
 
-  /** The record for a pid (the latest process with it) or a request id, or undefined. */
-  get(pidOrRequestId: number | string): ProcessRecord | undefined {
-    const entry = this.#core.registry.find(pidOrRequestId)
-    return entry ? copyRecord(entry.record) : this.#core.state?.find(pidOrRequestId)
+  /**
+   * The record for a pid (the latest process with it), a request id, or a ChildProcess (the one
+   * spawn() returned, or any incarnation's: a start that failed has no pid to name it by), or undefined.
+   */
+  get(target: number | string | ChildProcess): ProcessRecord | undefined {
+    if (isChildProcess(target)) return copyOf(this.#core.registry.byChild(target))
+    return copyOf(this.#core.registry.find(target)) ?? this.#core.state?.find(target)
   }
 
   /**
@@ -264,12 +271,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const ends = ac.signal
     const end = (): void => ac.abort()
     for (const s of [this.#disposed.signal, options.signal]) if (s?.aborted) end(); else s?.addEventListener('abort', end, { once: true })
-    const poke = (): void => output.poke(entry.record)
-    this.on('status', poke)
     try {
       yield* output.follow(entry.record, { signal: ends, fromStart: options.fromStart, align: options.align, done: () => !live(entry) && exited(entry) && output.ended(entry.record) })
     } finally {
-      this.off('status', poke)
       for (const s of [this.#disposed.signal, options.signal]) s?.removeEventListener('abort', end)
     }
   }
@@ -304,24 +308,24 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /**
    * Stops one registered process and its group: SIGTERM, bounded wait, SIGKILL. Refuses anything it
    * did not register. A process that already exited keeps its status; members it left in its group
-   * are still stopped. A child waiting out a restart backoff is not started again.
+   * are still stopped. A child waiting out a restart backoff is not started again. `target`: a pid, a
+   * request id, or the ChildProcess spawn() returned (how to stop a failed start that has neither).
    */
-  async terminate(pidOrRequestId: number | string, options: { reason?: string; graceMs?: number } = {}): Promise<KillResult> {
+  async terminate(target: number | string | ChildProcess, options: { reason?: string; graceMs?: number } = {}): Promise<KillResult> {
     options = validateOptions(options)
-    if (typeof pidOrRequestId !== 'number' && typeof pidOrRequestId !== 'string') {
+    const child = isChildProcess(target) ? target : null
+    if (!child && typeof target !== 'number' && typeof target !== 'string') {
       throw typeError(
         'ERR_INVALID_ARG_TYPE',
-        `The "pidOrRequestId" argument must be a pid (number) or a request id (string or number). Received ${describe(pidOrRequestId)}`,
+        `The "target" argument must be a pid (number), a request id (string or number) or a ChildProcess. Received ${describe(target)}`,
       )
     }
-    const entry = this.#core.registry.find(pidOrRequestId)
-    const adopted = entry ? undefined : this.#core.state?.terminate(pidOrRequestId, validateMs(options.graceMs, 'graceMs') ?? this.graceMs)
+    const entry = child ? this.#core.registry.byChild(child) : this.#core.registry.find(target as number | string)
+    const adopted = entry || child ? undefined : this.#core.state?.terminate(target as number | string, validateMs(options.graceMs, 'graceMs') ?? this.graceMs)
     if (adopted) return adopted
     if (!entry) {
-      throw new ReapkitError(
-        'ERR_REAPKIT_NOT_SUPERVISED',
-        `Refusing to terminate ${JSON.stringify(pidOrRequestId)}: this supervisor did not start or adopt it`,
-      )
+      const named = child ? `the ChildProcess ${child.pid === undefined ? 'without a pid' : `of pid ${child.pid}`}` : JSON.stringify(target)
+      throw new ReapkitError('ERR_REAPKIT_NOT_SUPERVISED', `Refusing to terminate ${named}: this supervisor did not start or adopt it`)
     }
     return stopOne(this.#core, entry, validateMs(options.graceMs, 'graceMs') ?? this.graceMs, options.reason ?? null)
   }
@@ -417,6 +421,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /** Counts it, then emits it. A listener's error must not break the bookkeeping: it is rethrown on the next tick. */
   #event<K extends keyof SupervisorEvents>(name: K, ...args: SupervisorEvents[K]): void {
     this.#metrics.observe(name, args)
+    if (name === 'status') this.#core?.output.pokeAll() // a follow of that child may be over (one hook, not a listener per follower)
     try {
       ;(this.emit as (name: K, ...args: SupervisorEvents[K]) => boolean)(name, ...args)
     } catch (err) {
@@ -426,6 +431,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
   }
 }
+
+const copyOf = (entry: Entry | undefined): ProcessRecord | undefined => entry && copyRecord(entry.record)
 
 /** Running, or waiting out a backoff (live): a target; an exited one only for what its group left. */
 async function shutdownTargets(entries: Entry[]): Promise<Entry[]> {
