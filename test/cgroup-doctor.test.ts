@@ -3,16 +3,18 @@
 // never one whose maker is alive, one that is not reapkit's, nor (doctor run by root) one another
 // user owns, whatever its name says. The stop runs inside a PID namespace of its own (unshare
 // --pid --fork --mount-proc): a mistaken signal as root could end the machine.
-import { spawn as nodeSpawn } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
+import { spawn as nodeSpawn, spawnSync } from 'node:child_process'
+import { chmodSync, mkdirSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { cgroupOwnerVerdict } from '../lib/mechanisms/cgroup/judge'
 import { listReapkitCgroups } from '../lib/mechanisms/cgroup/list'
 import { ownNamePrefix, parseCgroupName } from '../lib/mechanisms/cgroup/name'
 import { findLeakedCgroups, spawn, spawnedInfo, stopLeakedCgroup } from '../lib/index'
-import { cleanupAfterEach, noCgroup } from './cgroup-lib'
+import { cgroupRoot, cleanupAfterEach, noCgroup } from './cgroup-lib'
 import { canUnshare, DIST, exitOf, FIXTURES, isGone, waitFor } from './helpers'
+
+const canSetpriv = process.geteuid?.() === 0 && spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status === 0
 
 const { made, strays } = cleanupAfterEach()
 
@@ -141,4 +143,23 @@ describe.skipIf(noCgroup !== null)('doctor: leftover cgroups', () => {
     expect(r.after.otherAlive).toBe(true)
     expect(r.after.deadEscapeesAlive).toEqual([])
   }, 180_000)
+
+  // Review of issue 30 item 3/5, 2: a stat's EACCES threw and ended the whole walk, so one user's
+  // 0744 directory with a reapkit-named cgroup in it blinded every other user's doctor.
+  it.runIf(canSetpriv)("another user's unreadable directories (0744: listable, not searchable; 0700) are skipped and counted, not thrown", () => {
+    const top = join(cgroupRoot, `reapkit-test-unreadable-${process.pid}`)
+    const name = `reapkit-evil_${'0'.repeat(32)}_1_1_1_0_1`
+    mkdirSync(top)
+    made.add(top)
+    for (const d of ['x', 'y']) {
+      mkdirSync(join(top, d, name), { recursive: true })
+      made.add(join(top, d))
+    }
+    chmodSync(join(top, 'x'), 0o744) // its names listed, their stat refused (EACCES)
+    chmodSync(join(top, 'y'), 0o700) // its listing refused (EACCES)
+    const probe = `require(${JSON.stringify(DIST)}).findLeakedCgroups().then((r) => console.log(JSON.stringify({ ok: r.checked, unreadable: r.unreadable })), (e) => console.log(JSON.stringify({ error: e.message })))`
+    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', probe], { cwd: '/', encoding: 'utf8', timeout: 30_000 })
+    expect(r.stderr).toBe('')
+    expect(JSON.parse(r.stdout.trim())).toEqual({ ok: true, unreadable: 2 })
+  })
 })

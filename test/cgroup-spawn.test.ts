@@ -66,6 +66,22 @@ describe('spawn({ cgroup })', () => {
     await exitOf(child)
   })
 
+  // Review of issue 30 item 3/5, 3: started through the exec helper (the usual path), an
+  // uncontained child's info said nothing of why. Run as a user who may make no cgroup here.
+  it.runIf(process.platform === 'linux' && process.geteuid?.() === 0 && childProcess.spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status === 0)(
+    'says why a child started through the exec helper runs uncontained (a user with no cgroup of its own to make one in)',
+    () => {
+      const probe = `const r = require(${JSON.stringify(DIST)}); const c = r.spawn('true', [], { cgroup: true, stdio: 'ignore' }); const i = r.spawnedInfo(c); console.log(JSON.stringify({ startup: i.startup, cgroup: i.cgroup ?? null, why: i.cgroupUnavailable ?? null, reason: r.capabilities().cgroup.reason ?? null }))`
+      const r = childProcess.spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', probe], { cwd: '/', encoding: 'utf8', timeout: 30_000 })
+      expect(r.stderr).toBe('')
+      const said = JSON.parse(r.stdout.trim())
+      expect(said.startup).toBe('exec') // through the helper, not Node's own spawn
+      expect(said.cgroup).toBeNull()
+      expect(said.reason).toEqual(expect.any(String)) // no cgroup for this user here, and why
+      expect(said.why).toBe(said.reason)
+    },
+  )
+
   it.skipIf(noCgroup !== null)('fails the spawn when the child cannot be joined to its cgroup: the command never runs', async () => {
     // The very path spawn() takes, with a cgroup that is not there: the helper's join fails.
     const marker = join(tmpdir(), `reapkit-cgroup-never-${process.pid}`)

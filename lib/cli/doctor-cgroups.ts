@@ -32,6 +32,10 @@ export function humanCgroups(report: CgroupReport): string {
     out += '\n'
   }
   if (report.truncated) out += 'The cgroup walk stopped at its bound: not every cgroup was seen.\n'
+  if (report.unreadable > 0) {
+    const n = report.unreadable
+    out += `${n} cgroup director${n === 1 ? 'y' : 'ies'} could not be read (another user's, permission denied): skipped; what is in ${n === 1 ? 'it' : 'them'} was not seen.\n`
+  }
   return out
 }
 

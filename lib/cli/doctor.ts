@@ -180,7 +180,7 @@ interface Found {
   cgroups: CgroupReport
 }
 
-const NO_CGROUPS: CgroupReport = { checked: false, leaked: [], foreign: [], otherUsers: [], truncated: false }
+const NO_CGROUPS: CgroupReport = { checked: false, leaked: [], foreign: [], otherUsers: [], truncated: false, unreadable: 0 }
 
 /**
  * Whether the containers asked for could not be checked at all. Only when they were asked for

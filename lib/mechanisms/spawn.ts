@@ -502,7 +502,8 @@ export function spawn(
       throw noReportPipe(typeof nativeBinding()?.execReportPipe === 'function')
     }
     if (started) {
-      const child = withContainer(registerHelperSpawn(started, cg, pidNamespace))
+      // Asked to be contained but not (no cgroup of ours to make one in...): the helper starts it all the same, and its info says why.
+      const child = withContainer(registerHelperSpawn(started, cg, pidNamespace, uncontained))
       if (terminal !== null && started.startup !== 'none') followForeground(child, terminal)
       return child
     }
@@ -523,7 +524,7 @@ export function spawn(
 
 
 /** Pins and registers a child the helper started; a late confirmation (startup 'timeout') updates its info. */
-function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined, pidNamespace: boolean): ChildProcess {
+function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined, pidNamespace: boolean, uncontained: string | null): ChildProcess {
   const child = started.child
   if (cgroup !== undefined) {
     // Removed once the child has exited and the cgroup is empty (a stop removes it sooner).
@@ -533,7 +534,8 @@ function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined, p
   }
   if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
   const inNamespace = pidNamespace ? { pidNamespace: true, ...(started.ownProc !== undefined ? { ownProc: started.ownProc } : {}) } : {}
-  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}), ...inNamespace })
+  const notContained = uncontained !== null ? { cgroupUnavailable: uncontained } : {}
+  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}), ...inNamespace, ...notContained })
   const info = spawned.get(child)!
   if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => cgroupPart().isCgroupRemoved(cgroup), enumerable: true })
   started.onLate?.((late) => {

@@ -5,7 +5,9 @@
  * members. Stateless and read-only: judging (judge.ts) and ending (end.ts) are apart.
  *
  * The walk is bounded (a machine with a runaway number of cgroups costs a bounded pass, and says so)
- * and reads directories only: cgroupfs holds control files and child cgroups, no links.
+ * and reads directories only: cgroupfs holds control files and child cgroups, no links. A directory
+ * it may not read or stat (EACCES, EPERM: another user's delegated subtree, 0744 or 0700) is
+ * skipped and counted, never thrown: one user's mode bits must not blind everyone else's walk.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -35,31 +37,37 @@ export interface CgroupListing {
   visited: number
   /** True when the walk stopped at its bound: `found` is not everything. */
   truncated: boolean
+  /** How many directories could not be read or stat'ed (EACCES, EPERM): what is in them was not seen. */
+  unreadable: number
 }
 
 /** How many directories a walk reads at most. */
 export const LIST_MAX_DIRS = 100_000
 
 const isGoneCode = (err: unknown): boolean => ['ENOENT', 'ENODEV', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')
+const isDeniedCode = (err: unknown): boolean => ['EACCES', 'EPERM'].includes((err as NodeJS.ErrnoException).code ?? '')
 
 /** Every reapkit cgroup under `root` (default: the whole v2 hierarchy). A directory that vanishes meanwhile is left out. */
 export function listReapkitCgroups(options: { root?: string; maxDirs?: number } = {}): CgroupListing {
   const mount = options.root ?? cgroup2Mount()
   const maxDirs = options.maxDirs ?? LIST_MAX_DIRS
-  if (mount === null) return { mount: null, found: [], visited: 0, truncated: false }
+  if (mount === null) return { mount: null, found: [], visited: 0, truncated: false, unreadable: 0 }
   const found: FoundCgroup[] = []
   const todo: Array<{ dir: string; inside: string | null }> = [{ dir: mount, inside: null }]
   let visited = 0
+  let unreadable = 0
   while (todo.length > 0) {
-    if (visited >= maxDirs) return { mount, found, visited, truncated: true }
+    if (visited >= maxDirs) return { mount, found, visited, truncated: true, unreadable }
     const { dir, inside } = todo.pop()!
     visited++
     let entries
     try {
       entries = readdirSync(dir, { withFileTypes: true })
     } catch (err) {
-      if (isGoneCode(err) || (err as NodeJS.ErrnoException).code === 'EACCES') continue
-      throw err
+      if (isGoneCode(err)) continue
+      if (!isDeniedCode(err)) throw err
+      unreadable++
+      continue
     }
     for (const e of entries) {
       if (!e.isDirectory()) continue
@@ -74,13 +82,15 @@ export function listReapkitCgroups(options: { root?: string; maxDirs?: number } 
         st = statSync(path, { bigint: true })
       } catch (err) {
         if (isGoneCode(err)) continue
-        throw err
+        if (!isDeniedCode(err)) throw err
+        unreadable++ // in a directory we may list but not search (0744): its name seen, nothing of it known
+        continue
       }
       found.push({ path, name: e.name, owner, id: st.ino, uid: Number(st.uid), inside })
       todo.push({ dir: path, inside: path })
     }
   }
-  return { mount, found, visited, truncated: false }
+  return { mount, found, visited, truncated: false, unreadable }
 }
 
 /**

@@ -283,3 +283,8 @@ export function removeKilledSync(paths: readonly string[]): void {
     left = left.filter((p) => cgroupPopulated(p) || !removeCgroup(p))
   }
 }
+
+/** The cgroup id (its directory's inode) of a cgroup this copy made and still owns, or undefined. */
+export function madeCgroupId(path: string): bigint | undefined {
+  return made.get(path)
+}

@@ -1,7 +1,9 @@
 /**
  * The child's own cgroup as a unit of a stop (Linux, cgroup v2; spawn({ cgroup: true }) made it):
  * everything the child started, escapees included: a helper that called setsid, a daemon that
- * double-forked. None of them can leave it (a move needs write access above it).
+ * double-forked. A member leaves it only by a move, which needs write access to `cgroup.procs`
+ * above it: root's, or under a subtree delegated to a user, any process of that user (a plain
+ * same-uid child can write its pid to the delegated parent's `cgroup.procs`).
  *
  *   members  `cgroup.procs` of it and of every cgroup a member made inside it (a nested reapkit
  *            with { cgroup: true }), each pinned by pidfd and then seen listed again (so the pin is a
@@ -19,7 +21,8 @@
  *   after    the cgroup is removed (rmdir) once empty, at the close, the cgroups inside it first.
  *
  * It goes beside the target's own unit (the process group), under the same deadline: the group
- * unit still ends a member that left the cgroup (a privileged process can move itself out).
+ * unit still ends a member that left the cgroup but not its group; one that left both (under a
+ * delegated subtree, a same-uid process can do both) is seen by neither.
  */
 import { type FSWatcher, watch } from 'node:fs'
 import { join } from 'node:path'

@@ -9,7 +9,9 @@ import { spawnedInfo } from '../spawn'
 
 /**
  * - 'cgroup': the child's own cgroup (spawn({ cgroup: true })): everything it started, escapees of
- *   its group included (a privileged process can still move itself out: the group unit covers it);
+ *   its group included. A member can move itself out where it may write a `cgroup.procs` above it:
+ *   root, or any process of the user a subtree is delegated to; the group unit still covers one
+ *   that stayed in the group, and one that left both is not seen (as with 'group');
  * - 'group': its process group: what left the group is not seen;
  * - 'process': the target alone (`group: false`, or a target that leads no group of ours);
  * - 'job': Windows, the Job object reapkit's spawn() ran it in (a process started with breakaway

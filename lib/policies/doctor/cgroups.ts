@@ -64,6 +64,8 @@ export interface CgroupReport {
   otherUsers: LeakedCgroup[]
   /** The walk stopped at its bound (a runaway number of cgroups): not everything was seen. */
   truncated: boolean
+  /** How many cgroup directories could not be read or stat'ed (another user's, EACCES/EPERM): skipped, not seen. */
+  unreadable: number
 }
 
 export interface FindLeakedCgroupsOptions {
@@ -106,7 +108,7 @@ function describe(found: FoundCgroup, why: string): LeakedCgroup {
 export async function findLeakedCgroups(options: FindLeakedCgroupsOptions = {}): Promise<CgroupReport> {
   options = validateOptions(options)
   if (options.allUsers !== undefined && typeof options.allUsers !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "allUsers" option must be a boolean')
-  const report: CgroupReport = { checked: false, leaked: [], foreign: [], otherUsers: [], truncated: false }
+  const report: CgroupReport = { checked: false, leaked: [], foreign: [], otherUsers: [], truncated: false, unreadable: 0 }
   if (process.platform !== 'linux') return { ...report, reason: `cgroups are Linux's (this is ${process.platform})` }
   if (cgroup2Mount() === null) return { ...report, reason: 'no cgroup v2 hierarchy is mounted' }
   const listing = listReapkitCgroups()
@@ -130,7 +132,7 @@ export async function findLeakedCgroups(options: FindLeakedCgroupsOptions = {}):
     ;(verdict.status === 'gone' ? report.leaked : report.foreign).push(describe(found, verdict.why))
     if (verdict.status === 'gone') covered.add(found.path)
   }
-  return { ...report, checked: true, truncated: listing.truncated }
+  return { ...report, checked: true, truncated: listing.truncated, unreadable: listing.unreadable }
 }
 
 /** Ends one leaked cgroup of a report (`cgroup.kill`, confirmed gone, removed). Never rejects once its argument is read. */

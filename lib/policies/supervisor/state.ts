@@ -24,8 +24,9 @@
  * A child that is a container client also records its run (supervisor/state-containers.ts): the
  * container outlives a SIGKILLed supervisor, so the next incarnation stops it through the engine.
  * A run stays in the file (top-level `containers`) after its client exits until its container is
- * confirmed gone. The cgroups the predecessor's process made (spawn({ cgroup: true })) are found by
- * their names, which carry the owner's pid and start time, and ended (supervisor/state-cgroups.ts).
+ * confirmed gone. A child spawned with { cgroup: true } records its cgroup (path and id); the next
+ * incarnation ends the cgroups its file names, and only those, or moves an adopted child's into one
+ * of its own (supervisor/state-cgroups.ts).
  * The args of any engine command (docker, podman, nerdctl: a run or not) are
  * written with the values of their secret flags (`-e KEY=value` in every spelling, `--creds`...:
  * command.ts's redactRunArgs) redacted: the file names what ran, never a secret given to it.
@@ -42,25 +43,19 @@ import { processRow } from '../../mechanisms/proctable'
 import { stopRecordedContainer, withContainers } from '../../mechanisms/container/child'
 import { redactRunArgs } from '../../mechanisms/container/command'
 import type { ContainerOutcome, ContainerRecord } from '../../mechanisms/container/stop'
-import { parseStateContainer, type StateContainer, stopLeftoverContainer, toStateContainer } from './state-containers'
-import { endPredecessorCgroups, findPredecessorCgroups, type LeftoverCgroup } from './state-cgroups'
-import { checkStateFolder, readTrustedStateFile } from '../state-file-trust'
+import { type StateContainer, stopLeftoverContainer, toStateContainer } from './state-containers'
+import {
+  cgroupOfChild,
+  checkRecordedCgroups,
+  endPredecessorCgroups,
+  type LeftoverCgroup,
+  moveAdoptedCgroup,
+  type RecordedCgroup,
+  recordedCgroupExists,
+} from './state-cgroups'
+import { checkStateFolder } from '../state-file-trust'
 import { copyRecord, type ProcessRecord } from './record'
-
-/** One line of the state file. */
-interface StateRecord {
-  pid: number
-  /** Start time as the process table gives it (clock ticks since boot on Linux). */
-  start: string
-  pgid: number | null
-  requestId: string | number | null
-  command: string
-  args: string[]
-  /** The token of the incarnation that spawned it, found in its environment; null: adopted, unprovable. */
-  token: string | null
-  /** Its container run, when it is a container client. */
-  container?: StateContainer
-}
+import { type Owner, readRecords, type StateRecord } from './state-records'
 
 /** The environment variable that carries an incarnation's token into the children it spawns. */
 export const STATE_TOKEN_ENV = 'REAPKIT_SUPERVISOR_TOKEN'
@@ -85,8 +80,9 @@ export interface LeftoverReport {
    */
   containers: ContainerOutcome[]
   /**
-   * The cgroups the previous incarnation's process made (spawn({ cgroup: true })) and left: each
-   * ended with `cgroup.kill` once the found processes' stops are over (supervisor/state-cgroups.ts).
+   * The cgroups the file records (its children's, spawn({ cgroup: true })) that are still there:
+   * each ended with `cgroup.kill` once the found processes' stops are over; an adopted child's is
+   * not ended but moved into a cgroup of this incarnation's (supervisor/state-cgroups.ts).
    */
   cgroups: LeftoverCgroup[]
 }
@@ -104,52 +100,7 @@ export interface StateHooks {
   emit(record: ProcessRecord): void
 }
 
-/** The supervisor that writes a file: its pid and start time (so a recycled pid is not taken for it). */
-interface Owner {
-  pid: number
-  start: string
-}
 
-const START_RE = /^[\w :.-]+$/
-
-const TOKEN_RE = /^[0-9a-f]{32}$/
-
-interface FileContents {
-  records: StateRecord[]
-  /** Container runs whose clients had exited before their containers were confirmed gone. */
-  containers: StateContainer[]
-  owner: Owner | null
-  corrupt: boolean
-  restarts: RestartTimes
-}
-
-function readRecords(file: string): FileContents {
-  const none = (corrupt: boolean): FileContents => ({ records: [], containers: [], owner: null, corrupt, restarts: new RestartTimes() })
-  let text: string | null
-  try {
-    text = readTrustedStateFile(file)
-  } catch (err) {
-    if ((err as ReapkitError).code === 'ERR_REAPKIT_STATE_FILE_UNSAFE') throw err
-    return none(true)
-  }
-  if (text === null) return none(false)
-  try {
-    const data = JSON.parse(text) as { version?: unknown; processes?: unknown; owner?: Partial<Owner>; containers?: unknown; restarts?: unknown }
-    if (data.version !== 1 || !Array.isArray(data.processes)) return none(true)
-    const ok = (r: Partial<StateRecord>): r is StateRecord =>
-      Number.isSafeInteger(r.pid) && (r.pid as number) > 0 && typeof r.start === 'string' && START_RE.test(r.start)
-    const o = data.owner
-    const owner = o && Number.isSafeInteger(o.pid) && typeof o.start === 'string' && START_RE.test(o.start) ? (o as Owner) : null
-    const records = (data.processes as Partial<StateRecord>[]).filter(ok).map(({ container, ...r }) => {
-      const run = container === undefined ? null : parseStateContainer(container)
-      return { ...r, token: typeof r.token === 'string' && TOKEN_RE.test(r.token) ? r.token : null, ...(run ? { container: run } : {}) }
-    })
-    const containers = (Array.isArray(data.containers) ? data.containers : []).map(parseStateContainer).filter((c) => c !== null)
-    return { records, containers, owner, corrupt: false, restarts: RestartTimes.read(data.restarts) }
-  } catch {
-    return none(true)
-  }
-}
 
 /**
  * Does process `pid` carry `token` in the environment it was started with? Linux reads
@@ -216,6 +167,8 @@ export class SupervisorState {
   readonly #retiring = new Map<string, StateContainer>()
   /** This incarnation's container clients: their live records (a stop under way is joined through them). */
   readonly #live = new Map<number, ContainerRecord>()
+  /** Cgroups whose child has exited (or was a predecessor's), by path, until they are removed: the next incarnation ends them. */
+  readonly #cgroupsLeft = new Map<string, RecordedCgroup>()
   #writeQueued = false
   #closed = false
 
@@ -229,7 +182,7 @@ export class SupervisorState {
     // Through its real folder from here on (never a symlinked one someone could retarget).
     this.#file = checkStateFolder(resolve(file))
     this.#hooks = hooks
-    const { records, containers, owner, corrupt, restarts } = readRecords(this.#file)
+    const { records, containers, cgroups: leftCgroups, owner, corrupt, restarts } = readRecords(this.#file)
     // A file whose writer still runs is not a crash's leftovers: its processes are that supervisor's,
     // alive and in use. Refuse it rather than stop (or steal) them.
     if (held.has(this.#file) || (owner !== null && owner.pid !== process.pid && ownerAlive(owner))) {
@@ -243,14 +196,16 @@ export class SupervisorState {
     const self = processRow(process.pid)
     this.#owner = self ? { pid: process.pid, start: self.start } : null
     const report: LeftoverReport = { found: [], dropped: [], stopped: [], adopted: [], corrupt, containers: [], cgroups: [] }
-    // Listed now, ended after the processes' own stops (their graceful signal first): see state-cgroups.ts.
-    const cgroups = owner !== null && owner.pid !== process.pid ? findPredecessorCgroups(owner, hooks.logger) : []
+    // The cgroups the file names (its own records' only): ended after the processes' own stops
+    // (their graceful signal first), an adopted child's moved into one of ours: see state-cgroups.ts.
+    const recorded = [...leftCgroups]
     if (corrupt) logEvent(hooks.logger, 'warn', 'state.corrupt', { file })
     const live: Array<{ rec: StateRecord; handle: ProcessHandle }> = []
     // A predecessor's container runs, except those of clients adopted below: stopped through the engine.
     const retired: StateContainer[] = [...containers]
     for (const rec of records) {
       const handle = examine(rec, file, hooks.logger)
+      if (rec.cgroup && (typeof handle === 'string' || onLeftovers === 'stop')) recorded.push(rec.cgroup)
       if (typeof handle === 'string') {
         report.dropped.push({ pid: rec.pid, reason: handle })
         if (rec.container) retired.push(rec.container) // the container has its own proof: its labels
@@ -261,9 +216,17 @@ export class SupervisorState {
       if (rec.container && onLeftovers === 'stop') retired.push(rec.container)
     }
     const containerSteps = Promise.all(retired.map((c) => this.#retire(c)))
+    const cgroups = checkRecordedCgroups(recorded, hooks.logger)
+    // Named in the file until they are removed (one that outlives its end stays for the next incarnation).
+    for (const c of recorded) this.#cgroupsLeft.set(c.path, c)
     if (onLeftovers === 'adopt') {
-      for (const { rec, handle } of live) report.adopted.push(copyRecord(this.#adopt(rec, handle).record))
-      const cgroupSteps = endPredecessorCgroups(cgroups, new Set(live.map(({ rec }) => rec.pid)), hooks.logger)
+      for (const { rec, handle } of live) {
+        const moved = rec.cgroup && this.#moveCgroup(rec.cgroup)
+        if (moved) rec.cgroup = moved
+        else delete rec.cgroup
+        report.adopted.push(copyRecord(this.#adopt(rec, handle).record))
+      }
+      const cgroupSteps = endPredecessorCgroups(cgroups, hooks.logger).then(this.#written)
       this.leftovers = Promise.all([containerSteps, cgroupSteps]).then(([outcomes, ended]) => ({ ...report, containers: outcomes, cgroups: ended }))
     } else {
       const stopping = Promise.all(
@@ -275,11 +238,24 @@ export class SupervisorState {
           }
         }),
       )
-      const cgroupSteps = stopping.then(() => endPredecessorCgroups(cgroups, new Set(), hooks.logger))
+      const cgroupSteps = stopping.then(() => endPredecessorCgroups(cgroups, hooks.logger)).then(this.#written)
       this.leftovers = Promise.all([stopping, containerSteps, cgroupSteps]).then(([stopped, outcomes, ended]) => ({ ...report, stopped, containers: outcomes, cgroups: ended }))
     }
     logEvent(hooks.logger, 'info', 'state.leftovers', { file, found: report.found.length, dropped: report.dropped.length, action: onLeftovers })
     this.#write() // the file now describes this incarnation (the adopted, if any), not the last one
+  }
+
+  /** Writes the file now (the cgroups just removed leave it) and passes `value` on. */
+  readonly #written = <T>(value: T): T => {
+    if (!this.#closed) this.#write()
+    return value
+  }
+
+  /** An adopted child's cgroup: moved into a fresh one of ours, or (the move refused, or not ours to check) kept as it is. */
+  #moveCgroup(c: RecordedCgroup): RecordedCgroup | undefined {
+    const [old] = checkRecordedCgroups([c], this.#hooks.logger)
+    if (old === undefined) return recordedCgroupExists(c) ? c : undefined
+    return moveAdoptedCgroup(old, this.#hooks.logger) ?? c
   }
 
   #adopt(rec: StateRecord, handle: ProcessHandle): Adopted {
@@ -350,8 +326,11 @@ export class SupervisorState {
     const row = processRow(pid)
     // Already gone: nothing can be left of it under this pid; its container (if any) may be.
     if (!row) return void (container && this.#retire(toStateContainer(container), container))
-    const run = container ? { container: toStateContainer(container) } : {}
+    const run: { container?: StateContainer; cgroup?: RecordedCgroup } = container ? { container: toStateContainer(container) } : {}
     if (container) this.#live.set(pid, container)
+    // Read now, while the child is still in the cgroup spawn() made for it.
+    const cgroup = cgroupOfChild(pid)
+    if (cgroup) run.cgroup = cgroup
     // An engine command's `-e KEY=value` (and other secret) values stay out of the file (a stop needs none of them).
     this.#records.set(pid, { pid, start: row.start, pgid, requestId, command, args: redactRunArgs(command, args), token: spawnedWithToken ? this.token : null, ...run })
     this.#queueWrite()
@@ -363,6 +342,8 @@ export class SupervisorState {
     const live = this.#live.get(pid)
     this.#live.delete(pid)
     if (!rec || !this.#records.delete(pid)) return undefined
+    // An escapee may hold its cgroup after it: named in the file until it is removed.
+    if (rec.cgroup) this.#cgroupsLeft.set(rec.cgroup.path, rec.cgroup)
     this.#queueWrite()
     return rec.container ? this.#retire(rec.container, live) : undefined
   }
@@ -465,7 +446,16 @@ export class SupervisorState {
     const tmp = `${this.#file}.${process.pid}.tmp`
     const restarts = this.#restarts.toJSON()
     const containers = [...this.#retiring.values()]
-    const data = JSON.stringify({ version: 1, owner: this.#owner, processes: [...this.#records.values()], restarts, ...(containers.length > 0 ? { containers } : {}) })
+    for (const [path, c] of this.#cgroupsLeft) if (!recordedCgroupExists(c)) this.#cgroupsLeft.delete(path)
+    const cgroups = [...this.#cgroupsLeft.values()]
+    const data = JSON.stringify({
+      version: 1,
+      owner: this.#owner,
+      processes: [...this.#records.values()],
+      restarts,
+      ...(containers.length > 0 ? { containers } : {}),
+      ...(cgroups.length > 0 ? { cgroups } : {}),
+    })
     try {
       // A fresh file of our own (never through a link someone left at the temporary name), 0600.
       rmSync(tmp, { force: true })
