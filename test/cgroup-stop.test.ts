@@ -4,7 +4,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { closeClient, killProcessGracefully, spawn, spawnedInfo, Supervisor } from '../lib/index'
+import { capabilities, closeClient, killProcessGracefully, spawn, spawnedInfo, Supervisor } from '../lib/index'
 import { cgroupProcs } from '../lib/mechanisms/cgroup/make'
 import { CgroupUnit } from '../lib/mechanisms/stop/cgroup-unit'
 import { StopJournal } from '../lib/mechanisms/stop/journal'
@@ -181,10 +181,10 @@ function spawnedInfoRoot(): string {
   return own === '/' ? cgroupRoot : cgroupRoot.slice(0, cgroupRoot.length - own.length)
 }
 
-describe.skipIf(noCgroup !== null || process.platform !== 'linux')('the cgroup unit with { pidNamespace: true } too', () => {
+// Collected and skipped (with capabilities()'s reason in the output) where either is missing.
+const noPidNamespace = process.platform !== 'linux' || !capabilities().pidNamespace.available
+describe.skipIf(noCgroup !== null || noPidNamespace)('the cgroup unit with { pidNamespace: true } too', () => {
   it("each process gets the stop's SIGTERM once: the namespace's members are left to the helper's forwarding", async () => {
-    const { capabilities } = await import('../lib/index')
-    if (!capabilities().pidNamespace.available) return // nothing to combine here (capabilities() says why)
     // The command and a setsid'd child of it (its escapee) count the SIGTERMs they get, and each
     // says its count a moment after its first; the command relays the escapee's word and only then
     // exits (its exit ends the namespace, the escapee with it).
