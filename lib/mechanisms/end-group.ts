@@ -12,7 +12,7 @@ import type { ChildProcess } from 'node:child_process'
 import { inspect } from 'node:util'
 import { AbortError, rangeError, typeError } from '../ground/errors'
 import { signalNumber } from '../ground/validate'
-import { receivedLikeNode } from './spawn'
+import { receivedLikeNode } from './spawn-args'
 // A direct import: exec and fork are parts themselves (lazy/ accessors are for the eager bundle),
 // and their part shares killProcessGracefully's code with the stop's part.
 import { killProcessGracefully } from './kill'

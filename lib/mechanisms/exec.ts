@@ -28,7 +28,8 @@ import type {
   ExecOptionsWithStringEncoding,
   OutputBuffer,
 } from './exec-types'
-import { receivedLikeNode, spawn } from './spawn'
+import { spawn } from './spawn'
+import { receivedLikeNode } from './spawn-args'
 
 /** Node's default maxBuffer (1 MiB). */
 const MAX_BUFFER = 1024 * 1024

@@ -19,7 +19,8 @@ import { fileURLToPath } from 'node:url'
 import { codedError, typeError } from '../ground/errors'
 import { applyKills, readKills } from './end-group'
 import type { ForkOptions } from './exec-types'
-import { receivedLikeNode, spawn, type SpawnOptions } from './spawn'
+import { spawn, type SpawnOptions } from './spawn'
+import { receivedLikeNode } from './spawn-args'
 import { inheritsControllingTerminal, warnOnTerminalStop } from './terminal'
 
 function noNul(value: string, name: string, reason: string): void {

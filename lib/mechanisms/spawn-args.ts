@@ -1,0 +1,74 @@
+/**
+ * spawn()'s own arguments checked as Node's spawn checks them (the same codes and messages), for
+ * what reapkit consumes before Node's spawn sees it: the file, argv0 and shell go into the exec
+ * helper's command line, where Node's own checks would name the wrong argument or miss a wrong
+ * value. exec.ts, fork.ts and end-group.ts word their errors the same way.
+ */
+import { accessSync, constants as fsConstants, statSync } from 'node:fs'
+import type { SpawnOptions as NodeSpawnOptions } from 'node:child_process'
+import { delimiter, isAbsolute, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { inspect } from 'node:util'
+import { typeError } from '../ground/errors'
+
+/** Node's wording of a wrong value in ERR_INVALID_ARG_TYPE messages ("Received type number (1)"); exec.ts and fork.ts use it too. */
+export function receivedLikeNode(value: unknown): string {
+  if (value === null || value === undefined) return `Received ${value}`
+  if (typeof value === 'function') return `Received function ${value.name || '<anonymous>'}`
+  if (typeof value === 'object') return `Received an instance of ${value.constructor?.name ?? 'Object'}`
+  const shown = typeof value === 'string' ? `'${value.length > 25 ? `${value.slice(0, 25)}...` : value}'` : typeof value === 'bigint' ? `${value}n` : String(value)
+  return `Received type ${typeof value} (${shown})`
+}
+
+/**
+ * A NUL byte refused as Node's spawn refuses it, named as the caller wrote it. Node would refuse it
+ * too, but in the helper's command line, where `args[0]` is `args[6]` and argv0 one of them.
+ */
+export function refuseNulLikeNode(value: unknown, name: string): void {
+  if (typeof value !== 'string' || !value.includes('\u0000')) return
+  let shown = inspect(value)
+  if (shown.length > 128) shown = `${shown.slice(0, 128)}...`
+  const type = name.includes('.') ? 'property' : 'argument'
+  throw typeError('ERR_INVALID_ARG_VALUE', `The ${type} '${name}' must be a string without null bytes. Received ${shown}`)
+}
+
+/** The command, checked as Node's spawn checks its `file`: same codes and messages. */
+export function validateFileLikeNode(command: unknown): asserts command is string {
+  if (typeof command !== 'string') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "file" argument must be of type string. ${receivedLikeNode(command)}`)
+  }
+  refuseNulLikeNode(command, 'file')
+  if (command.length === 0) throw typeError('ERR_INVALID_ARG_VALUE', "The argument 'file' cannot be empty. Received ''")
+}
+
+/**
+ * The options reapkit consumes itself before Node's spawn sees them (argv0 goes to the helper, shell
+ * builds the helper's command line): checked here with Node's codes and messages, or a wrong value
+ * would slip past Node's own checks ({ argv0: 123 } spawned with spawnargs [123], { shell: 1 } ran sh).
+ */
+export function validateConsumedOptionsLikeNode(options: { argv0?: unknown; shell?: unknown }): void {
+  if (options.argv0 != null && typeof options.argv0 !== 'string') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "options.argv0" property must be of type string. ${receivedLikeNode(options.argv0)}`)
+  }
+  refuseNulLikeNode(options.argv0, 'options.argv0')
+  const shell = options.shell
+  if (shell != null && typeof shell !== 'boolean' && typeof shell !== 'string') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "options.shell" property must be one of type boolean or string. ${receivedLikeNode(shell)}`)
+  }
+}
+
+/** Whether execvp would find and run `command` (PATH from the child's env, as glibc searches it). */
+export function resolvable(command: string, options: NodeSpawnOptions): boolean {
+  const cwd = typeof options.cwd === 'string' ? options.cwd : options.cwd ? fileURLToPath(options.cwd) : process.cwd()
+  const executable = (file: string): boolean => {
+    try {
+      accessSync(file, fsConstants.X_OK)
+      return statSync(file).isFile()
+    } catch {
+      return false
+    }
+  }
+  if (command.includes('/')) return executable(isAbsolute(command) ? command : resolve(cwd, command))
+  const path = (options.env ?? process.env).PATH ?? '/bin:/usr/bin' // glibc's default when PATH is unset
+  return path.split(delimiter).some((dir) => executable(resolve(cwd, dir || '.', command)))
+}
