@@ -93,12 +93,24 @@ function ready(child) {
 /** Resolves once cgroup.events says `populated 0` (inotify; bounded). */
 function emptied(cg, ms) {
   return new Promise((resolve) => {
+    let over = false
     const look = () => {
-      if (/^populated 0$/m.test(readFileSync(join(cg, 'cgroup.events'), 'latin1'))) done(true)
+      let events
+      try {
+        events = readFileSync(join(cg, 'cgroup.events'), 'latin1')
+      } catch (err) {
+        // Removed (the stop removes its cgroup once empty): nothing is in it any more.
+        if (err.code === 'ENOENT' || err.code === 'ENODEV') return done(true)
+        throw err
+      }
+      if (/^populated 0$/m.test(events)) done(true)
     }
     const w = watch(join(cg, 'cgroup.events'), look)
+    w.on('error', () => look()) // the file went with its cgroup: look says so
     const t = setTimeout(() => done(false), ms)
     const done = (v) => {
+      if (over) return
+      over = true
       clearTimeout(t)
       w.close()
       resolve(v)
