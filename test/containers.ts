@@ -122,13 +122,17 @@ export interface RemoveOptions {
 export async function removeLabelledAndWait(engine: TestEngine, label: string, options: RemoveOptions = {}): Promise<void> {
   const ids = containersWith(engine, label)
   if (engine.name !== 'podman') return void (ids.length > 0 && engineRun(engine, ['rm', '-f', ...ids]))
-  if (ids.length > 0) {
-    engineRun(engine, ['kill', ...ids])
-    engineRun(engine, ['rm', '-f', '-t', '0', ...ids])
-  }
+  if (ids.length > 0) engineRun(engine, ['kill', ...ids])
   const known = [...ids, ...(options.ids ?? [])]
   const parents = new Set([process.pid, ...(options.conmonParents ?? [])])
-  await waitForEngine(() => conmonsOf(parents).length === 0 && !processNaming(known), options.timeoutMs ?? 30_000, "the removed containers' conmons to exit")
+  // podman's `rm -f` fails (and says so only on stderr) while the engine is still ending a container
+  // (its kill, a podman service's own cleanup): asked again until none with the label is left.
+  const removed = (): boolean => {
+    const left = containersWith(engine, label)
+    if (left.length > 0) engineRun(engine, ['rm', '-f', '-t', '0', ...left])
+    return left.length === 0
+  }
+  await waitForEngine(() => removed() && conmonsOf(parents).length === 0 && !processNaming(known), options.timeoutMs ?? 30_000, "the labelled containers to be removed and their conmons to exit")
 }
 
 /** The live conmons podman left as children of `parents` (this process, a subreaper, and hosts of a test's): they end once their container is removed. */
