@@ -14,9 +14,10 @@
  * removed, or found to be another one at that path, is ours no more: it is forgotten, and every
  * later stop sees it gone (isCgroupRemoved) without touching the path.
  */
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
+import { mkdirSync, readFileSync, rmdirSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
 import { join } from 'node:path'
 import { systemError } from '../../ground/errors'
+import { membersOf, subtreeOf } from './list'
 import { ownNamePrefix } from './name'
 import { cgroupCapability } from './where'
 
@@ -124,39 +125,7 @@ export function cgroupProcs(path: string): number[] {
   const who = identity(path)
   if (who instanceof Error) throw who
   if (who === 'gone') return []
-  const pids: number[] = []
-  for (const dir of subtree(path)) {
-    let text: string
-    try {
-      text = readFileSync(join(dir, 'cgroup.procs'), 'latin1')
-    } catch (err) {
-      if (isGoneCode(err)) continue // removed meanwhile (by its maker, or the kernel for the top)
-      throw err
-    }
-    for (const line of text.split('\n')) if (line !== '') pids.push(Number(line))
-  }
-  return pids
-}
-
-/** The cgroup and every cgroup below it, each before its children; a descendant removed meanwhile is left out. */
-function subtree(path: string): string[] {
-  const dirs: string[] = []
-  const todo = [path]
-  while (todo.length > 0) {
-    const dir = todo.pop()!
-    let entries
-    try {
-      entries = readdirSync(dir, { withFileTypes: true })
-    } catch (err) {
-      if (isGoneCode(err) && dir !== path) continue
-      if (isGoneCode(err)) return []
-      throw err
-    }
-    dirs.push(dir)
-    // cgroupfs holds only control files and child cgroups (no links): a directory is a cgroup.
-    for (const e of entries) if (e.isDirectory()) todo.push(join(dir, e.name))
-  }
-  return dirs
+  return membersOf(path)
 }
 
 /** `cgroup.kill` to the cgroup we made: true when written, false when it is gone; throws any other error. */
@@ -185,7 +154,7 @@ export function removeCgroup(path: string): boolean {
   if (state !== 'empty') return false
   let dirs: string[]
   try {
-    dirs = subtree(path)
+    dirs = subtreeOf(path)
   } catch {
     return false // cannot list what is inside: left for the next try, or doctor
   }
