@@ -3,6 +3,7 @@
  * spawn({ cgroup: true }) with their members, those that cannot be judged here, other users' (listed
  * by their word, never stopped), and after --stop what became of each.
  */
+import { section } from './section'
 import type { CgroupReport, LeakedCgroup, StoppedCgroup } from '../index'
 
 function entry(c: LeakedCgroup): string {
@@ -15,22 +16,10 @@ function entry(c: LeakedCgroup): string {
 
 /** The listing's cgroup part (empty when there is nothing to say). */
 export function humanCgroups(report: CgroupReport): string {
-  let out = ''
-  if (report.leaked.length > 0) {
-    out += 'Leftover cgroups: their maker (a reapkit host) is gone; --stop ends them with cgroup.kill.\n'
-    for (const c of report.leaked) out += entry(c)
-    out += '\n'
-  }
-  if (report.foreign.length > 0) {
-    out += 'Cgroups whose maker cannot be judged here (another PID namespace, host or boot; --stop leaves them alone):\n'
-    for (const c of report.foreign) out += entry(c)
-    out += '\n'
-  }
-  if (report.otherUsers.length > 0) {
-    out += "Other users' leftover cgroups, by their own names (--stop leaves them alone):\n"
-    for (const c of report.otherUsers) out += entry(c)
-    out += '\n'
-  }
+  let out =
+    section('Leftover cgroups: their maker (a reapkit host) is gone; --stop ends them with cgroup.kill.', report.leaked, entry) +
+    section('Cgroups whose maker cannot be judged here (another PID namespace, host or boot; --stop leaves them alone):', report.foreign, entry) +
+    section("Other users' leftover cgroups, by their own names (--stop leaves them alone):", report.otherUsers, entry)
   if (report.truncated) out += 'The cgroup walk stopped at its bound: not every cgroup was seen.\n'
   if (report.unreadable > 0) {
     const n = report.unreadable

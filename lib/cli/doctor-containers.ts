@@ -3,6 +3,7 @@
  * another host owns, the clients found in orphaned trees, the engines skipped, and after --stop
  * what became of each.
  */
+import { section } from './section'
 import type { ContainerReport, LeakedContainer, StoppedContainer } from '../index'
 
 const short = (id: string): string => id.slice(0, 12)
@@ -17,22 +18,10 @@ function entry(c: LeakedContainer): string {
 
 /** The listing's container part (empty when there is nothing to say). */
 export function humanContainers(report: ContainerReport): string {
-  let out = ''
-  if (report.leaked.length > 0) {
-    out += 'Leaked containers: their reapkit owner is gone, or their client lost its host.\n'
-    for (const c of report.leaked) out += entry(c)
-    out += '\n'
-  }
-  if (report.foreign.length > 0) {
-    out += "Containers whose owner cannot be judged here (another host's, or another PID namespace's; --stop leaves them alone):\n"
-    for (const c of report.foreign) out += entry(c)
-    out += '\n'
-  }
-  if (report.clients.length > 0) {
-    out += 'Container clients in the orphaned trees:\n'
-    for (const k of report.clients) out += `  ${k.engine} client ${k.pid} (tree ${k.root}): ${k.container ? `container ${short(k.container)}, ` : ''}${k.note}\n`
-    out += '\n'
-  }
+  let out =
+    section('Leaked containers: their reapkit owner is gone, or their client lost its host.', report.leaked, entry) +
+    section("Containers whose owner cannot be judged here (another host's, or another PID namespace's; --stop leaves them alone):", report.foreign, entry)
+  out += section('Container clients in the orphaned trees:', report.clients, (k) => `  ${k.engine} client ${k.pid} (tree ${k.root}): ${k.container ? `container ${short(k.container)}, ` : ''}${k.note}\n`)
   const skipped = report.engines.filter((e) => !e.answered)
   const asked = report.engines.filter((e) => e.answered).map((e) => e.engine)
   out += `Container engines asked: ${asked.length > 0 ? asked.join(', ') : 'none answered'}`
