@@ -21,9 +21,14 @@ const OWNER = join(FIXTURES, 'terminal-reads-owner.cjs')
 // take it: without the hold, the host's read came first (and failed); with it, the child reads it.
 const CHILD = 'sleep 1; read line; echo child-read:$line'
 
-/** `command` (a shell line) under a fresh pty: its output, JSON events, and a way to type. */
+/**
+ * `command` (a shell line) under a fresh pty: its output, JSON events, and a way to type. `script`
+ * runs the line with $SHELL: bash execs a lone command, dash (/bin/sh, and `script`'s choice when
+ * SHELL is unset, as on CI) does not, so the lines below say `exec` where the host must lead the
+ * session, and SHELL is fixed so that every machine runs the same arrangement.
+ */
 function underTerminal(command: string, env: NodeJS.ProcessEnv) {
-  const term = spawnGroup('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { CHILD, ...env } })
+  const term = spawnGroup('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { CHILD, ...env, SHELL: '/bin/sh' } })
   let out = ''
   term.stdout!.setEncoding('utf8')
   term.stdout!.on('data', (d: string) => (out += d))
@@ -56,7 +61,7 @@ describe.runIf(canScript)('a host reading the terminal while its foreground chil
   for (const early of [false, true]) {
     const when = early ? 'reading from before the spawn' : 'starting to read after the spawn'
     it(`the host leads its own session (script -c; its group orphaned, EIO before), ${when}`, async () => {
-      const t = underTerminal(`"${process.execPath}" "${HOST}"`, { EARLY: early ? '1' : '0' })
+      const t = underTerminal(`exec "${process.execPath}" "${HOST}"`, { EARLY: early ? '1' : '0' })
       const s = await hostReadsAfterTheJob(t)
       expect(s.sid).toBe(s.node) // the session leader
       expect(await exitOf(t.term, 10_000)).toEqual({ code: 0, signal: null }) // script -e: the host's status
@@ -74,7 +79,7 @@ describe.runIf(canScript)('a host reading the terminal while its foreground chil
   }
 
   it('Ctrl-Z: after fg, the job has the terminal again and the reads of the host wait again (the job gets the lines)', async () => {
-    const t = underTerminal(`"${process.execPath}" "${HOST}"`, { EARLY: '1', CHILD: 'read x; echo got:$x; read y; echo got:$y' })
+    const t = underTerminal(`exec "${process.execPath}" "${HOST}"`, { EARLY: '1', CHILD: 'read x; echo got:$x; read y; echo got:$y' })
     const s = (await t.next('started')) as { node: number; pgrp: number; child: number }
     trackGroup(s.pgrp)
     trackGroup(s.child)
@@ -97,7 +102,7 @@ describe.runIf(canScript)('a host reading the terminal while its foreground chil
   })
 
   it('fork() hands no terminal over by default: the host keeps it and reads while its worker runs', async () => {
-    const t = underTerminal(`"${process.execPath}" "${HOST}"`, { FORK: '1' })
+    const t = underTerminal(`exec "${process.execPath}" "${HOST}"`, { FORK: '1' })
     const s = (await t.next('started')) as { node: number; pgrp: number; child: number; tty: boolean }
     trackGroup(s.pgrp)
     trackGroup(s.child)
