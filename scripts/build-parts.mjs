@@ -6,9 +6,10 @@
 // - a function of a part is, in index.js, a stub of the same name and length (async where the
 //   function is, with util.promisify.custom where it has one) that loads the part on its first call and calls through: validation errors still
 //   throw synchronously, from the same code, before the function does anything (an ESM `import` of reapkit loads no part either);
-// - a class of a part (Supervisor) is a getter that loads the part when first read: a stand-in class
-//   would change what `instanceof`, `extends` and `.constructor` see. An ESM import reads every
-//   export, so it loads those parts;
+// - a class of a part (Supervisor) is, in index.js, a small class of the same name (classShell):
+//   its constructor and its methods load the part and call through, so reading the export loads
+//   nothing (an ESM import reads every export), and `instanceof`, `extends` and `.constructor` see
+//   the one class every caller gets;
 // - each lib/mechanisms/lazy/*.ts (one namespace import and a function that returns it) becomes a
 //   function that requires that module's part on its first call: how eager code (spawn) reaches lazy
 //   code (the container part) without compiling it at require.
@@ -200,6 +201,44 @@ function vlq(n) {
 }
 
 /**
+ * A class of a part (Supervisor) as a small class of the same name in index.js: its constructor
+ * builds the part's class (Reflect.construct with new.target, so the object's prototype is the
+ * shell's, or a subclass's), and each method of the part's prototype is a method of the shell's that
+ * calls the part's on `this`. So the class an import or require hands out is there before its part
+ * loads (an ESM import, which reads every export, loads nothing), and it is the one class every
+ * caller sees: `instanceof`, `.constructor`, `extends` and a spy on its prototype all meet the shell.
+ * The part's private fields live on the object its constructor built, where its methods find them.
+ * A method returns the part's own result (the same promise, the same async iterator), so it is a
+ * plain function whatever the part's is: an instance exists only once the part has loaded.
+ * Shapes this does not cover (accessors, static members, symbol keys, another base class) fail the
+ * build, not a user.
+ */
+function classShell(e, value, load) {
+  const events = createRequire(import.meta.url)('node:events')
+  const base = Object.getPrototypeOf(value)
+  if (base !== Function.prototype && base !== events.EventEmitter) {
+    throw new Error(`build-parts: class ${e.name} extends ${base?.name}: its shell in index.js extends EventEmitter or nothing; add the base to classShell`)
+  }
+  const statics = Reflect.ownKeys(value).filter((k) => !['length', 'name', 'prototype'].includes(k))
+  if (statics.length > 0) throw new Error(`build-parts: class ${e.name} has static members (${statics.map(String).join(', ')}): classShell does not forward them`)
+  const params = (n) => Array.from({ length: n }, (_, i) => `a${i}`).join(', ')
+  const methods = []
+  for (const key of Reflect.ownKeys(value.prototype)) {
+    if (key === 'constructor') continue
+    const d = Object.getOwnPropertyDescriptor(value.prototype, key)
+    if (typeof key !== 'string' || typeof d.value !== 'function') {
+      throw new Error(`build-parts: ${e.name}.prototype[${String(key)}] is not a method named by a string: classShell does not forward it`)
+    }
+    methods.push(`${key}(${params(d.value.length)}) { return ${load}.${e.local}.prototype.${key}.apply(this, arguments) }`)
+  }
+  const ext = base === events.EventEmitter ? ' extends ShellBaseEventEmitter' : ''
+  return [
+    ...(ext ? ["import { EventEmitter as ShellBaseEventEmitter } from 'node:events'"] : []),
+    `export class ${e.name}${ext} { constructor(${params(value.length)}) { return Reflect.construct(${load}.${e.local}, arguments, new.target) } ${methods.join(' ')} }`,
+  ]
+}
+
+/**
  * The eager entry (an ESM module esbuild bundles into index.js): index.ts's eager exports; each
  * part's functions as stubs and its classes as getters; and the modules the parts take from it
  * (`handOver`). Every line maps (an inline source map esbuild chains into index.js.map) to the place
@@ -235,10 +274,10 @@ function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buil
       if (typeof value[promisify.custom] === 'function') {
         lines.push([`Object.defineProperty(${e.name}, Symbol.for('nodejs.util.promisify.custom'), { __proto__: null, get: () => ${load}.${e.local}[Symbol.for('nodejs.util.promisify.custom')] })`, ...at(e)])
       }
+    } else if (isClass) {
+      for (const code of classShell(e, value, load)) if (!lines.some(([c]) => c === code)) lines.push([code, ...at(e)])
     } else {
-      // A getter: module.exports is esbuild's (made before this module runs), extended here. A
-      // descriptor without a prototype: a polluted Object.prototype adds nothing to it.
-      lines.push([`Object.defineProperty(module.exports, ${JSON.stringify(e.name)}, { __proto__: null, enumerable: true, get: () => ${load}.${e.local} })`, ...at(e)])
+      throw new Error(`build-parts: ${e.name} (${relative(lib, e.file)}) is a ${typeof value}, neither a function nor a class: a part can export only those (add its module to EAGER)`)
     }
   }
   // The hand-over: each module's exports by name, as getters (live, as an ESM binding is), in objects

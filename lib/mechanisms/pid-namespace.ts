@@ -21,10 +21,15 @@
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { constants } from 'node:os'
 import { systemError, typeError } from '../ground/errors'
 import { execHelperPath } from '../ground/native'
 import { describe, type SignalLike, signalNumber } from '../ground/validate'
+
+/** node:os's constants, read when first needed: node:os is not loaded with reapkit (about 0.1 ms). */
+function constants(): typeof import('node:os').constants {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('node:os') as typeof import('node:os')).constants
+}
 
 /** Whether spawn({ pidNamespace: true }) works here, how, and if not, why. */
 export interface PidNamespaceCapability {
@@ -123,7 +128,7 @@ function failure(report: string): string | null {
   const bytes = Buffer.from(report.slice(at, at + 8), 'latin1')
   const errno = bytes.readInt32LE(4)
   const step = { n: 'unshare(CLONE_NEWPID)', f: 'fork', e: 'exec', p: 'prctl(PR_SET_PDEATHSIG)' }[String.fromCharCode(bytes[1]!)] ?? 'the exec helper'
-  const name = Object.entries(constants.errno).find(([, n]) => n === errno)?.[0] ?? `errno ${errno}`
+  const name = Object.entries(constants().errno).find(([, n]) => n === errno)?.[0] ?? `errno ${errno}`
   return `${step} failed: ${name}`
 }
 

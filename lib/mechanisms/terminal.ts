@@ -21,10 +21,15 @@
  * background job, as any shell would make it. `spawn(..., { foreground: false })` opts out.
  */
 import type { ChildProcess, StdioOptions } from 'node:child_process'
-import { constants } from 'node:os'
 import { nativeBinding } from '../ground/native'
 import { signalNumber } from '../ground/validate'
 import { holdTerminalReads, noteCreatedStdin, releaseTerminalReads } from './terminal-reads'
+
+/** node:os's constants, read when first needed: node:os is not loaded with reapkit (about 0.1 ms). */
+function constants(): typeof import('node:os').constants {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('node:os') as typeof import('node:os')).constants
+}
 
 interface ForegroundJob {
   child: ChildProcess
@@ -194,9 +199,9 @@ function onBackgroundSignal(): void {
     } catch {
       continue
     }
-    if (sig !== constants.signals.SIGTTIN && sig !== constants.signals.SIGTTOU) continue
+    if (sig !== constants().signals.SIGTTIN && sig !== constants().signals.SIGTTOU) continue
     forget(child)
-    const name = sig === constants.signals.SIGTTIN ? 'SIGTTIN' : 'SIGTTOU'
+    const name = sig === constants().signals.SIGTTIN ? 'SIGTTIN' : 'SIGTTOU'
     const did = name === 'SIGTTIN' ? 'read' : 'wrote to or set up'
     process.emitWarning(
       `${what} (pid ${child.pid}) is stopped by ${name}: it ${did} the terminal, which it does not hold (foreground: false), and stays stopped until continued. Give it a stdin of its own (stdio 'pipe' or 'ignore' for fd 0), or the terminal (foreground: true).`,
