@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { types } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import * as source from '../lib/index'
@@ -64,7 +65,8 @@ describe("require('reapkit')", () => {
     expect(r.builtins).toContain('child_process')
     // crypto: container run ids and the state file; perf_hooks: the keepalive; worker_threads: the
     // keepalive's and the containers' checks; tty: the foreground hand-over; http, readline: none.
-    for (const m of ['crypto', 'perf_hooks', 'worker_threads', 'tty', 'http', 'readline']) expect(r.builtins, m).not.toContain(m)
+    // os: signal and errno names, read on first use.
+    for (const m of ['crypto', 'perf_hooks', 'worker_threads', 'tty', 'http', 'readline', 'os']) expect(r.builtins, m).not.toContain(m)
   })
 
   it('exports what lib/index.ts exports, each of the same kind, name and length', () => {
@@ -116,18 +118,32 @@ describe("require('reapkit')", () => {
     }
   })
 
-  it('Supervisor loads on first read and is the class itself: instanceof, constructor and extends hold', () => {
-    const r = fresh<{ before: string[]; after: string[]; checks: boolean[] }>(`
+  it('Supervisor is a class at require whose part loads on first construction: instanceof, constructor, extends and its prototype hold', () => {
+    const r = fresh<{ before: string[]; read: string[]; after: string[]; isClass: boolean; methods: boolean; checks: boolean[]; spied: number }>(`
       const partsLoaded = () => files().filter((f) => f.startsWith('parts/'))
       const before = partsLoaded()
       const { Supervisor } = rk
+      const isClass = /^class\\b/.test(Function.prototype.toString.call(Supervisor))
+      const methods = ['spawn', 'list', 'shutdownAll', 'changes'].every((m) => typeof Supervisor.prototype[m] === 'function')
+      const read = partsLoaded()
+      // A spy put on the prototype before any instance exists sees the part's own calls through it.
+      let spied = 0
+      const list = Supervisor.prototype.list
+      Supervisor.prototype.list = function () { spied++; return list.apply(this, arguments) }
       const s = new Supervisor()
-      class Mine extends rk.Supervisor {}
+      class Mine extends rk.Supervisor { list() { return ['mine', ...super.list()] } }
       const m = new Mine()
-      report({ before, after: partsLoaded(), checks: [s instanceof rk.Supervisor, s.constructor === rk.Supervisor, m instanceof Supervisor, Supervisor === rk.Supervisor, typeof m.shutdownAll === 'function'] })`)
+      const checks = [s instanceof rk.Supervisor, s.constructor === rk.Supervisor, m instanceof Supervisor, m.constructor === Mine, Supervisor === rk.Supervisor,
+        s instanceof require('node:events').EventEmitter, Object.getPrototypeOf(s) === Supervisor.prototype, m.list()[0] === 'mine', s.list().length === 0]
+      await Promise.all([s.shutdownAll(), m.shutdownAll()])
+      report({ before, read, after: partsLoaded(), isClass, methods, checks, spied })`)
     expect(r.before).toEqual([])
+    expect(r.read).toEqual([]) // reading the class and its prototype loads nothing
+    expect(r.isClass).toBe(true)
+    expect(r.methods).toBe(true)
     expect(r.after).toContain('parts/policies-supervisor.js')
-    expect(r.checks).toEqual([true, true, true, true, true])
+    expect(r.checks).toEqual([true, true, true, true, true, true, true, true, true])
+    expect(r.spied).toBeGreaterThanOrEqual(2) // m.list() through super, s.list()
   })
 
   it('a part shares the eager bundle\'s modules: a child spawned by spawn() is known to killProcessGracefully (one spawn registry)', () => {
@@ -232,10 +248,60 @@ describe('reapkit loaded afresh many times in one process (a test runner that re
   })
 })
 
+/** Runs `body` in a fresh Node after `const esm = await import(the ESM entry)`, as fresh() does. */
+function freshEsm<T>(body: string): T {
+  const esm = pathToFileURL(join(dirname(DIST), '..', 'esm', 'index.mjs')).href
+  const script = `
+    const distDir = ${JSON.stringify(dirname(DIST))}
+    const files = () => Object.keys(require.cache).filter((f) => f.startsWith(distDir)).map((f) => f.slice(distDir.length + 1)).sort()
+    const report = (x) => console.log(JSON.stringify(x))
+    ;(async () => { const esm = await import(${JSON.stringify(esm)}); ${body} })().catch((err) => { console.error(err); process.exit(1) })`
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 })
+  expect(r.status, r.stderr).toBe(0)
+  return JSON.parse(r.stdout.trim().split('\n').pop()!) as T
+}
+
 describe('the ESM entry', () => {
   it('exports the same names', async () => {
     const esm = (await import(join(dirname(DIST), '..', 'esm', 'index.mjs'))) as Record<string, unknown>
     expect(Object.keys(esm).sort()).toEqual(Object.keys(source).sort())
+  })
+
+  it('loads what require does and no part: import of reapkit, and of reapkit/mcp and reapkit/testing, reads every export and loads index.js alone', () => {
+    // A part loaded here (a getter among the exports, which the ESM entry reads all of) made
+    // `import 'reapkit'` cost 46 ms against require's 5 (bench/require.mjs).
+    const r = freshEsm<{ files: string[]; addon: boolean }>(`
+      report({ files: files(), addon: Object.keys(require.cache).some((f) => f.endsWith('.node')) })`)
+    expect(r.files).toEqual(['index.js'])
+    expect(r.addon).toBe(false)
+    for (const entry of ['mcp', 'testing']) {
+      const sub = freshEsm<{ files: string[] }>(`
+        await import(${JSON.stringify(pathToFileURL(join(dirname(DIST), '..', 'esm', `${entry}.mjs`)).href)})
+        report({ files: files().filter((f) => f.startsWith('parts/')) })`)
+      expect(sub.files, entry).toEqual([])
+    }
+  })
+
+  it('hands out the objects require does, by named, namespace and dynamic import, and each works once touched', () => {
+    const r = freshEsm<{ differ: string[]; count: number; before: string[]; supervisor: boolean[]; orphans: string; kill: string[]; caps: boolean }>(`
+      const rk = require(distDir + '/index.js')
+      const named = await import('data:text/javascript,export * from ' + JSON.stringify(${JSON.stringify(pathToFileURL(join(dirname(DIST), '..', 'esm', 'index.mjs')).href)}))
+      const differ = Object.keys(rk).filter((n) => n !== '__esModule' && (esm[n] !== rk[n] || named[n] !== rk[n]))
+      const before = files().filter((f) => f.startsWith('parts/'))
+      const s = new esm.Supervisor()
+      const supervisor = [s instanceof rk.Supervisor, s instanceof esm.Supervisor, Array.isArray(s.list())]
+      await s.shutdownAll()
+      const orphans = typeof (await esm.findOrphans()).trees
+      const child = esm.spawn('sleep', ['30'], { stdio: 'ignore' })
+      const kill = (await rk.killProcessGracefully(child, { graceMs: 5000 })).signalsSent.map((x) => x.signal)
+      report({ differ, count: Object.keys(esm).length, before, supervisor, orphans, kill, caps: esm.capabilities().native })`)
+    expect(r.differ).toEqual([])
+    expect(r.count).toBe(Object.keys(source).length)
+    expect(r.before).toEqual([])
+    expect(r.supervisor).toEqual([true, true, true])
+    expect(r.orphans).toBe('object')
+    expect(r.kill).toEqual(['SIGTERM'])
+    expect(r.caps).toBe(true)
   })
 })
 
