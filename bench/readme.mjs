@@ -83,6 +83,12 @@ export function rows(d) {
     // The addon loads on first use: what the first call into it adds is shown beside the require.
     const a = d.require.reapkitAddon ? `; with its first call into the addon (which loads then): ${stat(d.require.reapkitAddon).text}` : ''
     add('`require(\'reapkit\')`, fresh process', r.text + a, `a one-line file: ${f.text}${c}`, times(f.center, r.center) + ' of the floor')
+    // The ESM entry (since it loads no part: scripts/build-ts.mjs) beside the ESM loader's own start-up.
+    if (d.require.importReapkit && d.require.importFloor) {
+      const i = stat(d.require.importReapkit)
+      const fi = stat(d.require.importFloor)
+      add('`import` of reapkit (ESM), fresh process', i.text, `a one-line module: ${fi.text}`, times(fi.center, i.center) + ' of the floor')
+    }
   }
   if (d.install) {
     const i = d.install
