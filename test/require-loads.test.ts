@@ -159,6 +159,22 @@ describe("require('reapkit')", () => {
   })
 })
 
+describe('spawn()\'s rare paths', () => {
+  it('a plain spawn() loads no PID-namespace code; a pidNamespace refusal loads it and throws its TypeError, before any process starts', () => {
+    const r = fresh<{ plain: string[]; refused: string; after: string[] }>(`
+      const pidns = () => files().filter((f) => f === 'parts/pid-namespace.js')
+      const child = rk.spawn('true', [], { stdio: 'ignore' })
+      await new Promise((res) => child.once('exit', res))
+      const plain = pidns()
+      let refused = 'none'
+      try { rk.spawn('true', [], { pidNamespace: true, parentDeathSignal: 'SIGTERM' }) } catch (err) { refused = err.name + ': ' + err.message }
+      report({ plain, refused, after: pidns() })`)
+    expect(r.plain).toEqual([])
+    expect(r.refused).toMatch(/^TypeError: The "parentDeathSignal" option must be 'SIGKILL'/)
+    expect(r.after).toEqual(['parts/pid-namespace.js'])
+  })
+})
+
 describe('a part of another build', () => {
   it('is refused with an error that says so (the package replaced on disk while a process ran)', () => {
     const r = fresh<{ error: string }>(`

@@ -37,7 +37,7 @@ import { spawnReportMs } from '../ground/config'
 import { nativeBinding, type ExecReport } from '../ground/native'
 import { signalName } from '../ground/validate'
 import type { SpawnFunction } from './node-spawn'
-import { explainRefusal } from './pid-namespace'
+import pidNamespacePart from './lazy/pid-namespace'
 
 /** How the child's start was confirmed: see SpawnedInfo.startup. */
 export type Startup = 'exec' | 'timeout' | 'none'
@@ -229,7 +229,7 @@ function failLikeNode(child: ChildProcess, report: ExecReport, cgroup: string | 
       delete (child as { emit?: unknown }).emit // the prototype's again
       // Node's error names the exec; a failed join must say it was the cgroup (the target never ran).
       if (report.step === 'cgroup' && args[0] instanceof Error) explainCgroup(args[0], cgroup)
-      if (report.step === 'unshare' && args[0] instanceof Error) explainRefusal(args[0])
+      if (report.step === 'unshare' && args[0] instanceof Error) pidNamespacePart().explainRefusal(args[0])
     }
     return own.call(this, event, ...args)
   } as ChildProcess['emit']

@@ -43,7 +43,7 @@ import { type HelperSpawn, spawnThroughHelper } from './exec-report'
 import { refuseNulLikeNode, resolvable, validateConsumedOptionsLikeNode, validateFileLikeNode } from './spawn-args'
 import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
-import { noReportPipe, podmanRefused, refusePidNamespace } from './pid-namespace'
+import pidNamespacePart from './lazy/pid-namespace'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
 import { nativeBinding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
@@ -378,7 +378,7 @@ export function spawn(
   if (typeof pidNamespace !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "pidNamespace" option must be a boolean. Received ${describe(pidNamespace)}`)
   // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
   const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
-  if (pidNamespace) refusePidNamespace({ explicitSignal: options.parentDeathSignal, asOtherUser })
+  if (pidNamespace) pidNamespacePart().refusePidNamespace({ explicitSignal: options.parentDeathSignal, asOtherUser })
   const wanted = pidNamespace ? 9 : parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = pidNamespace || capabilities().pdeathsig ? wanted : 0 // (the namespace's guarantee rests on it: Linux has it)
   if (!nativeBinding()) {
@@ -390,7 +390,7 @@ export function spawn(
   // The container code loads only for a program named like an engine (the parser decides the rest).
   const run = container && !nodeOptions.shell && engineOf(command) !== null ? containerPart().prepareContainerRun(command, args, nodeOptions) : null
   if (run) args = run.args
-  if (pidNamespace && run?.record.engine === 'podman') throw podmanRefused()
+  if (pidNamespace && run?.record.engine === 'podman') throw pidNamespacePart().podmanRefused()
   const withContainer = (child: ChildProcess): ChildProcess => {
     const info = spawned.get(child)
     if (run && info && child.pid !== undefined) containerPart().attachContainer(child, (info.container = run.record))
@@ -435,7 +435,7 @@ export function spawn(
     }
     if (!started && pidNamespace) {
       if (cg !== undefined) cgroupPart().removeWhenEmpty(cg)
-      throw noReportPipe(typeof nativeBinding()?.execReportPipe === 'function')
+      throw pidNamespacePart().noReportPipe(typeof nativeBinding()?.execReportPipe === 'function')
     }
     if (started) {
       // Asked to be contained but not (no cgroup of ours to make one in...): the helper starts it all the same, and its info says why.
