@@ -208,12 +208,19 @@ function vlq(n) {
  * loads (an ESM import, which reads every export, loads nothing), and it is the one class every
  * caller sees: `instanceof`, `.constructor`, `extends` and a spy on its prototype all meet the shell.
  * The part's private fields live on the object its constructor built, where its methods find them.
- * A method returns the part's own result (the same promise, the same async iterator), so it is a
- * plain function whatever the part's is: an instance exists only once the part has loaded.
+ * Each method is of its original's kind, so that util.types and a check of the function's kind (an
+ * AsyncFunction, an AsyncGeneratorFunction) say what they say of the part's: an async method
+ * returns a promise resolved with the part's (a promise of its own, as any async function's); a
+ * generator method delegates to the part's iterator with `yield*`, which hands next(), return() and
+ * throw() to it as they come, so a caller sees the part's values, its completion and its `finally`
+ * at the same moments (test/supervisor-shell.test.ts runs both side by side). The part's iterator
+ * is made at the first next(), as the part's own body would only run then: a call alone does
+ * nothing in either. What differs: the iterator is the shell's object, not the part's, and each
+ * step takes a few more microtasks.
  * Shapes this does not cover (accessors, static members, symbol keys, another base class) fail the
  * build, not a user.
  */
-function classShell(e, value, load) {
+export function classShell(e, value, load) {
   const events = createRequire(import.meta.url)('node:events')
   const base = Object.getPrototypeOf(value)
   if (base !== Function.prototype && base !== events.EventEmitter) {
@@ -226,10 +233,14 @@ function classShell(e, value, load) {
   for (const key of Reflect.ownKeys(value.prototype)) {
     if (key === 'constructor') continue
     const d = Object.getOwnPropertyDescriptor(value.prototype, key)
-    if (typeof key !== 'string' || typeof d.value !== 'function') {
-      throw new Error(`build-parts: ${e.name}.prototype[${String(key)}] is not a method named by a string: classShell does not forward it`)
-    }
-    methods.push(`${key}(${params(d.value.length)}) { return ${load}.${e.local}.prototype.${key}.apply(this, arguments) }`)
+    const where = `build-parts: ${e.name}.prototype[${String(key)}]`
+    if (d.get || d.set) throw new Error(`${where} is an accessor (a getter or setter): a shell cannot forward it (its getter would load the part whenever anything reads it, from the prototype too); make it a method`)
+    if (typeof key !== 'string') throw new Error(`${where} is named by a symbol: classShell forwards methods named by a string only`)
+    if (typeof d.value !== 'function') throw new Error(`${where} is a ${typeof d.value}, not a method: classShell forwards methods only`)
+    const real = `${load}.${e.local}.prototype.${key}.apply(this, arguments)`
+    const generator = types.isGeneratorFunction(d.value)
+    const prefix = (types.isAsyncFunction(d.value) ? 'async ' : '') + (generator ? '*' : '')
+    methods.push(`${prefix}${key}(${params(d.value.length)}) { ${generator ? `yield* ${real}` : `return ${real}`} }`)
   }
   const ext = base === events.EventEmitter ? ' extends ShellBaseEventEmitter' : ''
   return [
