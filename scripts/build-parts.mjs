@@ -4,12 +4,13 @@
 // and the small things any caller may touch at once (errors, signals, capabilities). Every other
 // module lib/index.ts exports from is a part, dist/cjs/parts/<name>.js, loaded on first use:
 // - a function of a part is, in index.js, a stub of the same name and length (async where the
-//   function is, with util.promisify.custom where it has one) that loads the part on its first call and calls through: validation errors still
-//   throw synchronously, from the same code, before the function does anything (an ESM `import` of reapkit loads no part either);
+//   function is, with util.promisify.custom where it has one) that loads the part on its first
+//   call and calls through: validation errors still throw synchronously, from the same code, before
+//   the function does anything (an ESM `import` of reapkit loads no part either);
 // - a class of a part (Supervisor) is, in index.js, a small class of the same name (classShell):
-//   its constructor and its methods load the part and call through, so reading the export loads
-//   nothing (an ESM import reads every export), and `instanceof`, `extends` and `.constructor` see
-//   the one class every caller gets;
+//   its constructor and its methods (each of its original's kind: async, async generator) load the
+//   part and call through, so reading the export loads nothing (an ESM import reads every export),
+//   and `instanceof`, `extends` and `.constructor` see the one class every caller gets;
 // - each lib/mechanisms/lazy/*.ts (one namespace import and a function that returns it) becomes a
 //   function that requires that module's part on its first call: how eager code (spawn) reaches lazy
 //   code (the container part) without compiling it at require.
@@ -29,8 +30,10 @@ import { promisify, types } from 'node:util'
 
 /**
  * The modules of lib/index.ts's exports that require('reapkit') loads at once: spawn() and
- * watchExit() and what they stand on, and small modules whose exports are classes or constants
- * (a lazy class or constant could only be a getter). Everything else index.ts exports is a part.
+ * watchExit() and what they stand on, and small modules of constants and error classes: a constant
+ * of a part could only be a getter, which would load the part when read (an ESM import reads every
+ * export), and an error class extends Error, which a shell (classShell) does not. Everything else
+ * index.ts exports is a part.
  */
 export const EAGER = [
   'ground/native',
@@ -251,9 +254,10 @@ export function classShell(e, value, load) {
 
 /**
  * The eager entry (an ESM module esbuild bundles into index.js): index.ts's eager exports; each
- * part's functions as stubs and its classes as getters; and the modules the parts take from it
- * (`handOver`). Every line maps (an inline source map esbuild chains into index.js.map) to the place
- * in lib/index.ts that exports what the line defines, so a stub's stack frame names lib/index.ts.
+ * part's functions as stubs and its classes as shells (classShell); and the modules the parts
+ * take from it (`handOver`). Every line maps (an inline source map esbuild chains into
+ * index.js.map) to the place in lib/index.ts that exports what the line defines, so a stub's stack
+ * frame names lib/index.ts.
  */
 function eagerEntry(root, exports, eagerFiles, partOf, reference, handOver, buildId) {
   const lib = join(root, 'lib') // the entry's resolveDir: its imports are relative to it
