@@ -25,10 +25,18 @@ import { nativeBinding } from '../ground/native'
 import { signalNumber } from '../ground/validate'
 import { holdTerminalReads, noteCreatedStdin, releaseTerminalReads } from './terminal-reads'
 
-/** node:os's constants, read when first needed: node:os is not loaded with reapkit (about 0.1 ms). */
-function constants(): typeof import('node:os').constants {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('node:os') as typeof import('node:os')).constants
+let stopSignals: { SIGTTIN: number; SIGTTOU: number } | undefined
+/**
+ * The terminal stop signals' numbers, read from node:os on first use (node:os is not loaded with
+ * reapkit, about 0.1 ms) and kept: every SIGCHLD asks, for each background child.
+ */
+function terminalStops(): { SIGTTIN: number; SIGTTOU: number } {
+  if (!stopSignals) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { SIGTTIN, SIGTTOU } = (require('node:os') as typeof import('node:os')).constants.signals
+    stopSignals = { SIGTTIN, SIGTTOU }
+  }
+  return stopSignals
 }
 
 interface ForegroundJob {
@@ -199,9 +207,10 @@ function onBackgroundSignal(): void {
     } catch {
       continue
     }
-    if (sig !== constants().signals.SIGTTIN && sig !== constants().signals.SIGTTOU) continue
+    const stops = terminalStops()
+    if (sig !== stops.SIGTTIN && sig !== stops.SIGTTOU) continue
     forget(child)
-    const name = sig === constants().signals.SIGTTIN ? 'SIGTTIN' : 'SIGTTOU'
+    const name = sig === stops.SIGTTIN ? 'SIGTTIN' : 'SIGTTOU'
     const did = name === 'SIGTTIN' ? 'read' : 'wrote to or set up'
     process.emitWarning(
       `${what} (pid ${child.pid}) is stopped by ${name}: it ${did} the terminal, which it does not hold (foreground: false), and stays stopped until continued. Give it a stdin of its own (stdio 'pipe' or 'ignore' for fd 0), or the terminal (foreground: true).`,
