@@ -262,4 +262,13 @@ describe.runIf(posix)('Supervisor output', () => {
     expect(() => sup.output('x', { align: 'words' as never })).toThrow(TypeError)
     expect(() => supervise({ output: { perChildBytes: -1 } })).toThrow(RangeError)
   })
+
+  it('bad signal or fromStart: followOutput and changes reject at the first next() with a TypeError that names the option', async () => {
+    const { sup } = supervise()
+    sup.spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { requestId: 'quiet' })
+    // Before: `TypeError: s.addEventListener is not a function`, from inside.
+    await expect(sup.changes({ signal: 1 as never }).next()).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE', message: expect.stringContaining('"signal" option') })
+    await expect(sup.followOutput('quiet', { signal: {} as never }).next()).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE', message: expect.stringContaining('"signal" option') })
+    await expect(sup.followOutput('quiet', { fromStart: 'yes' as never }).next()).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE', message: expect.stringContaining('"fromStart" option') })
+  })
 })

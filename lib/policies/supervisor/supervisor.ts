@@ -21,7 +21,7 @@ import { EventEmitter, setMaxListeners } from 'node:events'
 import { KILL_CONFIRM_MS_DEFAULT, SHUTDOWN_SLACK_PER_PROCESS_MS, closeTimeoutMs as envCloseTimeoutMs, killGraceMs, shutdownTimeoutMs } from '../../ground/config'
 import { ReapkitError, rangeError, systemError, typeError } from '../../ground/errors'
 import { type Logger, logEvent, silentLogger } from '../../ground/logger'
-import { describe, validateMs, validateOptions } from '../../ground/validate'
+import { describe, validateAbortSignal, validateBoolean, validateMs, validateOptions } from '../../ground/validate'
 import { eventsUntil } from '../../ground/wait'
 import { removeKilledSync } from '../../mechanisms/cgroup/make'
 import { containerCapSlackMs } from '../../mechanisms/container/child'
@@ -263,6 +263,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   async *followOutput(pidOrRequestId: number | string, options: { signal?: AbortSignal; fromStart?: boolean; align?: Align } = {}): AsyncGenerator<OutputPage> {
     options = validateOptions(options)
     validateId(pidOrRequestId)
+    validateAbortSignal(options.signal)
+    validateBoolean(options.fromStart, 'fromStart')
     const entry = this.#core.registry.find(pidOrRequestId)
     if (!entry) throw new ReapkitError('ERR_REAPKIT_NOT_SUPERVISED', `No process ${JSON.stringify(pidOrRequestId)} in this supervisor`)
     const { output } = this.#core
@@ -285,6 +287,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   async restart(pidOrRequestId: number | string, options: { graceMs?: number } = {}): Promise<RestartResult> {
     options = validateOptions(options)
     validateId(pidOrRequestId)
+    validateAbortSignal(options.signal)
+    validateBoolean(options.fromStart, 'fromStart')
     const entry = this.#core.registry.find(pidOrRequestId)
     const spawnedWith = entry && this.#spawnedWith.get(entry)
     if (!entry || !spawnedWith) {
@@ -384,6 +388,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    */
   async *changes(options: { signal?: AbortSignal } = {}): AsyncGenerator<ProcessRecord> {
     options = validateOptions(options)
+    validateAbortSignal(options.signal)
     yield* eventsUntil<ProcessRecord>(this as unknown as EventEmitter, 'status', [this.#disposed.signal, options.signal])
   }
 
