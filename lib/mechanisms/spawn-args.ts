@@ -57,18 +57,33 @@ export function validateConsumedOptionsLikeNode(options: { argv0?: unknown; shel
   }
 }
 
-/** Whether execvp would find and run `command` (PATH from the child's env, as glibc searches it). */
-export function resolvable(command: string, options: NodeSpawnOptions): boolean {
+/**
+ * The file execvp would find and run for `command` (PATH from the child's env, as glibc searches
+ * it), as a path from `/`, or null. The exec helper then execs that path itself, with no search of
+ * its own: the search here is the one that decided the helper is used at all, and each PATH entry
+ * before the command's cost the helper a failed execve inside spawn()'s wait (about 10 on the
+ * bench machine's PATH). A missing entry is skipped on a stat that does not throw (an exception per
+ * entry was most of this look-up's cost); access(X_OK) then decides, as execvp's execve would.
+ */
+export function resolveLikeExecvp(command: string, options: NodeSpawnOptions): string | null {
   const cwd = typeof options.cwd === 'string' ? options.cwd : options.cwd ? fileURLToPath(options.cwd) : process.cwd()
   const executable = (file: string): boolean => {
     try {
+      if (statSync(file, { throwIfNoEntry: false })?.isFile() !== true) return false
       accessSync(file, fsConstants.X_OK)
-      return statSync(file).isFile()
+      return true
     } catch {
-      return false
+      return false // ENOTDIR, EACCES...
     }
   }
-  if (command.includes('/')) return executable(isAbsolute(command) ? command : resolve(cwd, command))
+  if (command.includes('/')) {
+    const file = isAbsolute(command) ? command : resolve(cwd, command)
+    return executable(file) ? file : null
+  }
   const path = (options.env ?? process.env).PATH ?? '/bin:/usr/bin' // glibc's default when PATH is unset
-  return path.split(delimiter).some((dir) => executable(resolve(cwd, dir || '.', command)))
+  for (const dir of path.split(delimiter)) {
+    const file = resolve(cwd, dir || '.', command)
+    if (executable(file)) return file
+  }
+  return null
 }

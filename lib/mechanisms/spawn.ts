@@ -40,7 +40,7 @@ import containerPart from './lazy/containers'
 import { engineOf } from './container/engine-name'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
-import { refuseNulLikeNode, resolvable, validateConsumedOptionsLikeNode, validateFileLikeNode } from './spawn-args'
+import { refuseNulLikeNode, resolveLikeExecvp, validateConsumedOptionsLikeNode, validateFileLikeNode } from './spawn-args'
 import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
 import { noReportPipe, podmanRefused, refusePidNamespace } from './pid-namespace'
@@ -213,6 +213,24 @@ function declareGone(info: SpawnedInfo): void {
   witnesses.delete(info)
 }
 
+/**
+ * The first look after the reap, step one: kill(-pgid, 0) fails with ESRCH only when no process at
+ * all (not even a zombie) has the group id, so the group is empty now, and its id was the child's
+ * until now (the leader was reaped in this loop turn: a stranger would need a whole pid wrap-around
+ * first, as for the first scan above). Most children leave nothing behind, and this one syscall then
+ * replaces a scan of the whole process table at every exit (about 1.2 ms of CPU with 130 processes
+ * on the bench machine: bench/spawn-cost.mjs, parent CPU per spawn). Anything else (a member, a
+ * zombie, EPERM for another user's member) goes on to the scan, which pins witnesses.
+ */
+function groupEmptyAtReap(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0)
+    return false
+  } catch (err) {
+    return isGoneError(err)
+  }
+}
+
 /** Whether a listing just taken of `info`'s group can be trusted (see above); drops dead witnesses. */
 function trustedNow(child: ChildProcess, info: SpawnedInfo, pgid: number, firstAfterReap: boolean): boolean {
   if (!isReaped(child) || firstAfterReap) return true
@@ -318,21 +336,39 @@ function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'gr
   if (child.pid !== undefined) {
     child.once('exit', () => {
       handle?.close()
-      // Look once, right after libuv reaped it: pin what is left, or the group is gone for good.
-      if (info.pgid !== null) spawnedGroupMembers(child).catch(() => {}) // a failure is kept as "unknown" (above)
+      if (info.pgid === null || info.groupGone) return
+      // Look once, right after libuv reaped it: the group provably empty, or pin what is left.
+      if (groupEmptyAtReap(info.pgid)) declareGone(info)
+      else spawnedGroupMembers(child).catch(() => {}) // a failure is kept as "unknown" (above)
     })
   }
   return info
 }
 
+// The real paths of the package's own supervisor and launcher, resolved once per path: spawn()
+// compares every command with a '/' to them (three realpaths a spawn were a tenth of its own cost).
+const realOfOwn = new Map<string, string | null>()
+function realOwnPath(file: string | null): string | null {
+  if (file === null) return null
+  let real = realOfOwn.get(file)
+  if (real === undefined) {
+    try {
+      real = realpathSync(file)
+    } catch {
+      return null // not cached: it may appear later (a build)
+    }
+    realOfOwn.set(file, real)
+  }
+  return real
+}
+
 /** Is `command` the native supervisor (by path), or the package's `reapkit` launcher? */
 function isSupervisor(command: string): boolean {
-  const supervisor = supervisorPath()
+  const supervisor = realOwnPath(supervisorPath())
   if (supervisor === null || !command.includes('/')) return false // a bare name: not resolved here
   try {
     const real = realpathSync(command)
-    const launcher = launcherPath()
-    return real === realpathSync(supervisor) || (launcher !== null && real === realpathSync(launcher))
+    return real === supervisor || real === realOwnPath(launcherPath())
   } catch {
     return false
   }
@@ -415,7 +451,9 @@ export function spawn(
   // With pidNamespace, even a command execvp may not find goes through the helper (its failed exec is
   // reported as Node's 'error'): should our look-up and execvp's ever differ, Node's spawn would run
   // it outside any namespace.
-  const throughHelper = helper !== null && (group || sig > 0 || cgroup || pidNamespace) && !asOtherUser && (pidNamespace || resolvable(file, nodeOptions))
+  const wantsHelper = helper !== null && (group || sig > 0 || cgroup || pidNamespace) && !asOtherUser
+  const path = wantsHelper && !pidNamespace ? resolveLikeExecvp(file, nodeOptions) : null
+  const throughHelper = wantsHelper && (pidNamespace || path !== null)
   let uncontained = cgroup ? cgroupPart().whyUncontained(helper !== null, asOtherUser) : null
   if (throughHelper) {
     // Made now, joined by the helper before anything else (fails closed: a failed join fails the spawn).
@@ -426,7 +464,7 @@ export function spawn(
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
     let started: HelperSpawn | null
     try {
-      started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, cgroup: cg, pidNamespace, file, argv0, argv, nodeOptions })
+      started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, cgroup: cg, pidNamespace, file, path: path ?? file, argv0, argv, nodeOptions })
     } catch (err) {
       // Node refused (a NUL byte in an argument or the environment...): no child of ours is in it,
       // removed now (or once empty, should a helper have got in before the throw).
@@ -489,7 +527,8 @@ function pinAndRegister(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle'
   if (child.pid !== undefined) {
     // Synchronously, before the event loop can run libuv's reaping: the pid is still this child.
     try {
-      handle = openProcess(child.pid)
+      // allowSelf: a child's pid is never one of this process's threads, so that look in /proc is skipped.
+      handle = openProcess(child.pid, { allowSelf: true })
     } catch {
       handle = null // exited and reaped already? then nothing can be signalled by pid anyway
     }
