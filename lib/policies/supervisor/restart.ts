@@ -97,15 +97,19 @@ export function withinWindow(t: number, now: number, windowMs: number | null): b
   return t <= now && (windowMs === null || now - t < windowMs)
 }
 
+/** Restarter's wait marker for a restart without backoff (no timer to clear). */
+const NO_TIMER = Symbol('no backoff timer')
+
 /**
  * One child's restart state: the restarts within the window, and the backoff wait when one is
- * pending. The wait is one timer, cleared by cancel() at once.
+ * pending. The wait is one timer (none without backoff), cleared by cancel() at once.
  */
 export class Restarter {
   readonly spec: RestartSpec
   /** When each restart within the window happened (ms since the epoch), oldest first. */
   #recent: number[]
-  #timer: NodeJS.Timeout | undefined
+  /** The backoff's timer; NO_TIMER while a restart without backoff waits for the leftovers' stop alone. */
+  #timer: NodeJS.Timeout | typeof NO_TIMER | undefined
   #cancelled = false
 
   constructor(spec: RestartSpec, recent: readonly number[] = []) {
@@ -146,7 +150,12 @@ export class Restarter {
   /** Runs `start` after `delayMs` and after `before` settles, unless cancel() comes first. */
   schedule(delayMs: number, before: Promise<unknown>, start: () => void): void {
     this.#cancelled = false
-    const waited = new Promise<void>((res) => (this.#timer = setTimeout(res, delayMs)))
+    // No backoff, no timer: Node runs a setTimeout(0) after 1 ms at the soonest, which was most of a
+    // restart's latency beside a hand-rolled on('exit', spawn) (bench/restart.mjs). The wait is then
+    // the leftovers' stop alone, cancellable as a timer is until it ends.
+    let waited: Promise<void> | undefined
+    if (delayMs > 0) waited = new Promise<void>((res) => (this.#timer = setTimeout(res, delayMs)))
+    else this.#timer = NO_TIMER
     void Promise.all([waited, before.catch(() => {})]).then(() => {
       this.#timer = undefined
       if (!this.#cancelled) start()
@@ -156,7 +165,7 @@ export class Restarter {
   /** Cancels a pending wait at once (its timer cleared); true if there was one. */
   cancel(): boolean {
     if (this.#timer === undefined) return false
-    clearTimeout(this.#timer)
+    if (this.#timer !== NO_TIMER) clearTimeout(this.#timer)
     this.#timer = undefined
     this.#cancelled = true
     return true
