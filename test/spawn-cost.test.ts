@@ -1,0 +1,115 @@
+// What spawn() and the Supervisor's restart stopped doing to be cheaper (issue 32 item 7), each
+// beside the guarantee it must keep:
+// - the look right after the reap: a group provably empty (kill(-pgid, 0): ESRCH) is gone at once,
+//   without a scan of the process table; a group with a member left is still listed and stopped;
+// - the exec helper execs the file spawn() found on PATH (no search of its own): the file execvp
+//   would run, in PATH order, skipping what execvp skips, with the caller's argv0 and spawnfile;
+// - a restart without backoff waits on no timer, and is still cancelled by a stop that comes
+//   while it waits for the last incarnation's leftovers.
+// Real processes; each test ends what it started (by pid or group), and bounds every wait.
+import { spawn as nodeSpawn } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
+import { exitOf, isGone, trackGroup, waitFor } from './helpers'
+import { cleanupAfterEach, settled } from './supervisor-cleanup'
+
+const linux = process.platform === 'linux'
+const posix = process.platform !== 'win32'
+const { supervise } = cleanupAfterEach()
+const dirs: string[] = []
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+
+/** Collects a child's stdout as text. */
+function output(child: ReturnType<typeof spawn>): Promise<string> {
+  let out = ''
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d))
+  return exitOf(child).then(() => out)
+}
+
+describe.runIf(posix)('the look right after the reap', () => {
+  it('declares a group that nothing is left in gone by the first exit listener, without a scan', async () => {
+    const child = spawn('true', [], { stdio: 'ignore' })
+    trackGroup(child.pid!)
+    const atExit = await new Promise<boolean>((resolve) => child.once('exit', () => resolve(spawnedInfo(child)!.groupGone)))
+    expect(spawnedInfo(child)!.pgid).toBe(child.pid)
+    expect(atExit).toBe(true)
+  })
+
+  it('keeps a group with a member left (not gone at the exit), and a stop still finds and ends that member', async () => {
+    const child = spawn('sh', ['-c', 'sleep 30 & echo $!'], { stdio: ['ignore', 'pipe', 'ignore'] })
+    trackGroup(child.pid!)
+    const out = await output(child)
+    const member = Number(out.trim())
+    expect(Number.isInteger(member) && member > 1).toBe(true)
+    expect(isGone(member)).toBe(false)
+    const info = spawnedInfo(child)!
+    expect(info.groupGone).toBe(false)
+    const report = await killProcessGracefully(child, { graceMs: 2000 })
+    await waitFor(() => isGone(member), 5000, 'the member the leader left to end')
+    expect(report.survivors).toEqual([])
+    expect(info.groupGone).toBe(true)
+  })
+})
+
+describe.runIf(linux)('the exec helper runs the file spawn() found', () => {
+  it('runs the first executable file on PATH, skipping a directory and a file without x, as execvp; argv0 and spawnfile stay the caller\'s', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'reapkit-spawn-cost-'))
+    dirs.push(root)
+    const [asDir, notExec, first, second] = ['a', 'b', 'c', 'd'].map((d) => join(root, d))
+    for (const d of [asDir, notExec, first, second]) mkdirSync(d)
+    mkdirSync(join(asDir, 'rk-which')) // a directory passes access(X_OK): execvp skips it (EACCES)
+    writeFileSync(join(notExec, 'rk-which'), '#!/bin/sh\necho b\n') // no x bit
+    for (const [d, tag] of [[first, 'c'], [second, 'd']] as const) {
+      writeFileSync(join(d, 'rk-which'), `#!/bin/sh\necho ${tag} "$0"\n`)
+      chmodSync(join(d, 'rk-which'), 0o755)
+    }
+    const env = { ...process.env, PATH: [asDir, notExec, first, second].join(':') }
+    const ours = spawn('rk-which', [], { env, stdio: ['ignore', 'pipe', 'ignore'] })
+    trackGroup(ours.pid!)
+    expect(spawnedInfo(ours)!.startup).toBe('exec') // through the helper
+    expect(ours.spawnfile).toBe('rk-which')
+    expect(ours.spawnargs).toEqual(['rk-which'])
+    const theirs = nodeSpawn('rk-which', [], { env, stdio: ['ignore', 'pipe', 'ignore'] })
+    const [a, b] = await Promise.all([output(ours), output(theirs)])
+    expect(a).toBe(b) // the same file, as Node's execvp would run it
+    expect(a.startsWith('c ')).toBe(true)
+  })
+
+  it('gives the target the caller\'s argv0, not the path it was found at', async () => {
+    const child = spawn('sleep', ['30'], { argv0: 'rk-argv0', stdio: 'ignore' })
+    trackGroup(child.pid!)
+    try {
+      await waitFor(() => readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').startsWith('rk-argv0\0'), 5000, 'argv0 in cmdline')
+    } finally {
+      child.kill('SIGKILL')
+      await exitOf(child)
+    }
+  })
+})
+
+describe.runIf(posix)('a restart without backoff', () => {
+  it('is cancelled by terminate() while it waits for the leftovers of the last incarnation (no new incarnation)', async () => {
+    const { sup, events } = supervise({ graceMs: 1500 })
+    // The leader exits 1 at once; what it left ignores SIGTERM, so the leftovers' stop lasts the grace.
+    const child = sup.spawn('sh', ['-c', `sh -c 'trap "" TERM; while :; do sleep 0.05; done' & sleep 0.2; exit 1`], {
+      requestId: 'nb',
+      stdio: 'ignore',
+      restart: 'on-failure',
+      backoff: { initialMs: 0, jitter: 0 },
+    })
+    const pid = child.pid!
+    await settled(sup, 'nb', 'restarting', 10_000)
+    await new Promise((r) => setTimeout(r, 100)) // well past a 1 ms timer: the wait is the leftovers' stop
+    expect(sup.get('nb')!.status).toBe('restarting')
+    await sup.terminate(pid)
+    await new Promise((r) => setTimeout(r, 300))
+    expect(events.filter((e) => e === 'spawn')).toHaveLength(1)
+    expect(events).not.toContain('restart')
+    expect(['terminated', 'killed']).toContain(sup.get('nb')!.status)
+  })
+})
