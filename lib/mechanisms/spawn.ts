@@ -197,7 +197,8 @@ function pinWitnesses(info: SpawnedInfo, pgid: number, members: number[]): void 
   for (const pid of members) {
     if (pinned.has(pid)) continue
     try {
-      const handle = openProcess(pid)
+      // allowSelf: a member of the child's group is never this process (its group is another).
+      const handle = openProcess(pid, { allowSelf: true })
       if (witnessAlive(handle, pgid)) pinned.set(pid, handle)
       else handle.close()
     } catch (err) {
