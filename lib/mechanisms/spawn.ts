@@ -30,7 +30,6 @@
  * signal is armed; spawnedInfo() says what was applied.
  */
 import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_process'
-import { realpathSync } from 'node:fs'
 import { typeError } from '../ground/errors'
 import { type GroupListing, groupListingSoon } from './group'
 import { foregroundTerminal, followForeground } from './terminal'
@@ -45,7 +44,8 @@ import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
 import { noReportPipe, podmanRefused, refusePidNamespace } from './pid-namespace'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
-import { nativeBinding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
+import { nativeBinding, nativeCapabilities as capabilities, execHelperPath, warnNoNative } from '../ground/native'
+import { isSupervisor } from './supervisor-command'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
@@ -215,13 +215,11 @@ function declareGone(info: SpawnedInfo): void {
 }
 
 /**
- * The first look after the reap, step one: kill(-pgid, 0) fails with ESRCH only when no process at
- * all (not even a zombie) has the group id, so the group is empty now, and its id was the child's
- * until now (the leader was reaped in this loop turn: a stranger would need a whole pid wrap-around
- * first, as for the first scan above). Most children leave nothing behind, and this one syscall then
- * replaces a scan of the whole process table at every exit (about 1.2 ms of CPU with 130 processes
- * on the bench machine: bench/spawn-cost.mjs, parent CPU per spawn). Anything else (a member, a
- * zombie, EPERM for another user's member) goes on to the scan, which pins witnesses.
+ * The first look after the reap, step one: kill(-pgid, 0) fails with ESRCH only when no process (not
+ * even a zombie) has the id, so the group is empty, and the id was the child's until the reap in this
+ * loop turn (as for the first scan above). This one syscall replaces a scan of the whole process
+ * table at most exits (~1.2 ms of CPU a spawn: bench/spawn-cost.mjs). A member, a zombie or EPERM
+ * (another user's member) goes on to the scan, which pins witnesses.
  */
 function groupEmptyAtReap(pgid: number): boolean {
   try {
@@ -344,35 +342,6 @@ function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'gr
     })
   }
   return info
-}
-
-// The real paths of the package's own supervisor and launcher, resolved once per path: spawn()
-// compares every command with a '/' to them (three realpaths a spawn were a tenth of its own cost).
-const realOfOwn = new Map<string, string | null>()
-function realOwnPath(file: string | null): string | null {
-  if (file === null) return null
-  let real = realOfOwn.get(file)
-  if (real === undefined) {
-    try {
-      real = realpathSync(file)
-    } catch {
-      return null // not cached: it may appear later (a build)
-    }
-    realOfOwn.set(file, real)
-  }
-  return real
-}
-
-/** Is `command` the native supervisor (by path), or the package's `reapkit` launcher? */
-function isSupervisor(command: string): boolean {
-  const supervisor = realOwnPath(supervisorPath())
-  if (supervisor === null || !command.includes('/')) return false // a bare name: not resolved here
-  try {
-    const real = realpathSync(command)
-    return real === supervisor || real === realOwnPath(launcherPath())
-  } catch {
-    return false
-  }
 }
 
 export function spawn(command: string, options?: SpawnOptions): ChildProcess
