@@ -4,8 +4,9 @@
 //   without a scan of the process table; a group with a member left is still listed and stopped;
 // - the exec helper execs the file spawn() found on PATH (no search of its own): the file execvp
 //   would run, in PATH order, skipping what execvp skips, with the caller's argv0 and spawnfile;
-// - a restart without backoff waits on no timer, and is still cancelled by a stop that comes
-//   while it waits for the last incarnation's leftovers.
+// - a restart without backoff waits on no timer (an immediate), and is still cancelled by a stop
+//   that comes while it waits for the last incarnation's leftovers; a start that fails at once
+//   (ENOENT) restarted without backoff still lets the event loop turn between restarts.
 // Real processes; each test ends what it started (by pid or group), and bounds every wait.
 import { spawn as nodeSpawn } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -13,6 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
+import { Restarter, restartSpec } from '../lib/policies/supervisor/restart'
 import { exitOf, isGone, trackGroup, waitFor } from './helpers'
 import { cleanupAfterEach, settled } from './supervisor-cleanup'
 
@@ -111,5 +113,45 @@ describe.runIf(posix)('a restart without backoff', () => {
     expect(events.filter((e) => e === 'spawn')).toHaveLength(1)
     expect(events).not.toContain('restart')
     expect(['terminated', 'killed']).toContain(sup.get('nb')!.status)
+  })
+
+  it('of a command that cannot start (ENOENT) lets the event loop turn between restarts (timers run before the give-up)', async () => {
+    const { sup, events } = supervise()
+    let ticks = 0
+    const interval = setInterval(() => ticks++, 1)
+    const ticksAtRestart: number[] = []
+    sup.on('restart', () => ticksAtRestart.push(ticks))
+    try {
+      const gaveUp = new Promise<void>((res) => sup.once('give-up', () => res()))
+      sup.spawn('/nonexistent/reapkit-cmd', [], { requestId: 'enoent', stdio: 'ignore', restart: 'always', backoff: { initialMs: 0, jitter: 0 }, intensity: { maxRestarts: 300, windowMs: 600_000 } })
+      let bound: NodeJS.Timeout | undefined
+      await Promise.race([gaveUp, new Promise((_, rej) => (bound = setTimeout(() => rej(new Error('no give-up within 60 s')), 60_000)))])
+      clearTimeout(bound)
+    } finally {
+      clearInterval(interval)
+    }
+    expect(events).toContain('give-up')
+    expect(ticksAtRestart).toHaveLength(300)
+    // With restarts chained on microtasks alone, no timer ran until the give-up: 0 ticks all along.
+    expect(ticksAtRestart.findIndex((t) => t > 0)).toBeGreaterThanOrEqual(0)
+    expect(ticksAtRestart.findIndex((t) => t > 0)).toBeLessThan(150)
+    expect(ticksAtRestart[299]).toBeGreaterThanOrEqual(3)
+  })
+})
+
+describe('Restarter.schedule', () => {
+  it('a wait cancelled and then scheduled over starts once: the older wait, its `before` settled late, starts nothing', async () => {
+    const restarter = new Restarter(restartSpec({ restart: 'always', backoff: { initialMs: 0, jitter: 0 } })!)
+    const started: string[] = []
+    let release!: () => void
+    const slow = new Promise<void>((res) => (release = res))
+    restarter.schedule(0, slow, () => started.push('older'))
+    expect(restarter.cancel()).toBe(true)
+    restarter.schedule(0, Promise.resolve(), () => started.push('newer'))
+    await new Promise((r) => setTimeout(r, 20))
+    release()
+    await new Promise((r) => setTimeout(r, 20))
+    expect(started).toEqual(['newer'])
+    expect(restarter.pending).toBe(false)
   })
 })
