@@ -6,16 +6,18 @@
 //   would run, in PATH order, skipping what execvp skips, with the caller's argv0 and spawnfile;
 // - a restart without backoff waits on no timer (an immediate), and is still cancelled by a stop
 //   that comes while it waits for the last incarnation's leftovers; a start that fails at once
-//   (ENOENT) restarted without backoff still lets the event loop turn between restarts.
+//   (ENOENT) restarted without backoff still lets the event loop turn between restarts;
+// - a stop skips its check for this process only for a child spawn() pinned: an object merely
+//   shaped like a ChildProcess with this process's pid (or a thread's) is still refused.
 // Real processes; each test ends what it started (by pid or group), and bounds every wait.
-import { spawn as nodeSpawn } from 'node:child_process'
+import { spawn as nodeSpawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { killProcessGracefully, spawn, spawnedInfo } from '../lib/index'
 import { Restarter, restartSpec } from '../lib/policies/supervisor/restart'
-import { exitOf, isGone, trackGroup, waitFor } from './helpers'
+import { DIST, FIXTURES, exitOf, isGone, trackGroup, waitFor } from './helpers'
 import { cleanupAfterEach, settled } from './supervisor-cleanup'
 
 const linux = process.platform === 'linux'
@@ -153,5 +155,24 @@ describe('Restarter.schedule', () => {
     await new Promise((r) => setTimeout(r, 20))
     expect(started).toEqual(['newer'])
     expect(restarter.pending).toBe(false)
+  })
+})
+
+describe.runIf(linux)('a stop of an object shaped like a ChildProcess (not spawned by reapkit)', () => {
+  /** Runs the fixture (its own process: a missing refusal SIGTERMs it, not this runner); its JSON line. */
+  function stopSelfShaped(which: 'pid' | 'thread') {
+    const r = spawnSync(process.execPath, [join(FIXTURES, 'self-shaped-child.cjs'), which], { encoding: 'utf8', timeout: 20_000, env: { ...process.env, REAPKIT_DIST: DIST } })
+    expect({ status: r.status, signal: r.signal }, r.stderr).toEqual({ status: 0, signal: null })
+    return JSON.parse(r.stdout.trim().split('\n').pop()!)
+  }
+
+  it("with this process's pid is refused (ERR_REAPKIT_SELF), not signalled", () => {
+    expect(stopSelfShaped('pid')).toEqual({ outcome: 'rejected', code: 'ERR_REAPKIT_SELF', name: 'RangeError' })
+  })
+
+  it("with the id of one of this process's threads is refused too", () => {
+    const seen = stopSelfShaped('thread')
+    if (seen.skipped) return // Node always runs threads (its platform workers); kept for a build without
+    expect(seen).toEqual({ outcome: 'rejected', code: 'ERR_REAPKIT_SELF', name: 'RangeError' })
   })
 })
