@@ -39,10 +39,19 @@ const inCgroup = (file, args, options) => reapkit.spawn(file, args, { ...options
 const inPidNamespace = (file, args, options) => reapkit.spawn(file, args, { ...options, pidNamespace: true })
 const underIsolate = (file, args, options) => reapkit.spawn(reapkit.supervisorPath(), ['--isolate', '--', file, ...args], options)
 
-/** This process's CPU (user + system, ms) over `k` sequential spawns of `true`, each to its exit. */
+/** Two turns of the event loop: work deferred from an exit (reapkit's look at the group, Node's 'close') is done. */
+const settle = () => new Promise((res) => setImmediate(() => setImmediate(res)))
+
+/**
+ * This process's CPU (user + system, ms) over `k` sequential spawns of `true`, each to its exit.
+ * Settled before the first reading and after the last exit, so that no chunk is charged with work
+ * the previous chunk (the other side's) deferred, nor leaves its own to the next one.
+ */
 async function cpuOfChunk(spawnFn, k) {
+  await settle()
   const c0 = process.cpuUsage()
   for (let i = 0; i < k; i++) await exitOf(spawnFn('true', [], { stdio: 'ignore' }))
+  await settle()
   const c = process.cpuUsage(c0)
   return (c.user + c.system) / 1000 / k
 }
@@ -111,7 +120,9 @@ export async function spawnCostFigures(N = 200) {
   }
   for (let i = 0; i < 10; i++) for (const [, fn] of sides) await once(fn) // warm-up
   for (let i = 0; i < N; i++) {
-    for (const [name, fn] of sides) {
+    // The order rotated each round: no side always runs first (or right after a given other).
+    for (let j = 0; j < sides.length; j++) {
+      const [name, fn] = sides[(i + j) % sides.length]
       const r = await once(fn)
       rows[name].returned.push(r.returned)
       rows[name].exited.push(r.exited)
