@@ -434,7 +434,7 @@ export function spawn(
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
     let started: HelperSpawn | null
     try {
-      started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, cgroup: cg, pidNamespace, file, path: path ?? file, argv0, argv, nodeOptions })
+      started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, cgroup: cg, pidNamespace, file, path: path ?? undefined, argv0, argv, nodeOptions })
     } catch (err) {
       // Node refused (a NUL byte in an argument or the environment...): no child of ours is in it,
       // removed now (or once empty, should a helper have got in before the throw).
