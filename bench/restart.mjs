@@ -308,7 +308,8 @@ child lives ${l.aliveMs} ms. Chunks of ${l.chunk} restarts, the three sides inte
 
 The Supervisor's restart also stops what the exited incarnation left in its process group, and confirms it, before the next
 one starts; the hand-rolled loops do neither. With \`backoff.initialMs: 0\` it waits on no timer (a \`setTimeout(0)\` is 1 ms
-in Node), only on an immediate (one turn of the event loop, so a start that fails at once cannot hold the loop) and on that stop, which for a group found empty at the exit (\`kill(-pgid, 0)\`: ESRCH) ends in the same turn.
+in Node), only on an immediate (one turn of the event loop: a start that fails at once cannot hold the loop) and on that
+stop, which for a group found empty at the exit (\`kill(-pgid, 0)\`: ESRCH) ends in the same turn.
 The \`reapkit.spawn\` rows hold a second exec (the helper's, then the command's) before the first instruction.`
 }
 
