@@ -159,6 +159,20 @@ export function rows(d) {
       `\`child_process.spawn\`: ${n.text}`,
       `${fmt(r.center / n.center)}x Node's`,
     )
+    const rr = stat(d.spawnCost.rows.reapkit.returned)
+    const nr = stat(d.spawnCost.rows.node.returned)
+    add('the `spawn(\'true\')` call itself: the event loop held until it returns', rr.text, `\`child_process.spawn\`: ${nr.text}`, `${fmt(rr.center / nr.center)}x Node's (goal ≤ 1.25x)`)
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+    const { cpu, starts } = d.spawnCost
+    if (cpu) {
+      const [rc, nc] = [median(cpu.reapkit), median(cpu.node)]
+      add(`parent CPU per \`spawn('true')\` to its exit (\`process.cpuUsage\`, median of ${cpu.reapkit.length} chunks of ${cpu.chunk})`, `${fmt(rc)} ms`, `\`child_process.spawn\`: ${fmt(nc)} ms`, `${fmt(rc / nc)}x Node's (goal ≤ 1.25x)`)
+    }
+    if (starts) {
+      const sum = (xs) => xs.reduce((a, b) => a + b, 0)
+      const [rs, ns] = [sum(starts.reapkit), sum(starts.node)]
+      add(`${starts.n.toLocaleString('en')} long-running children (\`sleep\`) started in one loop (mean of ${starts.reapkit.length} rounds)`, `${fmt(rs / starts.reapkit.length)} ms`, `\`child_process.spawn\`: ${fmt(ns / starts.node.length)} ms`, `${fmt(rs / ns)}x Node's (goal ≤ 1.25x)`)
+    }
   }
   if (d.httpCost) {
     const cpu = (side) => stat(d.httpCost.rows[side].map((x) => x.cpuUsPerRequest).filter((v) => v !== null), 'µs')
@@ -227,7 +241,7 @@ export function rows(d) {
       `\`shutdownAll\` of ${row.n} children ignoring stdin end and SIGTERM (close 250 + grace 500; 1 run)`,
       `${fmt(a.ms)} ms, ${fmt(a.cpuMs)} ms CPU, ${a.capped} capped`,
       `a hand-rolled \`Promise.all\` of \`closeClient\`: ${fmt(b.ms)} ms, ${fmt(b.cpuMs)} ms CPU`,
-      `CPU ${(a.cpuMs / b.cpuMs).toFixed(2)}x`,
+      `CPU ${(a.cpuMs / b.cpuMs).toFixed(2)}x; wall ${a.ms <= 1750 ? 'within' : 'over'} its budget (close + grace + 1 s = 1750 ms)`,
     )
   }
   if (d.wrapperStop) {
@@ -258,7 +272,8 @@ export function rows(d) {
     if (l && !l.skipped) {
       const s = stat(l.supervisor)
       const h = stat(l.node)
-      add('restart of a crashed child: its exit → the new child\'s first instruction (both stamped by the child)', `Supervisor \`restart: 'on-failure'\`, no backoff: ${s.text}`, `hand-rolled \`child.on('exit', () => spawn(...))\`: ${h.text}`, `${fmt(s.center / h.center)}x the hand-rolled`)
+      const k = stat(l.reapkitSpawn)
+      add('restart of a crashed child: its exit → the new child\'s first instruction (both stamped by the child)', `Supervisor \`restart: 'on-failure'\`, no backoff: ${s.text}`, `hand-rolled \`child.on('exit', () => spawn(...))\`: ${h.text} with \`child_process.spawn\`, ${k.text} with reapkit's`, `${fmt(s.center / h.center)}x the hand-rolled with Node's, ${fmt(s.center / k.center)}x with reapkit's (goal ≤ 1.25x)`)
     }
     for (const [x, when] of [[e, 'a fresh Supervisor'], [d.restart.eventsFull, `${d.restart.eventsFull?.history} finished records in its history`]]) {
       if (!x) continue

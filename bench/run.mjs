@@ -212,7 +212,7 @@ const stop = await reaping.stopTree(quick ? 5 : 30, { execaPipeSamples: quick ? 
 const execa10 = peersBench.execa10Stop(quick ? 3 : 30) // under Node 22, which execa 10 needs
 const close = await reaping.closeServer(quick ? 1 : 3)
 const exitscale = await exitScale.run(reapkit, { quick })
-const shutdownWedged = await exitScale.shutdownWedged(reapkit, quick ? [200] : [500, 1000, 2000])
+const shutdownWedged = await exitScale.shutdownWedged(reapkit, quick ? [200] : [500, 1000, 2000, 5000])
 const scaling = await reaping.shutdownScaling(quick ? [1, 10, 100] : [1, 10, 100, 500])
 reaping.sweep()
 const tracking = await keepaliveBench.trackingOverhead(quick ? 20_000 : 200_000)

@@ -1,7 +1,7 @@
 /* reapkit-exec: the pre-exec step that libuv's spawn lacks. Node spawns this helper; it prepares
  * the process and then execs the target in its place, so no extra process stays behind.
  *
- *   reapkit-exec [--cgroup DIR] [--pid-namespace] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]
+ *   reapkit-exec [--cgroup DIR] [--pid-namespace] [--found PATH] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]
  *
  * DIR     Linux, cgroup v2: the cgroup (a directory spawn() made for this child) to join first,
  *         by writing our own pid into DIR/cgroup.procs. Joined before anything else runs, so the
@@ -12,6 +12,10 @@
  *         of ours, and stay outside as the process the parent sees (native/exec_pidns.c): the whole
  *         tree then ends when the parent dies, by any means. Needs SIGNAL 9 (SIGKILL): that death
  *         signal is the guarantee. A refused namespace is reported (step 'n') and FILE never runs.
+ * PATH    the file the parent's search of PATH found for a bare FILE (lib/mechanisms/spawn-args.ts):
+ *         exec'd first, saving a failed execve per PATH entry before it. Should that exec fail with
+ *         an error execvp skips (a script whose interpreter is missing: ENOENT), FILE is then
+ *         execvp'd, so the next entry runs, and the error is the one execvp ends with, as without it.
  * GROUP   1: become the leader of a new process group (setpgid(0, 0)); 0: stay in the parent's;
  *         2: as 1, and then take the foreground of the controlling terminal on fd 0 for the new
  *         group, when the parent's group holds it (spawn()'s foreground hand-over, lib/mechanisms/terminal.ts).
@@ -117,6 +121,12 @@ static int join_cgroup(const char *dir) {
   return err;
 }
 
+/* The errors on which glibc's execvp goes on to the next PATH entry (posix/execvpe.c); any other
+ * ends its search with that error (ELOOP, E2BIG, ENOMEM...). */
+static int execvp_skips(int err) {
+  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ESTALE || err == ENODEV || err == ETIMEDOUT;
+}
+
 /* Gives the terminal on fd 0 to our new group, if the parent's group is its foreground
  * (checked here again: the parent may have been moved to the background since it looked). We are
  * not in the foreground yet, so tcsetpgrp would stop us with SIGTTOU unless it is blocked; the mask
@@ -145,8 +155,14 @@ int main(int argc, char **argv) {
     argv += 1;
     argc -= 1;
   }
-  if (argc < 7 || (cgroup != NULL && cgroup[0] != '/')) {
-    fprintf(stderr, "reapkit-exec: usage: reapkit-exec [--cgroup DIR] [--pid-namespace] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]\n");
+  const char *found = NULL;
+  if (argc >= 3 && strcmp(argv[1], "--found") == 0) {
+    found = argv[2];
+    argv += 2;
+    argc -= 2;
+  }
+  if (argc < 7 || (pid_namespace && found != NULL) || (cgroup != NULL && cgroup[0] != '/')) {
+    fprintf(stderr, "reapkit-exec: usage: reapkit-exec [--cgroup DIR] [--pid-namespace] [--found PATH] GROUP SIGNAL PARENT REPORT FILE ARGV0 [ARGS...]\n");
     return 2;
   }
   long group = number(argv[1]), sig = number(argv[2]), parent = number(argv[3]);
@@ -184,6 +200,10 @@ int main(int argc, char **argv) {
   if (fd >= 0 && through_user) write_all(fd, "u", 1);
   char *file = argv[5];
   if (pid_namespace) run_in_pid_namespace(fd, file, argv + 6, fail); /* does not return */
+  if (found != NULL) {
+    execvp(found, argv + 6); /* a path (it has a slash): one execve, or /bin/sh for a script without #! */
+    if (!execvp_skips(errno)) return fail(fd, STEP_EXEC, errno, file);
+  }
   execvp(file, argv + 6); /* argv[6] is argv0 exactly as the caller gave it, even "" */
   return fail(fd, STEP_EXEC, errno, file);
 }

@@ -4,7 +4,7 @@
 // (test/fixtures/spawn-outcome.cjs), so a case that needs a process-wide state (out of descriptors)
 // gets it without touching this runner.
 import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -76,6 +76,49 @@ describe.runIf(linux)('spawn, case by case, as Node spawns', () => {
   it('a non-zero exit and a death by signal: the same exit event', () => {
     expectSame(['sh', ['-c', 'exit 7'], piped])
     expectSame(['sh', ['-c', 'kill -TERM $$'], piped])
+  })
+
+  // The helper execs what the kernel would open, not a path made lexically (path.resolve's `..`):
+  // through a symlinked cwd, `..` is the parent of the link's target.
+  it("a command with a slash and `..` from a symlinked cwd: the file the kernel opens (the target's parent's)", () => {
+    mkdirSync(join(dir, 'real', 'sub'), { recursive: true })
+    symlinkSync(join(dir, 'real', 'sub'), join(dir, 'linkcwd'))
+    file('real/lex', '#!/bin/sh\necho the-target-parent\n', 0o755)
+    file('lex', '#!/bin/sh\necho the-lexical-parent\n', 0o755)
+    const seen = expectSame(['../lex', [], { ...piped, cwd: join(dir, 'linkcwd') }])
+    expect(seen.stdout).toBe('the-target-parent\n')
+    // PATH='..' from the same cwd: execvp's `../lex`, relative to the child's cwd.
+    const onPath = expectSame(['lex', [], { ...piped, cwd: join(dir, 'linkcwd'), env: { PATH: '..' } }])
+    expect(onPath.stdout).toBe('the-target-parent\n')
+  })
+
+  // glibc's execvp goes on to the next PATH entry after ENOENT, ENOTDIR, EACCES, ESTALE, ENODEV and
+  // ETIMEDOUT from execve, and stops at any other error (ELOOP...).
+  it('a script whose interpreter is missing, first on PATH: the next entry runs, as with execvp', () => {
+    mkdirSync(join(dir, 'm1-bad'))
+    mkdirSync(join(dir, 'm1-good'))
+    file('m1-bad/rk-m1', '#!/nonexistent/interpreter\necho bad\n', 0o755)
+    file('m1-good/rk-m1', '#!/bin/sh\necho the-later-one\n', 0o755)
+    const seen = expectSame(['rk-m1', [], { ...piped, env: { PATH: `${join(dir, 'm1-bad')}:${join(dir, 'm1-good')}` } }])
+    expect(seen.stdout).toBe('the-later-one\n')
+    // Alone on PATH: execvp's own error (ENOENT), with no later entry to run.
+    const alone = expectSame(['rk-m1', [], { ...piped, env: { PATH: join(dir, 'm1-bad') } }])
+    expect(alone.events[0]).toMatchObject({ event: 'error', code: 'ENOENT' })
+  })
+
+  it('a symlink loop first on PATH: execvp stops there (ELOOP), the later entry never runs', () => {
+    mkdirSync(join(dir, 'm1-loop'))
+    mkdirSync(join(dir, 'm1-after'))
+    symlinkSync(join(dir, 'm1-loop', 'rk-loop'), join(dir, 'm1-loop', 'rk-loop'))
+    file('m1-after/rk-loop', '#!/bin/sh\necho the-later-one\n', 0o755)
+    const spec: [string, string[], object] = ['rk-loop', [], { ...piped, env: { PATH: `${join(dir, 'm1-loop')}:${join(dir, 'm1-after')}` } }]
+    // Node throws ELOOP from spawn() (libuv's spawn fails before there is a process); the helper's
+    // failure comes after its spawn, so reapkit emits it as an 'error' event (as for any exec error
+    // outside Node's EACCES/EAGAIN/EMFILE/ENFILE/ENOENT): the same code, and nothing ran.
+    expect(outcome('node', spec).threw).toMatchObject({ code: 'ELOOP' })
+    const ours = outcome('reapkit', spec)
+    expect(ours.events).toEqual([expect.objectContaining({ event: 'error', code: 'ELOOP', syscall: 'spawn rk-loop' })])
+    expect(ours.stdout).toBe('')
   })
 
   const canPrlimit = linux && spawnSync('prlimit', ['--version'], { stdio: 'ignore' }).status === 0

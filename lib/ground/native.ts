@@ -175,7 +175,14 @@ export interface Capabilities {
   loadError?: string
 }
 
+let root: string | undefined
+
+/** The package's folder: found once (it is where this file is; spawn() asks at every call, via launcherPath()). */
 function packageRoot(): string {
+  return (root ??= findPackageRoot())
+}
+
+function findPackageRoot(): string {
   // lib/ground/ under vitest, dist/cjs/ when built: walk up to the folder that holds binding.gyp.
   let dir = __dirname
   for (let i = 0; i < 5; i++) {

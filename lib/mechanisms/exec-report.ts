@@ -65,6 +65,12 @@ interface Request {
   /** Linux: run the command in a PID namespace of its own (native/exec_pidns.c); sig is then 9. */
   pidNamespace?: boolean
   file: string
+  /**
+   * What the helper execs first: the file spawn-args.ts found on PATH for a bare `file` (the helper
+   * falls back to execvp(file) on an error execvp skips), or `file` itself (exec'd as execvp does),
+   * as when left out.
+   */
+  path?: string
   argv0: string
   argv: string[]
   nodeOptions: NodeSpawnOptions
@@ -118,7 +124,8 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
   try {
     const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
     const join = [...(req.cgroup !== undefined ? ['--cgroup', req.cgroup] : []), ...(req.pidNamespace ? ['--pid-namespace'] : [])]
-    const args = [...join, req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
+    const found = req.path !== undefined && req.path !== req.file ? ['--found', req.path] : []
+    const args = [...join, ...found, req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
     child = nodeSpawn(req.helper, args, options)
   } catch (err) {
     closeFd(pipe[0])

@@ -6,7 +6,7 @@
  */
 import { accessSync, constants as fsConstants, statSync } from 'node:fs'
 import type { SpawnOptions as NodeSpawnOptions } from 'node:child_process'
-import { delimiter, isAbsolute, resolve } from 'node:path'
+import { delimiter } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { inspect } from 'node:util'
 import { typeError } from '../ground/errors'
@@ -57,18 +57,52 @@ export function validateConsumedOptionsLikeNode(options: { argv0?: unknown; shel
   }
 }
 
-/** Whether execvp would find and run `command` (PATH from the child's env, as glibc searches it). */
-export function resolvable(command: string, options: NodeSpawnOptions): boolean {
-  const cwd = typeof options.cwd === 'string' ? options.cwd : options.cwd ? fileURLToPath(options.cwd) : process.cwd()
-  const executable = (file: string): boolean => {
+/** stat errors on a PATH entry that glibc's execvp skips (its execve's errors: it goes on to the next entry). */
+const EXECVP_SKIPS = new Set(['ENOENT', 'ENOTDIR', 'EACCES', 'ESTALE', 'ENODEV', 'ETIMEDOUT'])
+
+/**
+ * What the exec helper should exec for `command`, or null when execvp would find nothing to run
+ * (spawn() then leaves the failure to Node's spawn). The helper's first exec is this string, with
+ * no search of its own when it names a file: the search here is the one that decided the helper is
+ * used at all, and each PATH entry before the command's cost the helper a failed execve inside
+ * spawn()'s wait (about 10 on the bench machine's PATH).
+ * - A command with a slash is returned unchanged (there is no search to save): the kernel resolves
+ *   it, `..` after a symlink included, from the child's cwd, as for Node's spawn.
+ * - A bare name: the first PATH entry (the child's env, as glibc searches it) holding a regular file
+ *   we may execute, as `${dir}/${command}`, joined as strings (never path.resolve, whose lexical
+ *   `..` is not what the kernel opens past a symlink); a relative entry under the child's cwd,
+ *   joined the same way. The helper falls back to execvp(command) when this exec fails with an error
+ *   execvp skips (a script whose interpreter is missing...), so a later entry still runs as it would.
+ * - An entry whose stat fails with an error execvp does not skip (ELOOP, ENAMETOOLONG...): execvp
+ *   would stop there with it, so the bare name goes to the helper, whose execvp then does so.
+ * A missing entry is skipped on a stat that does not throw (an exception per entry was most of this
+ * look-up's cost); access(X_OK) then decides, as execvp's execve would.
+ */
+export function resolveLikeExecvp(command: string, options: NodeSpawnOptions): string | null {
+  const given = typeof options.cwd === 'string' ? options.cwd : options.cwd ? fileURLToPath(options.cwd) : undefined
+  // The child's cwd as the kernel will reach it: chdir(given) from ours, joined by string.
+  const cwd = given === undefined || given === '' ? process.cwd() : given.startsWith('/') ? given : `${process.cwd()}/${given}`
+  const stop = Symbol('execvp stops here')
+  const executable = (file: string): boolean | typeof stop => {
+    try {
+      if (statSync(file, { throwIfNoEntry: false })?.isFile() !== true) return false
+    } catch (err) {
+      return EXECVP_SKIPS.has((err as NodeJS.ErrnoException).code ?? '') ? false : stop
+    }
     try {
       accessSync(file, fsConstants.X_OK)
-      return statSync(file).isFile()
+      return true
     } catch {
-      return false
+      return false // EACCES: execve fails alike, and execvp skips it
     }
   }
-  if (command.includes('/')) return executable(isAbsolute(command) ? command : resolve(cwd, command))
+  if (command.includes('/')) return executable(command.startsWith('/') ? command : `${cwd}/${command}`) === true ? command : null
   const path = (options.env ?? process.env).PATH ?? '/bin:/usr/bin' // glibc's default when PATH is unset
-  return path.split(delimiter).some((dir) => executable(resolve(cwd, dir || '.', command)))
+  for (const dir of path.split(delimiter)) {
+    const file = dir.startsWith('/') ? `${dir}/${command}` : `${cwd}/${dir || '.'}/${command}`
+    const found = executable(file)
+    if (found === stop) return command
+    if (found) return file
+  }
+  return null
 }

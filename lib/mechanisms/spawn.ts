@@ -30,7 +30,6 @@
  * signal is armed; spawnedInfo() says what was applied.
  */
 import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_process'
-import { realpathSync } from 'node:fs'
 import { typeError } from '../ground/errors'
 import { type GroupListing, groupListingSoon } from './group'
 import { foregroundTerminal, followForeground } from './terminal'
@@ -40,12 +39,13 @@ import containerPart from './lazy/containers'
 import { engineOf } from './container/engine-name'
 import type { ContainerRecord } from './container/stop'
 import { type HelperSpawn, spawnThroughHelper } from './exec-report'
-import { refuseNulLikeNode, resolvable, validateConsumedOptionsLikeNode, validateFileLikeNode } from './spawn-args'
+import { refuseNulLikeNode, resolveLikeExecvp, validateConsumedOptionsLikeNode, validateFileLikeNode } from './spawn-args'
 import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
 import pidNamespacePart from './lazy/pid-namespace'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
-import { nativeBinding, nativeCapabilities as capabilities, execHelperPath, launcherPath, supervisorPath, warnNoNative } from '../ground/native'
+import { nativeBinding, nativeCapabilities as capabilities, execHelperPath, warnNoNative } from '../ground/native'
+import { isSupervisor } from './supervisor-command'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
 export interface SpawnOptions extends NodeSpawnOptions {
@@ -197,7 +197,8 @@ function pinWitnesses(info: SpawnedInfo, pgid: number, members: number[]): void 
   for (const pid of members) {
     if (pinned.has(pid)) continue
     try {
-      const handle = openProcess(pid)
+      // allowSelf: a member of the child's group is never this process (its group is another).
+      const handle = openProcess(pid, { allowSelf: true })
       if (witnessAlive(handle, pgid)) pinned.set(pid, handle)
       else handle.close()
     } catch (err) {
@@ -211,6 +212,22 @@ function declareGone(info: SpawnedInfo): void {
   unknown.delete(info)
   for (const handle of witnesses.get(info)?.values() ?? []) handle.close()
   witnesses.delete(info)
+}
+
+/**
+ * The first look after the reap, step one: kill(-pgid, 0) fails with ESRCH only when no process (not
+ * even a zombie) has the id, so the group is empty, and the id was the child's until the reap in this
+ * loop turn (as for the first scan above). This one syscall replaces a scan of the whole process
+ * table at most exits (~1.2 ms of CPU a spawn: bench/spawn-cost.mjs). A member, a zombie or EPERM
+ * (another user's member) goes on to the scan, which pins witnesses.
+ */
+function groupEmptyAtReap(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0)
+    return false
+  } catch (err) {
+    return isGoneError(err)
+  }
 }
 
 /** Whether a listing just taken of `info`'s group can be trusted (see above); drops dead witnesses. */
@@ -318,24 +335,13 @@ function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'gr
   if (child.pid !== undefined) {
     child.once('exit', () => {
       handle?.close()
-      // Look once, right after libuv reaped it: pin what is left, or the group is gone for good.
-      if (info.pgid !== null) spawnedGroupMembers(child).catch(() => {}) // a failure is kept as "unknown" (above)
+      if (info.pgid === null || info.groupGone) return
+      // Look once, right after libuv reaped it: the group provably empty, or pin what is left.
+      if (groupEmptyAtReap(info.pgid)) declareGone(info)
+      else spawnedGroupMembers(child).catch(() => {}) // a failure is kept as "unknown" (above)
     })
   }
   return info
-}
-
-/** Is `command` the native supervisor (by path), or the package's `reapkit` launcher? */
-function isSupervisor(command: string): boolean {
-  const supervisor = supervisorPath()
-  if (supervisor === null || !command.includes('/')) return false // a bare name: not resolved here
-  try {
-    const real = realpathSync(command)
-    const launcher = launcherPath()
-    return real === realpathSync(supervisor) || (launcher !== null && real === realpathSync(launcher))
-  } catch {
-    return false
-  }
 }
 
 export function spawn(command: string, options?: SpawnOptions): ChildProcess
@@ -415,7 +421,9 @@ export function spawn(
   // With pidNamespace, even a command execvp may not find goes through the helper (its failed exec is
   // reported as Node's 'error'): should our look-up and execvp's ever differ, Node's spawn would run
   // it outside any namespace.
-  const throughHelper = helper !== null && (group || sig > 0 || cgroup || pidNamespace) && !asOtherUser && (pidNamespace || resolvable(file, nodeOptions))
+  const wantsHelper = helper !== null && (group || sig > 0 || cgroup || pidNamespace) && !asOtherUser
+  const path = wantsHelper && !pidNamespace ? resolveLikeExecvp(file, nodeOptions) : null
+  const throughHelper = wantsHelper && (pidNamespace || path !== null)
   let uncontained = cgroup ? cgroupPart().whyUncontained(helper !== null, asOtherUser) : null
   if (throughHelper) {
     // Made now, joined by the helper before anything else (fails closed: a failed join fails the spawn).
@@ -426,7 +434,7 @@ export function spawn(
     const terminal = group && handOver ? foregroundTerminal(nodeOptions.stdio) : null
     let started: HelperSpawn | null
     try {
-      started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, cgroup: cg, pidNamespace, file, argv0, argv, nodeOptions })
+      started = spawnThroughHelper(nodeSpawn, { helper, group, foreground: terminal !== null, sig, cgroup: cg, pidNamespace, file, path: path ?? undefined, argv0, argv, nodeOptions })
     } catch (err) {
       // Node refused (a NUL byte in an argument or the environment...): no child of ours is in it,
       // removed now (or once empty, should a helper have got in before the throw).
@@ -489,7 +497,8 @@ function pinAndRegister(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle'
   if (child.pid !== undefined) {
     // Synchronously, before the event loop can run libuv's reaping: the pid is still this child.
     try {
-      handle = openProcess(child.pid)
+      // allowSelf: a child's pid is never one of this process's threads, so that look in /proc is skipped.
+      handle = openProcess(child.pid, { allowSelf: true })
     } catch {
       handle = null // exited and reaped already? then nothing can be signalled by pid anyway
     }

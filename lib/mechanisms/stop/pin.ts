@@ -88,7 +88,8 @@ export async function pinTarget(t: ResolvedTarget): Promise<PinnedTarget> {
     // Not pinned, but not gone either. Our own unreaped child is still safe to signal by pid
     // (libuv has not reaped it, so its pid cannot have been reused); anything else we cannot
     // prove is the process meant, so the call fails with the error rather than report a stop.
-    if (!child) throw err
+    // This process itself (or one of its threads) is never pinned by pid as a child would be.
+    if (!child || (err as { code?: unknown })?.code === 'ERR_REAPKIT_SELF') throw err
     return { ...t, leader: childPin(child, pid), ownLeader: true, pinError: err instanceof Error ? err : new Error(String(err)) }
   }
 }

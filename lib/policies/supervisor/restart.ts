@@ -99,14 +99,16 @@ export function withinWindow(t: number, now: number, windowMs: number | null): b
 
 /**
  * One child's restart state: the restarts within the window, and the backoff wait when one is
- * pending. The wait is one timer, cleared by cancel() at once.
+ * pending. The wait is one timer (an immediate without backoff), cleared by cancel() at once.
  */
 export class Restarter {
   readonly spec: RestartSpec
   /** When each restart within the window happened (ms since the epoch), oldest first. */
   #recent: number[]
-  #timer: NodeJS.Timeout | undefined
-  #cancelled = false
+  /** The backoff's timer, or the immediate of a restart without backoff; set while a restart waits. */
+  #timer: { kind: 'timeout'; id: NodeJS.Timeout } | { kind: 'immediate'; id: NodeJS.Immediate } | undefined
+  /** Which schedule() call is current: a wait that is no longer current (cancelled, or scheduled over) starts nothing. */
+  #sequence = 0
 
   constructor(spec: RestartSpec, recent: readonly number[] = []) {
     this.spec = spec
@@ -145,20 +147,31 @@ export class Restarter {
 
   /** Runs `start` after `delayMs` and after `before` settles, unless cancel() comes first. */
   schedule(delayMs: number, before: Promise<unknown>, start: () => void): void {
-    this.#cancelled = false
-    const waited = new Promise<void>((res) => (this.#timer = setTimeout(res, delayMs)))
+    const sequence = ++this.#sequence
+    // No backoff: an immediate, not setTimeout(0) (1 ms at the soonest in Node, most of a restart's
+    // latency beside a hand-rolled on('exit', spawn): bench/restart.mjs), and not nothing: a start
+    // that fails at once (ENOENT, EMFILE) emits 'error' on the next tick, and a restart chained on
+    // microtasks alone would never let the event loop turn (no timer, no I/O) until the give-up.
+    const waited = new Promise<void>((res) => {
+      this.#timer = delayMs > 0 ? { kind: 'timeout', id: setTimeout(res, delayMs) } : { kind: 'immediate', id: setImmediate(res) }
+    })
     void Promise.all([waited, before.catch(() => {})]).then(() => {
+      // A cancel() since, or a newer schedule() (after a cancel, while this one's `before` was still
+      // pending), owns the state now: this one starts nothing.
+      if (sequence !== this.#sequence) return
       this.#timer = undefined
-      if (!this.#cancelled) start()
+      start()
     })
   }
 
   /** Cancels a pending wait at once (its timer cleared); true if there was one. */
   cancel(): boolean {
-    if (this.#timer === undefined) return false
-    clearTimeout(this.#timer)
+    const timer = this.#timer
+    if (timer === undefined) return false
+    if (timer.kind === 'timeout') clearTimeout(timer.id)
+    else clearImmediate(timer.id)
     this.#timer = undefined
-    this.#cancelled = true
+    this.#sequence++
     return true
   }
 }
