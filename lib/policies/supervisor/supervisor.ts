@@ -287,8 +287,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   async restart(pidOrRequestId: number | string, options: { graceMs?: number } = {}): Promise<RestartResult> {
     options = validateOptions(options)
     validateId(pidOrRequestId)
-    validateAbortSignal(options.signal)
-    validateBoolean(options.fromStart, 'fromStart')
     const entry = this.#core.registry.find(pidOrRequestId)
     const spawnedWith = entry && this.#spawnedWith.get(entry)
     if (!entry || !spawnedWith) {
