@@ -232,8 +232,12 @@ export function shutdownTable(rows) {
 |---:|---:|---:|---:|---:|---:|---:|---:|
 ${rows.map((r) => `| ${r.n} | ${fmt(r.supervisor.ms)} | ${fmt(r.supervisor.cpuMs)} | ${r.supervisor.capped} | ${fmt(r.handRolled.ms)} | ${fmt(r.handRolled.cpuMs)} | ${(r.supervisor.cpuMs / r.handRolled.cpuMs).toFixed(2)}x | ${(r.supervisor.ms / 1750).toFixed(2)}x: ${r.supervisor.ms <= 1750 ? 'within' : 'over'} |`).join('\n')}
 
-One run per cell. Both sides pay the same per-close cost on the one event loop; the Supervisor's own
-bookkeeping is O(1) per status change, and its cap grows by 1 ms per process (2,000 → close + grace + 3 s).`
+One run per cell. Both sides run the same stop per child; the Supervisor's own bookkeeping is O(1) per
+status change, and its cap grows by 1 ms per process (2,000 → close + grace + 3 s). Its closes also share
+one timer for their deadlines (lib/mechanisms/stop/deadlines.ts: deadlines within 50 µs per child, at most
+250 ms, of each other end together), so its SIGKILLs go out in one loop turn; the hand-rolled closes each
+keep their own, and their kills trickle out: libuv waitpid()s every child it has once per SIGCHLD, so
+exits spread over time cost a pass over all the children still running for each.`
 }
 
 const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(3))

@@ -14,7 +14,8 @@ export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error
 
 /** Logs one lifecycle event; a logger that throws never breaks a stop path. */
 export function logEvent(logger: Logger | undefined, level: keyof Logger, event: string, fields: object = {}): void {
-  if (!logger) return
+  // The silent logger: no event object made (a shutdownAll of thousands logs ~10 events per child).
+  if (!logger || logger === silentLogger) return
   try {
     logger[level]({ event, ...fields }, event)
   } catch {

@@ -190,12 +190,16 @@ function witnessAlive(handle: ProcessHandle, pgid: number): boolean {
   }
 }
 
-/** Pins members found by a trusted listing as witnesses of the group. */
-function pinWitnesses(info: SpawnedInfo, pgid: number, members: number[]): void {
+/**
+ * Pins members found by a trusted listing as witnesses of the group. Not the leader (`leader`, the
+ * child): a witness speaks only after the reap, when the leader is gone (a stop of thousands of
+ * children paid a descriptor, a /proc look and a close for each leader's witness).
+ */
+function pinWitnesses(info: SpawnedInfo, pgid: number, members: number[], leader: number): void {
   let pinned = witnesses.get(info)
   if (!pinned) witnesses.set(info, (pinned = new Map()))
   for (const pid of members) {
-    if (pinned.has(pid)) continue
+    if (pid === leader || pinned.has(pid)) continue
     try {
       // allowSelf: a member of the child's group is never this process (its group is another).
       const handle = openProcess(pid, { allowSelf: true })
@@ -280,7 +284,7 @@ export async function spawnedGroupMembers(child: ChildProcess): Promise<number[]
     declareGone(info)
     return []
   }
-  pinWitnesses(info, pgid, members)
+  pinWitnesses(info, pgid, members, child.pid!)
   return members
 }
 

@@ -25,12 +25,15 @@ import { reachOf } from '../mechanisms/stop/reach'
 import type { ContainerOutcome } from '../mechanisms/container/stop'
 import { typeError } from '../ground/errors'
 import { isChildProcess } from '../mechanisms/exit'
-import { type KillResult, killProcessGracefully, type SignalSent } from '../mechanisms/kill'
+import type { KillResult, SignalSent } from '../mechanisms/kill'
+import { stopTarget } from '../mechanisms/stop/kill'
+import { readKillOptions } from '../mechanisms/stop/options'
+import { type Deadlines, ownTimers } from '../mechanisms/stop/deadlines'
 import { type Logger, logEvent } from '../ground/logger'
 import { spawnedGroupMembers, spawnedInfo } from '../mechanisms/spawn'
 import { cgroupPopulated } from '../mechanisms/cgroup/make'
 import { type SignalLike, signalNumber, validateMs, validateOptions, validatePid } from '../ground/validate'
-import { childExit, settlesWithin } from '../ground/wait'
+import { childExit } from '../ground/wait'
 
 export interface CloseClientOptions {
   /** The graceful close to try first (e.g. `() => client.close()`). Default: end the child's stdin. */
@@ -110,7 +113,15 @@ function releaseStdio(child: ChildProcess): void {
 }
 
 /** The bounded two-phase close; resolves to a report, never rejects for the child's behaviour. */
-export async function closeClient(child: ChildProcess, options: CloseClientOptions = {}): Promise<CloseReport> {
+export function closeClient(child: ChildProcess, options: CloseClientOptions = {}): Promise<CloseReport> {
+  return closeClientWith(child, options, ownTimers)
+}
+
+/**
+ * @internal closeClient, its bounded waits (phase 1, its stop's grace and confirm, the stdio's last
+ * moment) kept by `deadlines`: shutdownAll's closes share one timer (deadlines.ts).
+ */
+export async function closeClientWith(child: ChildProcess, options: CloseClientOptions, deadlines: Deadlines): Promise<CloseReport> {
   options = validateOptions(options)
   if (!isChildProcess(child)) throw typeError('ERR_INVALID_ARG_TYPE', 'The "child" argument must be a ChildProcess')
   if (child.pid === undefined) throw typeError('ERR_INVALID_ARG_VALUE', 'The child process was never spawned (it has no pid)')
@@ -169,9 +180,9 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
       // `closeClient(child, { close: () => client.close() })` always ended 'forced'. A close()
       // that never settles must not take the server's whole time to leave: stdin ends at the
       // latest STDIN_RESERVE_MS (at most half the bound) before the deadline.
-      await settlesWithin(attempt, deadline - Math.min(STDIN_RESERVE_MS, closeMs / 2) - now())
+      await deadlines.settlesBy(attempt, deadline - Math.min(STDIN_RESERVE_MS, closeMs / 2))
       endStdin(child)
-      const gone = await settlesWithin(exited.promise, deadline - now())
+      const gone = await deadlines.settlesBy(exited.promise, deadline)
       closeCompleted = settled
       if (gone) logEvent(logger, 'info', 'close.graceful', { pid, pgid, elapsedMs: now() - started })
       else {
@@ -184,12 +195,13 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     if (phase === 'forced' || (await groupLeft())) {
       if (phase !== 'forced' && phase !== 'already-exited') phase = 'forced'
       killStartedAt = now()
-      kill = await killProcessGracefully(child, {
+      const stop = readKillOptions({
         ...(graceMs !== undefined ? { graceMs } : {}),
         ...(options.signal !== undefined ? { signal: options.signal } : {}),
         ...(options.killSignal !== undefined ? { killSignal: options.killSignal } : {}),
         ...(logger ? { logger } : {}),
       })
+      kill = await stopTarget(child, { ...stop, deadlines })
     } else {
       containers = await stopContainersOf(child, { graceMs: graceMs ?? killGraceMs(), confirmMs: KILL_CONFIRM_MS_DEFAULT, logger })
       if (containers.some((c) => c.stopped) && phase === 'graceful') phase = 'forced'
@@ -201,7 +213,7 @@ export async function closeClient(child: ChildProcess, options: CloseClientOptio
     // A grandchild that escaped the group and still holds a pipe costs at most that moment.
     if (child.stdio.some((s) => s && !(s as { destroyed?: boolean }).destroyed)) {
       let listener!: () => void
-      await settlesWithin(new Promise<void>((res) => child.once('close', (listener = res))), STDIO_DRAIN_MS)
+      await deadlines.settlesBy(new Promise<void>((res) => child.once('close', (listener = res))), now() + STDIO_DRAIN_MS)
       child.off('close', listener)
     }
     releaseStdio(child)

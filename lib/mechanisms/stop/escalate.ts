@@ -20,7 +20,7 @@ export interface StopOutcome {
 }
 
 /** The bounds and signals of the phases. */
-export type PhaseOptions = Pick<StopOptions, 'first' | 'last' | 'graceMs' | 'confirmMs' | 'abort'>
+export type PhaseOptions = Pick<StopOptions, 'first' | 'last' | 'graceMs' | 'confirmMs' | 'abort'> & Partial<Pick<StopOptions, 'deadlines'>>
 
 /** How one unit's phases ended. */
 interface UnitEnd {
@@ -58,10 +58,10 @@ export function runPhases(units: readonly StopUnit[], o: PhaseOptions, started: 
 async function phases(unit: StopUnit, o: PhaseOptions, started: number): Promise<UnitEnd> {
   const graceEnd = started + o.graceMs
   unit.phase(o.first, false, graceEnd)
-  if (await settle(unit, graceEnd, o.abort)) return { escalated: false, gone: true }
+  if (await settle(unit, graceEnd, o.abort, o.deadlines)) return { escalated: false, gone: true }
   const confirmEnd = now() + o.confirmMs
   unit.phase(o.last, true, confirmEnd)
-  return { escalated: true, gone: await settle(unit, confirmEnd) }
+  return { escalated: true, gone: await settle(unit, confirmEnd, undefined, o.deadlines) }
 }
 
 /**

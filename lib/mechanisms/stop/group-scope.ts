@@ -75,6 +75,15 @@ export class GroupScope {
     }
   }
 
+  /**
+   * Whether the group is the one spawn() made for the target (or Supervisor adopted), not yet seen
+   * gone: while the target, our own child, is unreaped, its pid holds this id (spawn.ts).
+   */
+  ownChildGroup(): boolean {
+    const { info, pgid } = this
+    return this.target.child !== null && info !== undefined && pgid !== null && info.pgid === pgid && pgid === this.target.pid && !info.groupGone
+  }
+
   private lose(): [] {
     this.gone = true
     this.unproven = true

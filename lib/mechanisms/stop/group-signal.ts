@@ -4,6 +4,11 @@
  * still reaches them all, but only while our own child leads the group unreaped: its pid then holds
  * the group id (spawn.ts). A process another stop under way has given the same signal is not given
  * it again (signal-ledger.ts).
+ *
+ * The kill phase's SIGKILL goes to such a group by its id first, before any listing (killGroup()):
+ * a listing is a scan of the whole process table, and a shutdown of thousands of children that
+ * waited for one to send each SIGKILL spread the kills, and so the exits, over seconds
+ * (bench/exitscale.mjs shutdown). The listings after it only confirm.
  */
 import { nativeBinding } from '../../ground/native'
 import { signalName } from '../../ground/validate'
@@ -15,12 +20,15 @@ import type { PinnedTarget } from './pin'
 import { SignalLedger } from './signal-ledger'
 import type { Pinned } from './types'
 
+const SIGKILL = 9
+
 export class GroupSignals {
   /** What this stop sent, for the other stops under way (signal-ledger.ts). */
   readonly ledger = new SignalLedger()
   private sig = 0
   private sentTo = new Set<Pinned>() // who got the current phase's signal
   private groupSignalled = false
+  private force = false
 
   constructor(
     private readonly target: PinnedTarget,
@@ -29,11 +37,58 @@ export class GroupSignals {
     private readonly fields: object,
   ) {}
 
-  /** A new phase: everyone still alive gets `sig`, once. */
-  phase(sig: number): void {
+  /** A new phase: everyone still alive gets `sig`, once. `force`: the kill phase. */
+  phase(sig: number, force = false): void {
     this.sig = sig
+    this.force = force
     this.sentTo = new Set()
     this.groupSignalled = false
+  }
+
+  /**
+   * Whether this phase's signal may go to the whole group by its id before any listing: the kill
+   * phase's SIGKILL (a second one changes nothing for a member that also gets it through its pin;
+   * a second SIGTERM or SIGINT would mean "force now" to many programs), not sent yet, to the group
+   * spawn() made for our own child. Asked before the check phase; killGroup() decides from there.
+   */
+  groupKillDue(): boolean {
+    return this.force && this.sig === SIGKILL && !this.groupSignalled && this.scope.ownChildGroup() && nativeBinding() !== null
+  }
+
+  /**
+   * SIGKILL to the whole group by its id, from the check phase (pin.ts): while our own child leads
+   * the group unreaped, its pid holds the id (spawn.ts), so whatever is in the group is its group's,
+   * members forked since the last listing included. A pinned member that left the group gets it
+   * through its pin. `live` are the pinned members; the SignalSent counts those it reached (as a
+   * listing's would: the listing that confirms counts any new member it finds, and sends it SIGKILL
+   * through its pin as well). False when it was not sent (then the usual listing and pins follow).
+   */
+  killGroup(live: Member[]): boolean {
+    const { child, pid } = this.target
+    if (!this.groupKillDue() || child === null || child.exitCode !== null || child.signalCode !== null) return false
+    this.groupSignalled = true
+    try {
+      nativeBinding()!.killpg(pid, SIGKILL)
+    } catch {
+      return false // ESRCH: nobody left in it (a zombie leader alone); the listing says so
+    }
+    let reached = 0
+    const missed: Member[] = []
+    for (const m of live) {
+      if (!this.scope.has(m.handle.pid)) {
+        missed.push(m)
+        continue
+      }
+      this.sentTo.add(m.handle)
+      this.ledger.record(SIGKILL, m.handle)
+      reached++
+    }
+    this.journal.sent(this.fields, { signal: 'SIGKILL', atMs: this.journal.elapsed(), processes: Math.max(1, reached) })
+    if (missed.length > 0) {
+      this.send(SIGKILL, missed)
+      for (const m of missed) this.sentTo.add(m.handle)
+    }
+    return true
   }
 
   /** Whether a signal may go by number (our unpinned child, the group by its id): only from the check phase, then. */

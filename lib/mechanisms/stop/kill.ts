@@ -29,7 +29,11 @@ import type { TargetUnit } from './unit'
 
 /** Sends signal -> waits by event -> escalates after a bounded grace; resolves to a KillResult. */
 export async function killProcessGracefully(target: ProcessTarget, options: KillOptions = {}): Promise<KillResult> {
-  const opts = readKillOptions(options)
+  return stopTarget(target, readKillOptions(options))
+}
+
+/** @internal killProcessGracefully with its options read (readKillOptions), and deadlines of the caller's choosing (deadlines.ts). */
+export async function stopTarget(target: ProcessTarget, opts: StopOptions): Promise<KillResult> {
   const journal = new StopJournal(opts.logger)
   const pinned = await pinTarget(resolveTarget(target, opts))
   // Windows: no groups, no signals; the Job object is the group.

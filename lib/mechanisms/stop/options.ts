@@ -1,6 +1,7 @@
 /** The options of a stop, validated once, before anything is looked up or signalled. */
 import { KILL_CONFIRM_MS_DEFAULT, killGraceMs } from '../../ground/config'
 import type { Logger } from '../../ground/logger'
+import { type Deadlines, ownTimers } from './deadlines'
 import { signalNumber, validateAbortSignal, validateBoolean, validateLogger, validateMs, validateOptions } from '../../ground/validate'
 import type { KillOptions } from './types'
 
@@ -15,6 +16,8 @@ export interface StopOptions {
   group: boolean | undefined
   allowSelf: boolean
   logger: Logger | undefined
+  /** Who keeps the phases' deadlines: a timer of the stop's own, or one shared by many stops (deadlines.ts). */
+  deadlines: Deadlines
 }
 
 /** Reads the caller's own options (a null-prototype copy) into a StopOptions; bad input throws here. */
@@ -29,5 +32,5 @@ export function readKillOptions(input: KillOptions): StopOptions {
   const group = validateBoolean(options.group, 'group')
   // `allowSelf: 'true'` must not quietly read as false (nor anything truthy as true): it guards this process.
   const allowSelf = validateBoolean(options.allowSelf, 'allowSelf') ?? false
-  return { first, last, graceMs, confirmMs, abort, group, allowSelf, logger: validateLogger(options.logger) }
+  return { first, last, graceMs, confirmMs, abort, group, allowSelf, logger: validateLogger(options.logger), deadlines: ownTimers }
 }

@@ -4,18 +4,18 @@
  * by event (a pidfd, a job's exit, an engine's answer), never by a timer of its own, for what is
  * still pending, until `until` or `stop`.
  */
-import { settlesWithinUnlessAborted } from '../../ground/wait'
+import { type Deadlines, ownTimers } from './deadlines'
 import { now } from './journal'
 import type { StopUnit } from './unit'
 
 /** True once the unit is gone; false at `until`, or as soon as `stop` aborts (or the unit gives up), with some of it still there. */
-export async function settle(unit: StopUnit, until: number, stop?: AbortSignal): Promise<boolean> {
+export async function settle(unit: StopUnit, until: number, stop?: AbortSignal, deadlines: Deadlines = ownTimers): Promise<boolean> {
   for (;;) {
     const pending = await unit.sweep()
     if (pending === null) return false
     if (pending.length === 0) return true
     const remaining = until - now()
     if (remaining <= 0 || stop?.aborted) return false
-    await settlesWithinUnlessAborted(Promise.all(pending), remaining, stop)
+    await deadlines.settlesBy(Promise.all(pending), until, stop)
   }
 }

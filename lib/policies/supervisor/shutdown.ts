@@ -6,7 +6,8 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import type { KillResult } from '../../mechanisms/kill'
-import { type CloseReport, closeClient } from '../close'
+import { type CloseReport, closeClientWith } from '../close'
+import { SharedDeadlines } from '../../mechanisms/stop/deadlines'
 import { containersAtCap } from '../../mechanisms/container/child'
 import { type Logger, logEvent } from '../../ground/logger'
 import { scanGroups } from '../../mechanisms/group'
@@ -54,7 +55,20 @@ interface Cap {
   fired: boolean
   promise: Promise<'cap'>
   table: CapTable
+  /** The deadlines of every close of this shutdown, kept by one timer (deadlines.ts). */
+  deadlines: SharedDeadlines
 }
+
+/**
+ * How late a close's deadline may end so that it ends together with the others of the shutdown:
+ * per child, about what the event loop takes to begin one close (tens of µs: the closes begun in one
+ * loop turn reach their deadlines that far apart), doubled for a busy machine; at most 250 ms. Well
+ * inside the cap's 1 ms per process (SHUTDOWN_SLACK_PER_PROCESS_MS).
+ */
+export function deadlineSlackMs(closes: number): number {
+  return Math.min(250, Math.max(10, closes * DEADLINE_SLACK_PER_CLOSE_MS))
+}
+const DEADLINE_SLACK_PER_CLOSE_MS = 0.05
 
 /** After the cap's SIGKILL, how long a stop waits for its close (or its exit) to tell how it ended. */
 const AFTER_CAP_MS = 1000
@@ -62,7 +76,7 @@ const AFTER_CAP_MS = 1000
 /** Closes every target in parallel under one cap; one report each, in the targets' order. */
 export async function closeUnderCap(targets: Entry[], ctx: ShutdownContext): Promise<ShutdownReport[]> {
   let capTimer: NodeJS.Timeout | undefined
-  const cap: Cap = { fired: false, promise: Promise.resolve('cap'), table: new CapTable() }
+  const cap: Cap = { fired: false, promise: Promise.resolve('cap'), table: new CapTable(), deadlines: new SharedDeadlines(deadlineSlackMs(targets.length)) }
   cap.promise = new Promise<'cap'>((res) => (capTimer = setTimeout(() => ((cap.fired = true), res('cap')), ctx.capMs)))
   try {
     // Reverse start order: each one after its dependents among the targets, in parallel otherwise
@@ -112,12 +126,12 @@ async function closeOne(entry: Entry, cap: Cap, ctx: ShutdownContext): Promise<S
   entry.stopping++
   const close = ctx.close
   // Begun only once the cap had fired (it waited for its dependents): no graceful close is left.
-  const closing = cap.fired ? null : closeClient(entry.child, {
+  const closing = cap.fired ? null : closeClientWith(entry.child, {
     closeTimeoutMs: ctx.closeTimeoutMs,
     graceMs: ctx.graceMs,
     logger: ctx.logger,
     ...(close ? { close: () => close(entry.child, copyRecord(entry.record)) } : {}),
-  }).then(joinUnderWay)
+  }, cap.deadlines).then(joinUnderWay)
   try {
     const first = closing ? await Promise.race([closing, cap.promise]) : 'cap'
     if (first !== 'cap') {
