@@ -14,7 +14,7 @@ const char *role = "supervisor"; /* "init" inside the namespace of --isolate */
 /* One JSON object per line on stderr, only with --verbose. `fields` is a JSON fragment. */
 void event(const char *name, const char *fields, ...) {
   if (!opt.verbose) return;
-  char extra[512] = "";
+  char extra[2048] = "";
   if (fields && fields[0]) {
     va_list ap;
     va_start(ap, fields);
