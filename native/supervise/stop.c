@@ -195,7 +195,7 @@ static int signal_ours_pin(int sig, int fresh_only, int group_covered, int pin) 
       if (st.stop_tick && p->start > st.stop_tick + 1) continue;
       if (already_signalled(p)) continue;
       remember_signalled(p);
-      if (group_covered && in_group) continue;
+      if (group_covered && p->pgrp == pgid) continue; /* the killpg of begin_stop reached it (it existed then) */
     }
     signal_pinned(p, sig);
   }
@@ -261,7 +261,8 @@ static void signal_missed(void) {
     proc_t p;
     if (read_stat(st.kids[i], &p) != 0 || p.state == 'Z' || already_signalled(&p)) continue;
     if (p.start > st.stop_tick + 1) continue; /* started after the stop: left for the SIGKILL */
-    int n = signal_ours_pin(st.stop_signal_in_use, 1, 0, 0);
+    if (st.group_covered && p.pgrp == st.main) continue; /* a member of the group: the killpg reached it */
+    int n = signal_ours_pin(st.stop_signal_in_use, 1, st.group_covered, 0);
     event("signalled", "\"signal\":\"%s\",\"remaining\":%d,\"late\":true", signal_name(st.stop_signal_in_use), n);
     return;
   }
@@ -312,6 +313,7 @@ void begin_stop(int sig, const char *why) {
   /* A container run: the engine stops the container before anything of ours outside the command's
    * group is signalled (podman's conmon must outlive the container: engine.c). */
   containers_stop(why, grace);
+  st.group_covered = covered;
   int remaining = signal_ours_ex(sig, 1, covered);
   st.stop_signal_in_use = sig;
   event("signalled", "\"signal\":\"%s\",\"remaining\":%d", signal_name(sig), remaining);

@@ -228,6 +228,7 @@ typedef struct {
   /* (pid, start) pairs already sent the stop signal, so a rescan does not send it twice */
   proc_t *signalled;
   size_t nsignalled, signalled_cap;
+  int group_covered;       /* begin_stop's killpg reached the command's group */
   long proc_reads_at_stop; /* proc_reads when the stop began (the exit event says how many since) */
   unsigned long long stop_tick; /* when the stop began, in the clock ticks of /proc's start times */
 } state_t;
