@@ -42,13 +42,13 @@ afterEach(async () => {
 
 let runs = 0
 /** One run of the fixture: the wrapper's events, the escapees' fate, its trace (STRACE=1). */
-function run(options: string[], strace = false) {
+function run(options: string[], strace = false, obey = false) {
   const out = join(dir, `run-${++runs}`)
   require('node:fs').mkdirSync(out)
   const r = spawnSync('unshare', ['--pid', '--kill-child', '--fork', '--mount-proc', 'sh', SCRIPT, BIN, out, ...options], {
     encoding: 'utf8',
     timeout: 60_000,
-    env: { ...process.env, STRACE: strace ? '1' : '' },
+    env: { ...process.env, STRACE: strace ? '1' : '', OBEY: obey ? '1' : '' },
   })
   const events = readFileSync(join(out, 'events'), 'utf8')
     .split('\n')
@@ -80,6 +80,17 @@ describe.runIf(process.platform === 'linux')('reapkit -- command, its cgroup', (
     expect(cg.members).toBeGreaterThanOrEqual(4) // the command, the setsid child, the daemon (and its sleep)
     expect(exit).toMatchObject({ code: 143, survivors: 0, procReadsInStop: 0 })
     expect(existsSync(start.cgroup)).toBe(false)
+  })
+
+  it.skipIf(!cgroup.available || !canUnshare)('escapees that obey SIGTERM: the stop ends at the kernel\'s populated 0 (an inotify event), no escalation, no cgroup.kill', () => {
+    const { r, events, start, stop, exit, cg, escapees } = run([], false, true)
+    expect(r.status, r.stderr).toBe(0)
+    expect(stop.unit).toBe('cgroup')
+    expect(escapees).toEqual(['gone', 'gone'])
+    expect(events.find((e) => e.event === 'escalate')).toBeUndefined()
+    expect(cg).toMatchObject({ path: start.cgroup, killed: false, removed: true })
+    expect(cg.events).toBeGreaterThan(0)
+    expect(exit).toMatchObject({ code: 143, survivors: 0, procReadsInStop: 0 })
   })
 
   it.skipIf(!cgroup.available)('doctor recognizes the wrapper\'s cgroup by its name: not listed while the wrapper lives, a leftover once it is SIGKILLed with an escapee inside', async () => {

@@ -50,6 +50,8 @@ void cgroup_drop(const char *what) {
   snprintf(cg.reason, sizeof cg.reason, "%s: %s", what, strerror(errno));
   close(cg.dirfd);
   cg.dirfd = -1;
+  if (cg.inotify_fd >= 0) close(cg.inotify_fd);
+  cg.inotify_fd = -1;
   rmdir(cg.path);
   cg.active = 0;
 }

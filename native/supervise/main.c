@@ -188,7 +188,10 @@ int main(int argc, char **argv) {
 #if RK_LINUX
     int subreaper = opt.subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
     st.subreaper = subreaper;
-    if (opt.cgroup) cgroup_make(); /* where none is ours, cg.reason says why: the subreaper stops it */
+    /* where none is ours, cg.reason says why: the subreaper stops it. The watch on cgroup.events is
+     * made now, before anything could empty it: a change between a read and a later watch would be
+     * lost, and the loop would wait for the deadline. */
+    if (opt.cgroup && cgroup_make() == 0) cgroup_watch_fd();
     else snprintf(cg.reason, sizeof cg.reason, "--no-cgroup");
 #else
     int subreaper = 0;
