@@ -98,7 +98,8 @@ void supervise(void) {
       fds[nfds].events = POLLIN;
       nfds++;
     }
-    int cgroup_at = -1;
+    int cgroup_at = -1; /* (Linux: the inotify watch on the command's cgroup.events) */
+    (void)cgroup_at;
 #if RK_LINUX
     if (CGROUP_STOP && (st.phase != RUNNING || st.main_done) && cgroup_watch_fd() >= 0) {
       cgroup_at = nfds;
