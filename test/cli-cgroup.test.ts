@@ -5,8 +5,7 @@
 // private PID namespace (test/fixtures/wrapper-cgroup.sh sends signals): the namespace, and all in
 // it, dies with the script; any cgroup a run left is killed and removed here.
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
@@ -14,7 +13,6 @@ import { canUnshare, DIST, FIXTURES, jsonLines, ROOT, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
 const SCRIPT = join(FIXTURES, 'wrapper-cgroup.sh')
-const require = createRequire(import.meta.url)
 const cgroup: { available: boolean; reason?: string } =
   process.platform === 'linux' ? require(DIST).capabilities().cgroup : { available: false, reason: 'not Linux' }
 const haveStrace = process.platform === 'linux' && spawnSync('strace', ['-V'], { stdio: 'ignore' }).status === 0
@@ -44,7 +42,7 @@ let runs = 0
 /** One run of the fixture: the wrapper's events, the escapees' fate, its trace (STRACE=1). */
 function run(options: string[], strace = false, obey = false) {
   const out = join(dir, `run-${++runs}`)
-  require('node:fs').mkdirSync(out)
+  mkdirSync(out)
   const r = spawnSync('unshare', ['--pid', '--kill-child', '--fork', '--mount-proc', 'sh', SCRIPT, BIN, out, ...options], {
     encoding: 'utf8',
     timeout: 60_000,
