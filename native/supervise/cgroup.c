@@ -17,10 +17,12 @@
 
 #if RK_LINUX
 #include <sys/inotify.h>
+#include <sys/resource.h>
 
 #define PIN_BATCH 256  /* pidfds held at once while pinning (well under any open-file limit) */
 #define MAX_DEPTH 16   /* cgroups inside ours, nested that deep at most */
-#define MAX_PASSES 16  /* first-signal passes over members forked meanwhile */
+#define MAX_PASSES 16  /* first-signal passes over members forked meanwhile (when no freeze) */
+#define FREEZE_WAIT_MS 1000 /* at most (and a quarter of the grace) for cgroup.events' `frozen 1` */
 
 static pid_t *list;
 static size_t nlist, list_cap;
@@ -67,6 +69,16 @@ static void add_pid(long v) {
   list[nlist++] = (pid_t)v;
 }
 
+/* A listing of `dir` with an offset of its own: a dup() would share the file offset with `dir`
+ * (cg.dirfd above all), so after the first listing every later one would start at the end and find
+ * nothing: no cgroup made inside ours would be signalled or removed. */
+static DIR *open_listing(int dir) {
+  int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (d == NULL && fd >= 0) close(fd);
+  return d;
+}
+
 /* Appends the pids of `dir`'s cgroup.procs and of the cgroups inside it. 0, or -1 (unreadable). */
 static int members_of(int dir, int depth) {
   int fd = openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
@@ -98,19 +110,20 @@ static int members_of(int dir, int depth) {
   close(fd);
   if (carry[0]) add_pid(strtol(carry, NULL, 10));
   if (depth >= MAX_DEPTH) return 0;
-  int dfd = dup(dir);
-  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-  if (d == NULL) {
-    if (dfd >= 0) close(dfd);
-    return 0;
-  }
+  DIR *d = open_listing(dir);
+  if (d == NULL) return errno == EMFILE || errno == ENFILE ? -1 : 0;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
     int sub = openat(dir, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (sub < 0) continue;
-    members_of(sub, depth + 1);
-    close(sub);
+    int r = sub >= 0 ? members_of(sub, depth + 1) : (errno == EMFILE || errno == ENFILE) ? -1 : 0;
+    int err = errno;
+    if (sub >= 0) close(sub);
+    if (r != 0) { /* out of descriptors: a listing that missed members must not verify anything */
+      closedir(d);
+      errno = err;
+      return -1;
+    }
   }
   closedir(d);
   return 0;
@@ -141,15 +154,46 @@ static void mark_signalled(pid_t p) {
   if (signalled_bits && (unsigned)p < PID_BITS) signalled_bits[p >> 3] |= (unsigned char)(1u << (p & 7));
 }
 
-/* Pins each pid of `pids`, lists the members again, and signals through each pin whose pid is
- * still listed. Returns how many were signalled. */
-static int signal_batch(const pid_t *pids, size_t n, int sig, int mark) {
+/* Descriptors a verifying listing needs besides the pins: two per nesting level (a directory and
+ * its cgroup.procs), and a few to spare. */
+#define LIST_FDS (2 * MAX_DEPTH + 8)
+
+/* How many pidfds may be held at once: the open-file limit, less the descriptors open now and
+ * those the verifying listing needs (a batch that filled the table could not be verified, and
+ * nobody would get the signal). */
+static size_t pin_room(void) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return PIN_BATCH;
+  long limit = r.rlim_cur > 1 << 20 ? 1 << 20 : (long)r.rlim_cur, used = 0;
+  for (int fd = 0; fd < limit && fd < 4096; fd++)
+    if (fcntl(fd, F_GETFD) >= 0) used++;
+  long room = limit - used - LIST_FDS;
+  return room < 1 ? 1 : room > PIN_BATCH ? PIN_BATCH : (size_t)room;
+}
+
+/* Pins pids of `pids` (up to n) by pidfd, lists the members again, and signals through each pin
+ * whose pid is still listed. *used: how many of `pids` this batch dealt with (fewer than n when
+ * descriptors ran out: the rest are the next batch's; 0 when not even one could be). Returns how
+ * many were signalled. */
+static int signal_batch(const pid_t *pids, size_t n, int sig, int mark, size_t *used) {
   int fds[PIN_BATCH];
-  for (size_t i = 0; i < n; i++) fds[i] = (int)syscall(SYS_pidfd_open, pids[i], 0);
+  size_t k = 0;
+  for (; k < n; k++) {
+    fds[k] = (int)syscall(SYS_pidfd_open, pids[k], 0);
+    if (fds[k] < 0 && (errno == EMFILE || errno == ENFILE)) break; /* the rest: the next batch */
+  }
+  int listed;
+  /* the listing needs descriptors too: give pins back (their pids go to the next batch) until it can be made */
+  while ((listed = list_members()) != 0 && (errno == EMFILE || errno == ENFILE) && k > 0) {
+    size_t keep = k > LIST_FDS ? k - LIST_FDS : k / 2;
+    while (k > keep)
+      if (fds[--k] >= 0) close(fds[k]);
+  }
+  *used = listed == 0 || (errno != EMFILE && errno != ENFILE) ? k : 0;
   int sent = 0;
-  if (list_members() == 0) {
+  if (listed == 0) {
     qsort(list, nlist, sizeof *list, cmp_pid);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < k; i++) {
       if (fds[i] < 0 || bsearch(&pids[i], list, nlist, sizeof *list, cmp_pid) == NULL) continue;
       if (syscall(SYS_pidfd_send_signal, fds[i], sig, NULL, 0) == 0) {
         sent++;
@@ -158,29 +202,122 @@ static int signal_batch(const pid_t *pids, size_t n, int sig, int mark) {
       if (mark) mark_signalled(pids[i]);
     }
   }
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < k; i++)
     if (fds[i] >= 0) close(fds[i]);
   return sent;
 }
 
-/* `sig` to every member (fresh_only: to those that have not had this stop's signal yet, in passes
- * until one finds none new, so members forked meanwhile get it too). Returns how many got it. */
-int cgroup_signal(int sig, int fresh_only) {
+/* `sig` once to each member listed now (fresh_only: to those that have not had this stop's
+ * signal yet). Returns how many got it; *listed: how many were new. */
+static int signal_listed(int sig, int fresh_only, size_t *listed) {
+  *listed = 0;
+  if (list_members() != 0) return 0;
+  if ((int)nlist > cg.members) cg.members = (int)nlist;
+  pid_t *todo = malloc((nlist ? nlist : 1) * sizeof *todo);
+  if (todo == NULL) return 0;
+  size_t ntodo = 0;
+  for (size_t i = 0; i < nlist; i++)
+    if (!fresh_only || !is_signalled(list[i])) todo[ntodo++] = list[i];
+  size_t room = pin_room();
   int sent = 0;
-  for (int pass = 0; pass < (fresh_only ? MAX_PASSES : 1); pass++) {
-    if (list_members() != 0) break;
-    if ((int)nlist > cg.members) cg.members = (int)nlist;
-    pid_t *todo = malloc((nlist ? nlist : 1) * sizeof *todo);
-    if (todo == NULL) break;
-    size_t ntodo = 0;
-    for (size_t i = 0; i < nlist; i++)
-      if (!fresh_only || !is_signalled(list[i])) todo[ntodo++] = list[i];
-    for (size_t at = 0; at < ntodo; at += PIN_BATCH)
-      sent += signal_batch(todo + at, ntodo - at < PIN_BATCH ? ntodo - at : PIN_BATCH, sig, fresh_only);
-    free(todo);
-    if (ntodo == 0) break;
+  for (size_t at = 0; at < ntodo;) {
+    size_t used = 0;
+    sent += signal_batch(todo + at, ntodo - at < room ? ntodo - at : room, sig, fresh_only, &used);
+    if (used == 0) break; /* not one descriptor to spare: the grace's end (cgroup.kill) takes them */
+    at += used;
   }
+  free(todo);
+  *listed = ntodo;
   return sent;
+}
+
+/* 0 once cgroup.events says `frozen <want>`; -1 when it has not within `ms`. */
+static int await_frozen(int want, long long ms) {
+  long long until = now_ms() + ms;
+  char text[16];
+  snprintf(text, sizeof text, "frozen %d", want);
+  for (;;) {
+    int fd = openat(cg.dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+    char buf[256];
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n > 0) {
+      buf[n] = '\0';
+      if (strstr(buf, text)) return 0;
+    }
+    long long left = until - now_ms();
+    if (left <= 0) return -1;
+    /* a change of `frozen` is an inotify event on cgroup.events; without the watch, short sleeps */
+    if (cg.inotify_fd >= 0) {
+      struct pollfd p = {cg.inotify_fd, POLLIN, 0};
+      if (poll(&p, 1, left > 50 ? 50 : (int)left) > 0) cgroup_drain();
+    } else {
+      struct timespec t = {0, 5 * 1000000L};
+      nanosleep(&t, NULL);
+    }
+  }
+}
+
+/* `sig` to every member. fresh_only (the stop's first signal): the cgroup is frozen first, so
+ * nothing in it can fork while it is listed and signalled: one listing holds every process that
+ * existed when the stop began, and whatever starts after the thaw started after the stop (a
+ * server's cleanup helpers: left until the grace ends, as on the subreaper path). Where the freeze
+ * cannot be had (or is not confirmed in FREEZE_WAIT_MS), passes until one finds none new, each
+ * member once; cg.freeze says which. Returns how many got it. */
+int cgroup_signal(int sig, int fresh_only) {
+  size_t listed;
+  if (!fresh_only) return signal_listed(sig, 0, &listed);
+  long long wait = opt.grace_ms / 4 < FREEZE_WAIT_MS ? opt.grace_ms / 4 : FREEZE_WAIT_MS;
+  if (write_at(cg.dirfd, "cgroup.freeze", "1") != 0) {
+    snprintf(cg.freeze, sizeof cg.freeze, "cgroup.freeze: %s", strerror(errno));
+  } else if (await_frozen(1, wait) != 0) {
+    snprintf(cg.freeze, sizeof cg.freeze, "not frozen within %lld ms", wait);
+  } else {
+    int sent = signal_listed(sig, 1, &listed);
+    write_at(cg.dirfd, "cgroup.freeze", "0");
+    snprintf(cg.freeze, sizeof cg.freeze, "frozen");
+    return sent;
+  }
+  int sent = 0;
+  for (int pass = 0; pass < MAX_PASSES; pass++) {
+    sent += signal_listed(sig, 1, &listed);
+    if (listed == 0) break;
+  }
+  write_at(cg.dirfd, "cgroup.freeze", "0"); /* (a freeze asked for but not confirmed) */
+  return sent;
+}
+
+/* Our live children once the cgroup is empty: descendants that moved themselves into another
+ * cgroup (cgexec, runc, conmon do), re-parented to us, the subreaper; the cgroup's stop cannot
+ * reach them. `sig` to each (fresh_only: each once per stop). An unreaped child's pid cannot be
+ * taken by another process, so kill() on it is exact. Returns how many there are. No /proc read
+ * unless there is one: waitid says whether we have children at all. */
+int cgroup_outside(int sig, int fresh_only) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0) return 0; /* ECHILD: none */
+  if (si.si_pid != 0) return 1; /* one to reap: its SIGCHLD wakes the loop, which looks again */
+  pid_t *kids = NULL;
+  size_t nkids = 0;
+  if (st.children_ok && read_children()) {
+    kids = children;
+    nkids = nchildren;
+  } else {
+    scan_procs();
+    kids = malloc((nprocs ? nprocs : 1) * sizeof *kids);
+    if (kids == NULL) return 1;
+    for (size_t i = 0; i < nprocs; i++)
+      if (procs[i].ppid == getpid() && procs[i].state != 'Z') kids[nkids++] = procs[i].pid;
+  }
+  for (size_t i = 0; i < nkids; i++) {
+    if (sig && !(fresh_only && is_signalled(kids[i]))) {
+      if (sig == SIGKILL || fresh_only) mark_signalled(kids[i]);
+      kill_then_cont(kids[i], sig);
+    }
+  }
+  if ((int)nkids > cg.outside) cg.outside = (int)nkids;
+  if (kids != children) free(kids);
+  return nkids ? (int)nkids : 1; /* (children, none listed yet: look again) */
 }
 
 /* How many members are listed now (-1: unreadable). */
@@ -233,12 +370,8 @@ void cgroup_drain(void) {
 }
 
 static int remove_inside(int dir, int depth) {
-  int dfd = dup(dir);
-  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-  if (d == NULL) {
-    if (dfd >= 0) close(dfd);
-    return -1;
-  }
+  DIR *d = open_listing(dir);
+  if (d == NULL) return -1;
   int ok = 0;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
@@ -258,9 +391,10 @@ static int remove_inside(int dir, int depth) {
 int cgroup_remove(void) {
   if (cg.removed) return 1;
   if (cgroup_populated() != 0) return 0;
-  struct stat s;
-  if (fstat(cg.dirfd, &s) != 0 || (unsigned long long)s.st_ino != cg.id) return 0;
   remove_inside(cg.dirfd, 0);
+  /* rmdir goes by path: the path must still name the cgroup we made (not one made there since) */
+  struct stat s;
+  if (stat(cg.path, &s) != 0 || (unsigned long long)s.st_ino != cg.id) return 0;
   if (rmdir(cg.path) != 0 && errno != ENOENT) return 0;
   cg.removed = 1;
   return 1;

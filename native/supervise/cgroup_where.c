@@ -13,7 +13,7 @@
 
 #include "supervise.h"
 
-cgroup_t cg = {0, -1, -1, "", "", 0, 0, 0, 0, 0, 0};
+cgroup_t cg = {0, -1, -1, "", "", 0, 0, 0, 0, 0, 0, 0, ""};
 
 #if RK_LINUX
 #include <sys/utsname.h>

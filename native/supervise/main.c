@@ -192,20 +192,21 @@ int main(int argc, char **argv) {
     /* where none is ours, cg.reason says why: the subreaper stops it. The watch on cgroup.events is
      * made now, before anything could empty it: a change between a read and a later watch would be
      * lost, and the loop would wait for the deadline. */
-    if (opt.cgroup && cgroup_make() == 0) cgroup_watch_fd();
-    else snprintf(cg.reason, sizeof cg.reason, "--no-cgroup");
+    if (!opt.cgroup) snprintf(cg.reason, sizeof cg.reason, "--no-cgroup");
+    else if (cgroup_make() == 0) cgroup_watch_fd(); /* (else cgroup_make left its reason) */
 #else
     int subreaper = 0;
     snprintf(cg.reason, sizeof cg.reason, "cgroups are Linux's");
 #endif
     st.main = start_command(opt.command);
+    char path[PATH_MAX * 2], reason[sizeof cg.reason * 2];
     event("start",
           "\"child\":%d,\"pgid\":%d,\"subreaper\":%s,\"parent\":%d,\"host\":%d,\"launchers\":%d,"
           "\"parentWatch\":\"%s\",\"procTable\":%s,\"cgroup\":%s%s%s,\"cgroupReason\":\"%s\"",
           (int)st.main, (int)st.main, subreaper ? "true" : "false", (int)st.parent, (int)(st.host ? st.host : st.parent),
           st.launchers, st.nchain > 0 ? "pidfd" : st.parent_fd >= 0 ? "kqueue" : (st.parent > 1 ? "signal" : "none"),
-          scan_ok ? "true" : "false", CGROUP_STOP ? "\"" : "", CGROUP_STOP ? cg.path : "null", CGROUP_STOP ? "\"" : "",
-          CGROUP_STOP ? "" : cg.reason);
+          scan_ok ? "true" : "false", CGROUP_STOP ? "\"" : "", CGROUP_STOP ? json_text(cg.path, path, sizeof path) : "null",
+          CGROUP_STOP ? "\"" : "", CGROUP_STOP ? "" : json_text(cg.reason, reason, sizeof reason));
   }
   if (st.parent_gone) {
     st.parent_gone = 0;

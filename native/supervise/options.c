@@ -144,7 +144,14 @@ void parse_options(int argc, char **argv) {
   opt.grace_ms = env_ms("REAPKIT_KILL_GRACE_MS", 9000, 100, 300000);
   opt.close_ms = env_ms("REAPKIT_CLOSE_TIMEOUT_MS", 2000, 250, 30000);
   const char *cgroup = getenv("REAPKIT_CGROUP");
-  if (cgroup != NULL && strcmp(cgroup, "0") == 0) opt.cgroup = 0;
+  /* off for 0, false, no, off (any case, surrounding blanks ignored) */
+  if (cgroup != NULL) {
+    char v[8] = "";
+    size_t n = 0;
+    for (const char *c = cgroup + strspn(cgroup, " \t"); *c && *c != ' ' && *c != '\t' && n < sizeof v - 1; c++)
+      v[n++] = (char)tolower((unsigned char)*c);
+    if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off")) opt.cgroup = 0;
+  }
   int i = 1;
   for (; i < argc; i++) {
     char *a = argv[i];

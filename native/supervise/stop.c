@@ -151,10 +151,15 @@ static int signal_ours_pin(int sig, int fresh_only, int group_covered, int pin) 
     if (sig == SIGKILL) {
       int listed = cgroup_count(); /* what the kill found (it is gone by the time we look again) */
       cgroup_kill();
-      return listed > 0 ? listed : cgroup_populated() != 0;
+      if (listed > 0) return listed;
+      return cgroup_populated() != 0 ? 1 : cgroup_outside(SIGKILL, 0);
     }
     if (sig) cgroup_signal(sig, fresh_only);
-    return cgroup_populated() != 0;
+    if (cgroup_populated() != 0) return 1;
+    /* Empty: what remains of ours is outside it (moved itself out). While stopping, each gets the
+     * stop's signal once, when first seen (the cgroup's first signal could not reach it). */
+    if (!sig && st.phase == STOPPING && st.stop_signal_in_use) return cgroup_outside(st.stop_signal_in_use, 1);
+    return cgroup_outside(sig, fresh_only);
   }
 #endif
   /* PLAIN: the group (pinned by the unreaped command), then every descendant found in /proc. */
@@ -287,7 +292,12 @@ int ours_remaining(void) {
 /* While killing: SIGKILL what may have appeared since (an orphan re-parented to us, a group member
  * forked just before its parent's SIGKILL). Our unreaped children cannot be recycled pids. */
 void kill_new(void) {
-  if (CGROUP_STOP) return; /* cgroup.kill took every member, one forked meanwhile included */
+  if (CGROUP_STOP) { /* cgroup.kill took every member, one forked meanwhile included */
+#if RK_LINUX
+    if (cgroup_populated() == 0) cgroup_outside(SIGKILL, 0); /* what moved itself out of it */
+#endif
+    return;
+  }
   if (!stop_by_event()) {
     signal_ours(SIGKILL, 0);
     return;
@@ -332,8 +342,11 @@ void finish(int survivors) {
 #if RK_LINUX
   if (cg.active) {
     cgroup_remove(); /* once empty; one still populated stays, named for doctor */
-    event("cgroup", "\"path\":\"%s\",\"members\":%d,\"killed\":%s,\"removed\":%s,\"events\":%d", cg.path, cg.members,
-          cg.killed ? "true" : "false", cg.removed ? "true" : "false", cg.events);
+    char path[PATH_MAX * 2], freeze[sizeof cg.freeze * 2];
+    event("cgroup", "\"path\":\"%s\",\"members\":%d,\"killed\":%s,\"removed\":%s,\"events\":%d,\"outside\":%d,\"freeze\":%s%s%s",
+          json_text(cg.path, path, sizeof path), cg.members, cg.killed ? "true" : "false", cg.removed ? "true" : "false",
+          cg.events, cg.outside, cg.freeze[0] ? "\"" : "", cg.freeze[0] ? json_text(cg.freeze, freeze, sizeof freeze) : "null",
+          cg.freeze[0] ? "\"" : "");
   }
 #endif
   restore_tty();
@@ -348,8 +361,9 @@ void finish(int survivors) {
   }
   int code = ctr.left ? EXIT_CONTAINER_LEFT : st.main_done ? st.exit_code : EXIT_OWN_ERROR;
   /* procReadsInStop: /proc files read since the stop began (0 on the cgroup's path: nothing scanned) */
-  event("exit", "\"code\":%d,\"survivors\":%d,\"procReadsInStop\":%ld", code, survivors,
-        st.phase == RUNNING ? 0L : proc_reads - st.proc_reads_at_stop);
+  /* outsideCgroup: children of ours found outside the emptied cgroup, stopped the subreaper's way */
+  event("exit", "\"code\":%d,\"survivors\":%d,\"procReadsInStop\":%ld,\"outsideCgroup\":%d", code, survivors,
+        st.phase == RUNNING ? 0L : proc_reads - st.proc_reads_at_stop, cg.outside);
   exit(code);
 }
 

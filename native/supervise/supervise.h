@@ -101,6 +101,7 @@ extern long long started_ms;
 extern const char *role; /* "supervisor", or "init" inside the namespace of --isolate */
 long long now_ms(void);
 void event(const char *name, const char *fields, ...);
+const char *json_text(const char *s, char *out, size_t size);
 
 /* signals.c */
 enum signal_action { SA_STOP_SAME, SA_STOP_DEFAULT, SA_FORWARD };
@@ -173,6 +174,8 @@ typedef struct {
   int removed;
   int events;           /* inotify events cgroup.events gave */
   int watch_failed;
+  int outside;          /* the most children of ours seen outside it once it was empty (moved out) */
+  char freeze[96];      /* how the stop's first signal was given: "frozen", or why not */
 } cgroup_t;
 extern cgroup_t cg;
 #if RK_LINUX
@@ -186,6 +189,7 @@ int cgroup_populated(void);
 int cgroup_watch_fd(void);
 void cgroup_drain(void);
 int cgroup_remove(void);
+int cgroup_outside(int sig, int fresh_only);
 #define CGROUP_STOP (cg.active && st.mode == PLAIN)
 #else
 #define CGROUP_STOP 0
