@@ -5,7 +5,11 @@
  *            until we have written its pid to cgroup.procs), so it and all it starts are members;
  *   members  `cgroup.procs` of the cgroup and of every cgroup a member made inside it, each pid
  *            pinned by pidfd and then seen listed again (the pin is that member, never a stranger
- *            that took a freed pid), signalled through the pin, once per stop;
+ *            that took a freed pid), signalled through the pin, once per stop; the stop's first
+ *            signal with the cgroup frozen (nothing forks while it is listed: what starts after the
+ *            thaw started after the stop, and is left until the grace ends);
+ *   outside  our children once it is empty: descendants that moved themselves out of it, re-parented
+ *            to us, the subreaper; stopped the subreaper's way;
  *   forced   `cgroup.kill`: the kernel's SIGKILL to every member at once, escapees included;
  *   gone     `cgroup.events` says `populated 0`, seen as an inotify event on that file (the loop
  *            polls the inotify descriptor, bounded by the stop's deadline): no /proc read at all;
