@@ -120,10 +120,12 @@ static int members_of(int dir, int depth) {
   while ((e = readdir(d)) != NULL) {
     if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
     int sub = openat(dir, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int r = sub >= 0 ? members_of(sub, depth + 1) : (errno == EMFILE || errno == ENFILE) ? -1 : 0;
+    int r = sub >= 0 ? members_of(sub, depth + 1) : -1;
     int err = errno;
     if (sub >= 0) close(sub);
-    if (r != 0) { /* out of descriptors: a listing that missed members must not verify anything */
+    /* Out of descriptors: a listing that missed members must not verify anything. (One removed
+     * between the readdir and the open, ENOENT, had no members left to list.) */
+    if (r != 0 && (err == EMFILE || err == ENFILE)) {
       closedir(d);
       errno = err;
       return -1;
