@@ -164,6 +164,8 @@
               "native/supervise/command.c",
               "native/supervise/tty.c",
               "native/supervise/proctable.c",
+              "native/supervise/cgroup_where.c",
+              "native/supervise/cgroup.c",
               "native/supervise/stop.c",
               "native/supervise/host.c",
               "native/supervise/isolate.c",

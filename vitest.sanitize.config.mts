@@ -14,6 +14,8 @@ export default defineConfig({
       'test/supervision.test.ts',
       'test/cli.test.ts', // the reapkit command on the sanitized supervisor (REAPKIT_SUPERVISOR)
       'test/cli-signals.test.ts',
+      'test/cli-cgroup.test.ts', // the wrapper's cgroup (native/supervise/cgroup.c, cgroup_where.c): members, cgroup.kill, populated 0
+      'test/cli-cgroup-stop.test.ts', // its edges: nested cgroups, a small open-file limit, the freeze, children moved out
       'test/cli-containers.test.ts', // the wrapper's engine calls (native/supervise/engine.c), where an engine runs
       'test/wrapper-containers-stopping.test.ts', // the wrapper's looks at a container (native/supervise/looks.c): stopping, created
       'test/container-grammar.test.ts', // native/supervise/run_grammar.c on thousands of argvs (its driver built with the sanitizers)

@@ -1,10 +1,12 @@
-// Stopping a tree of N processes of which E escaped their group (setsid, as daemons do), four ways
+// Stopping a tree of N processes of which E escaped their group (setsid, as daemons do), five ways
 // in the same run, interleaved (issue 30): time to confirmed-gone, and the survivors each leaves.
 //   - the kernel floor for a cgroup: `cgroup.kill`, then `populated 0` on cgroup.events (inotify);
 //   - killProcessGracefully on a child spawned with { cgroup: true } (SIGTERM to every member
 //     through its pin, gone when the cgroup says `populated 0`);
 //   - killProcessGracefully without a cgroup: the group kill, which cannot see the E escapees;
-//   - `reapkit --` (SIGTERM to the wrapper until it exited): its subreaper scan.
+//   - `reapkit --` (SIGTERM to the wrapper until it exited), its command in a cgroup of its own: SIGTERM
+//     to each member of cgroup.procs, gone at `populated 0`, no /proc read during the stop;
+//   - `reapkit --no-cgroup --`: the same stop through its subreaper (a walk of its tree in /proc).
 // The tree is bench/fixtures/pauser.c's (`tree N E`: static, paused processes). Every process
 // started is recorded (pid and start time) before the stop and, if it survived, SIGKILLed by pin.
 //   node bench/escaped-tree.mjs [N] [E] [runs]   prints the table alone
@@ -122,8 +124,9 @@ function emptied(cg, ms) {
 /** One run of one method: { ms, survivors, processes }. */
 async function once(method, pauser, n, e) {
   const r = require(DIST)
-  if (method === 'wrapper') {
-    const w = spawn(SUPERVISOR, ['--grace', '9000', '--', pauser, 'tree', String(n), String(e)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  if (method === 'wrapper' || method === 'wrapper-subreaper') {
+    const opts = method === 'wrapper' ? [] : ['--no-cgroup']
+    const w = spawn(SUPERVISOR, ['--grace', '9000', ...opts, '--', pauser, 'tree', String(n), String(e)], { stdio: ['ignore', 'pipe', 'inherit'] })
     await ready(w)
     const procs = treeOf(w.pid).filter((p) => p.pid !== w.pid)
     const exited = new Promise((res) => w.once('exit', res))
@@ -152,7 +155,7 @@ async function once(method, pauser, n, e) {
   return { ms, survivors: left.length, processes: procs.length }
 }
 
-const METHODS = ['floor', 'cgroup', 'group', 'wrapper']
+const METHODS = (process.env.BENCH_ESCAPED_METHODS || 'floor,cgroup,group,wrapper,wrapper-subreaper').split(',')
 
 /** Every method `runs` times, interleaved; null figures where no cgroup is ours (the reason). */
 export async function escapedTreeFigures(n = 1000, e = 100, runs = 5) {
@@ -174,11 +177,12 @@ export function escapedTreeMarkdown(d) {
   const f = (v) => (v >= 10 ? v.toFixed(1) : v.toFixed(2))
   const line = (name, m) => {
     const rs = d.rows[m]
+    if (!rs) return `| ${name} | not run (BENCH_ESCAPED_METHODS) | | | | |`
     return `| ${name} | ${median(rs.map((r) => r.processes))} | ${f(median(rs.map((r) => r.ms)))} | ${f(Math.max(...rs.map((r) => r.ms)))} | ${median(rs.map((r) => r.survivors))} | ${Math.max(...rs.map((r) => r.survivors))} |`
   }
   return `${title}
 
-A tree of ${d.n} paused processes (\`pauser tree ${d.n} ${d.e}\`: ${d.e} of them called \`setsid()\`, as daemons do), stopped four ways,
+A tree of ${d.n} paused processes (\`pauser tree ${d.n} ${d.e}\`: ${d.e} of them called \`setsid()\`, as daemons do), stopped five ways,
 ${d.runs} runs each, interleaved in this run: time from the stop's first act to confirmed gone (each method's own
 confirmation), and how many of the tree's processes were still alive right after it.
 
@@ -187,7 +191,8 @@ confirmation), and how many of the tree's processes were still alive right after
 ${line('kernel floor: `cgroup.kill`, then `populated 0` (inotify)', 'floor')}
 ${line('`killProcessGracefully`, child spawned with `cgroup: true` (SIGTERM to each member, gone at `populated 0`)', 'cgroup')}
 ${line('`killProcessGracefully` without a cgroup (the group kill: its report says `reach: \'group\'`)', 'group')}
-${line('`reapkit --`, SIGTERM to the wrapper until it exited (its subreaper scan)', 'wrapper')}
+${line('`reapkit --`, SIGTERM to the wrapper until it exited: its command\'s cgroup (SIGTERM to each member, gone at `populated 0`)', 'wrapper')}
+${line('`reapkit --no-cgroup --`, the same: its subreaper (its tree walked in /proc)', 'wrapper-subreaper')}
 `
 }
 

@@ -3,7 +3,7 @@
 // registered with trackGroup as soon as its pid is known, including the setsid escapees.
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { chmodSync, copyFileSync, cpSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs'
+import { chmodSync, copyFileSync, cpSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, rmdirSync, rmSync, statSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -276,6 +276,12 @@ describe('reapkit -- command', () => {
     expect(procStat(start.child)![2], 'the command leads its own group').toBe(String(start.child))
     w.kill('SIGKILL')
     await waitFor(() => isGone(start.child), 5000, 'the command to die with its supervisor')
+    if (typeof start.cgroup === 'string') {
+      // Its cgroup (docs/cli.md, "The command's cgroup") outlives a SIGKILLed wrapper, named for
+      // reapkit doctor: empty once the command is gone. Removed here, as doctor --stop would.
+      await waitFor(() => /^populated 0$/m.test(readFileSync(join(start.cgroup, 'cgroup.events'), 'latin1')), 5000, 'the cgroup to empty')
+      rmdirSync(start.cgroup)
+    }
   })
 
   it.runIf(linux && canUnshare)('--isolate: SIGKILL the supervisor itself and the whole tree, setsid escapee included, is gone', async () => {

@@ -37,6 +37,12 @@ pid_t start_command(char **argv) {
   /* Interactive use: a new group is a background group, which may not read the terminal. Hand it
    * the foreground, as a shell does, when we hold it ourselves. */
   int want_tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+#if RK_LINUX
+  /* A cgroup of its own (cgroup_where.c): the child waits, before its exec, for us to move it in
+   * (its parent knows at once whether that worked, and falls back to the subreaper if not). */
+  int go[2] = {-1, -1};
+  if (cg.active && cloexec_pipe(go, 0) != 0) cgroup_drop("pipe");
+#endif
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &old); /* no handler may run in the child before exec */
@@ -45,6 +51,15 @@ pid_t start_command(char **argv) {
   if (pid == 0) {
     close(err_pipe[0]);
     setpgid(0, 0);
+#if RK_LINUX
+    if (go[0] >= 0) {
+      char b;
+      close(go[1]);
+      while (read(go[0], &b, 1) < 0 && errno == EINTR) {
+      } /* EOF once the parent has moved us (or given up): bounded by the parent, and by its death */
+      close(go[0]);
+    }
+#endif
     /* Both sides hand over the terminal, so the command never reads it as a background group. */
     if (want_tty) tcsetpgrp(STDIN_FILENO, getpid());
     /* Our handlers go; what the caller ignored stays ignored (the mask is restored below). */
@@ -69,6 +84,13 @@ pid_t start_command(char **argv) {
     _exit(e == ENOENT ? 127 : 126);
   }
   int fork_errno = errno;
+#if RK_LINUX
+  if (go[0] >= 0) {
+    close(go[0]);
+    if (pid > 0 && cgroup_join(pid) != 0) cgroup_drop("cannot move the command into its cgroup");
+    close(go[1]); /* the child goes on to its exec */
+  }
+#endif
   if (pid > 0) {
     setpgid(pid, pid); /* both sides, so the group exists before either goes on (EACCES after exec) */
     if (want_tty && tcsetpgrp(STDIN_FILENO, pid) == 0) {

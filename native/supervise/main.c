@@ -77,6 +77,10 @@ void supervise(void) {
        * member that is not. Without those (no subreaper, no children list, too many to pin), not
        * every exit notifies us: tick. */
       int events_suffice = stop_by_event() && st.unpinned == 0;
+#if RK_LINUX
+      /* The cgroup's own word: `populated` changes are inotify events on cgroup.events. */
+      if (CGROUP_STOP) events_suffice = cgroup_watch_fd() >= 0;
+#endif
       if (st.phase != CLOSING && !events_suffice && left > TICK_MS) left = TICK_MS;
       timeout = (int)left;
     }
@@ -84,7 +88,7 @@ void supervise(void) {
     /* No kernel event for the parent here: poll getppid once a second. */
     if (!st.parent_gone && st.parent > 1 && (timeout < 0 || timeout > 1000)) timeout = 1000;
 #endif
-    struct pollfd fds[2 + MAX_CHAIN + MAX_EXTRA];
+    struct pollfd fds[3 + MAX_CHAIN + MAX_EXTRA];
     int nfds = 0;
     fds[nfds].fd = sig_pipe[0];
     fds[nfds].events = POLLIN;
@@ -94,6 +98,16 @@ void supervise(void) {
       fds[nfds].events = POLLIN;
       nfds++;
     }
+    int cgroup_at = -1; /* (Linux: the inotify watch on the command's cgroup.events) */
+    (void)cgroup_at;
+#if RK_LINUX
+    if (CGROUP_STOP && (st.phase != RUNNING || st.main_done) && cgroup_watch_fd() >= 0) {
+      cgroup_at = nfds;
+      fds[nfds].fd = cg.inotify_fd;
+      fds[nfds].events = POLLIN;
+      nfds++;
+    }
+#endif
     int extra_at = nfds;
     for (int i = 0; i < st.nextra; i++) {
       fds[nfds].fd = st.extra_fd[i];
@@ -126,6 +140,9 @@ void supervise(void) {
         }
     }
     if (r > 0 && st.parent_fd >= 0 && fds[1].revents) on_parent_gone();
+#if RK_LINUX
+    if (r > 0 && cgroup_at >= 0 && fds[cgroup_at].revents) cgroup_drain(); /* the loop's top reads cgroup.events */
+#endif
     for (int i = extra_at; r > 0 && i < chain_at; i++)
       if (fds[i].revents) {
         drop_extras(); /* one of them exited: the next ours_remaining() looks again */
@@ -172,16 +189,24 @@ int main(int argc, char **argv) {
 #if RK_LINUX
     int subreaper = opt.subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
     st.subreaper = subreaper;
+    /* where none is ours, cg.reason says why: the subreaper stops it. The watch on cgroup.events is
+     * made now, before anything could empty it: a change between a read and a later watch would be
+     * lost, and the loop would wait for the deadline. */
+    if (!opt.cgroup) snprintf(cg.reason, sizeof cg.reason, "--no-cgroup");
+    else if (cgroup_make() == 0) cgroup_watch_fd(); /* (else cgroup_make left its reason) */
 #else
     int subreaper = 0;
+    snprintf(cg.reason, sizeof cg.reason, "cgroups are Linux's");
 #endif
     st.main = start_command(opt.command);
+    char path[PATH_MAX * 2], reason[sizeof cg.reason * 2];
     event("start",
           "\"child\":%d,\"pgid\":%d,\"subreaper\":%s,\"parent\":%d,\"host\":%d,\"launchers\":%d,"
-          "\"parentWatch\":\"%s\",\"procTable\":%s",
+          "\"parentWatch\":\"%s\",\"procTable\":%s,\"cgroup\":%s%s%s,\"cgroupReason\":\"%s\"",
           (int)st.main, (int)st.main, subreaper ? "true" : "false", (int)st.parent, (int)(st.host ? st.host : st.parent),
           st.launchers, st.nchain > 0 ? "pidfd" : st.parent_fd >= 0 ? "kqueue" : (st.parent > 1 ? "signal" : "none"),
-          scan_ok ? "true" : "false");
+          scan_ok ? "true" : "false", CGROUP_STOP ? "\"" : "", CGROUP_STOP ? json_text(cg.path, path, sizeof path) : "null",
+          CGROUP_STOP ? "\"" : "", CGROUP_STOP ? "" : json_text(cg.reason, reason, sizeof reason));
   }
   if (st.parent_gone) {
     st.parent_gone = 0;

@@ -2,7 +2,7 @@
 
 #include "supervise.h"
 
-options_t opt = {9000, 2000, SIGTERM, 1, 0, 0, 1, NULL};
+options_t opt = {9000, 2000, SIGTERM, 1, 0, 0, 1, 1, NULL};
 
 /* Every signal by name (for --verbose); `stop`: accepted by --signal (it ends a process by default). */
 static const struct {
@@ -112,10 +112,17 @@ static void usage(FILE *to) {
         "  --no-subreaper        do not adopt descendants that leave the group (Linux)\n"
         "  --isolate             run the command in a new PID namespace (Linux; root or unprivileged\n"
         "                        user namespaces): the whole tree dies with the supervisor, always\n"
+        "  --no-cgroup           do not put the command in a cgroup of its own (Linux, cgroup v2; env\n"
+        "                        REAPKIT_CGROUP=0, false, no or off): its stop is then the\n"
+        "                        subreaper's, not the cgroup's\n"
         "  --no-container        run `docker run ...` (podman, nerdctl) as a plain command: no labels,\n"
         "                        its container is not stopped through the engine\n"
         "  --verbose             one JSON lifecycle event per line on stderr\n"
         "  --help, --version\n"
+        "\n"
+        "Linux, cgroup v2 the wrapper may write (delegated, a container's own, or root outside systemd):\n"
+        "the command runs in a cgroup of its own; a stop signals its members (cgroup.procs), then\n"
+        "cgroup.kill, gone at populated 0, and removes it. docs/cli.md: \"The command's cgroup\".\n"
         "\n"
         "A container run (`docker run`, `podman run`, `nerdctl run`, not -d) is labelled with its run and\n"
         "owner and, on every stop, stopped through the engine (stop, then kill and with --rm rm -f),\n"
@@ -137,6 +144,15 @@ static void die_usage(const char *fmt, const char *arg) {
 void parse_options(int argc, char **argv) {
   opt.grace_ms = env_ms("REAPKIT_KILL_GRACE_MS", 9000, 100, 300000);
   opt.close_ms = env_ms("REAPKIT_CLOSE_TIMEOUT_MS", 2000, 250, 30000);
+  const char *cgroup = getenv("REAPKIT_CGROUP");
+  /* off for 0, false, no, off (any case, surrounding blanks ignored) */
+  if (cgroup != NULL) {
+    char v[8] = "";
+    size_t n = 0;
+    for (const char *c = cgroup + strspn(cgroup, " \t"); *c && *c != ' ' && *c != '\t' && n < sizeof v - 1; c++)
+      v[n++] = (char)tolower((unsigned char)*c);
+    if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off")) opt.cgroup = 0;
+  }
   int i = 1;
   for (; i < argc; i++) {
     char *a = argv[i];
@@ -179,6 +195,8 @@ void parse_options(int argc, char **argv) {
       opt.stop_signal = s;
     } else if (strcmp(a, "--no-subreaper") == 0) {
       opt.subreaper = 0;
+    } else if (strcmp(a, "--no-cgroup") == 0) {
+      opt.cgroup = 0;
     } else if (strcmp(a, "--no-container") == 0) {
       opt.container = 0;
     } else if (strcmp(a, "--isolate") == 0) {

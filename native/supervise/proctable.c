@@ -4,12 +4,14 @@
 
 proc_t *procs = NULL;
 size_t nprocs = 0;
+long proc_reads = 0;
 static size_t procs_cap = 0;
 
 #if RK_LINUX
 int read_stat(pid_t pid, proc_t *out) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  proc_reads++;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -35,6 +37,7 @@ int read_stat(pid_t pid, proc_t *out) {
 
 void scan_procs(void) {
   nprocs = 0;
+  proc_reads++;
   DIR *d = opendir("/proc");
   if (d == NULL) return;
   struct dirent *e;
@@ -180,6 +183,7 @@ static int append_proc(pid_t pid, pid_t parent) {
 static int read_pid_list(const char *path, pid_t **list, size_t *n, size_t *cap) {
   static char *buf = NULL;
   static size_t buf_cap = 0;
+  proc_reads++;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   size_t len = 0;

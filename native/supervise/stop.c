@@ -6,6 +6,17 @@ const char *phase_names[] = {"running", "closing", "stopping", "killing"};
 
 state_t st;
 
+/* Now, in the clock ticks of /proc's start times (time since boot, USER_HZ). */
+static unsigned long long boot_ticks(void) {
+#if RK_LINUX && defined(CLOCK_BOOTTIME)
+  struct timespec ts;
+  long hz = sysconf(_SC_CLK_TCK);
+  if (clock_gettime(CLOCK_BOOTTIME, &ts) == 0 && hz > 0)
+    return (unsigned long long)ts.tv_sec * (unsigned long long)hz + (unsigned long long)ts.tv_nsec / (1000000000ULL / (unsigned long long)hz);
+#endif
+  return 0;
+}
+
 static int code_of(int how, int status) {
   return how == CLD_EXITED ? status : 128 + status;
 }
@@ -37,7 +48,7 @@ void reap(void) {
    * exits, like every other child, so one waitpid(-1) loop reaps what died (the cost of a sweep is
    * the number of zombies, not of children). Its group id cannot be recycled while a member lives,
    * and every member that lives descends from us, so the table still finds each one. */
-  int reap_all = st.mode == NS_INIT || st.mode == OUTER || !scan_ok || stop_by_event();
+  int reap_all = st.mode == NS_INIT || st.mode == OUTER || !scan_ok || stop_by_event() || CGROUP_STOP;
   if (reap_all) {
     /* Inside the namespace we signal with kill(-1), outside only our init: no pin is needed.
      * Without a process table (not Linux, or a /proc of another PID namespace) the command is
@@ -134,6 +145,23 @@ static int signal_ours_pin(int sig, int fresh_only, int group_covered, int pin) 
     }
     return 0;
   }
+#if RK_LINUX
+  if (CGROUP_STOP) {
+    /* The cgroup is the unit (cgroup.c): its members, read from cgroup.procs, never from /proc. */
+    if (sig == SIGKILL) {
+      int listed = cgroup_count(); /* what the kill found (it is gone by the time we look again) */
+      cgroup_kill();
+      if (listed > 0) return listed;
+      return cgroup_populated() != 0 ? 1 : cgroup_outside(SIGKILL, 0);
+    }
+    if (sig) cgroup_signal(sig, fresh_only);
+    if (cgroup_populated() != 0) return 1;
+    /* Empty: what remains of ours is outside it (moved itself out). While stopping, each gets the
+     * stop's signal once, when first seen (the cgroup's first signal could not reach it). */
+    if (!sig && st.phase == STOPPING && st.stop_signal_in_use) return cgroup_outside(st.stop_signal_in_use, 1);
+    return cgroup_outside(sig, fresh_only);
+  }
+#endif
   /* PLAIN: the group (pinned by the unreaped command), then every descendant found in /proc. */
   pid_t pgid = st.main;
   if (!scan_ok) {
@@ -168,9 +196,11 @@ static int signal_ours_pin(int sig, int fresh_only, int group_covered, int pin) 
     if (pin && p->ppid != self) pin_extra(p);
     if (!sig) continue;
     if (fresh_only) {
+      /* started after the stop began (one tick of slack): a server's cleanup helper, left until the grace ends */
+      if (st.stop_tick && p->start > st.stop_tick + 1) continue;
       if (already_signalled(p)) continue;
       remember_signalled(p);
-      if (group_covered && in_group) continue;
+      if (group_covered && p->pgrp == pgid) continue; /* the killpg of begin_stop reached it (it existed then) */
     }
     signal_pinned(p, sig);
   }
@@ -221,7 +251,27 @@ void drop_extras(void) {
 /* Event-driven stop (Linux, our own /proc, the kernel's children list, a subreaper): the loop needs
  * no timer and no rescan. */
 int stop_by_event(void) {
-  return st.mode == PLAIN && scan_ok && st.children_ok && st.subreaper;
+  return st.mode == PLAIN && scan_ok && st.children_ok && st.subreaper && !CGROUP_STOP;
+}
+
+/* A descendant that was ours before the stop began but that the first walk did not reach: re-parented
+ * to us (its parent died of the group's signal) after the walk had read our own children list, so
+ * found under neither. Nothing else would ever give it the stop signal: the grace would run out for
+ * it. So while stopping, a child of ours not signalled yet that started before the stop is a reason
+ * to walk again (which signals only such processes, each once). */
+static void signal_missed(void) {
+#if RK_LINUX
+  if (st.phase != STOPPING || !st.stop_signal_in_use) return;
+  for (size_t i = 0; i < st.nkids; i++) {
+    proc_t p;
+    if (read_stat(st.kids[i], &p) != 0 || p.state == 'Z' || already_signalled(&p)) continue;
+    if (p.start > st.stop_tick + 1) continue; /* started after the stop: left for the SIGKILL */
+    if (st.group_covered && p.pgrp == st.main) continue; /* a member of the group: the killpg reached it */
+    int n = signal_ours_pin(st.stop_signal_in_use, 1, st.group_covered, 0);
+    event("signalled", "\"signal\":\"%s\",\"remaining\":%d,\"late\":true", signal_name(st.stop_signal_in_use), n);
+    return;
+  }
+#endif
 }
 
 /* How many processes of ours remain, besides the command's zombie. Event-driven: our live
@@ -229,6 +279,7 @@ int stop_by_event(void) {
  * members that do not descend from us, and pins them so that their exits wake us. */
 int ours_remaining(void) {
   if (!stop_by_event()) return signal_ours(0, 0);
+  signal_missed();
   if (st.nkids > 0) return (int)st.nkids;
   st.unpinned = 0;
   if (st.main_reaped) return 0;
@@ -241,6 +292,12 @@ int ours_remaining(void) {
 /* While killing: SIGKILL what may have appeared since (an orphan re-parented to us, a group member
  * forked just before its parent's SIGKILL). Our unreaped children cannot be recycled pids. */
 void kill_new(void) {
+  if (CGROUP_STOP) { /* cgroup.kill took every member, one forked meanwhile included */
+#if RK_LINUX
+    if (cgroup_populated() == 0) cgroup_outside(SIGKILL, 0); /* what moved itself out of it */
+#endif
+    return;
+  }
   if (!stop_by_event()) {
     signal_ours(SIGKILL, 0);
     return;
@@ -256,13 +313,17 @@ void begin_stop(int sig, const char *why) {
   st.phase = STOPPING;
   long long grace = opt.grace_ms + (st.mode == OUTER ? ISOLATE_MARGIN_MS : 0);
   st.deadline = now_ms() + grace;
-  event("stop", "\"why\":\"%s\",\"signal\":\"%s\",\"graceMs\":%lld", why, signal_name(sig), grace);
+  event("stop", "\"why\":\"%s\",\"signal\":\"%s\",\"graceMs\":%lld,\"unit\":\"%s\"", why, signal_name(sig), grace,
+        CGROUP_STOP ? "cgroup" : "tree");
+  st.proc_reads_at_stop = proc_reads;
+  st.stop_tick = boot_ticks();
   int covered = 0;
-  if (st.mode == PLAIN && scan_ok && !st.main_reaped)
+  if (st.mode == PLAIN && scan_ok && !st.main_reaped && !CGROUP_STOP)
     covered = killpg_then_cont(st.main, sig) == 0; /* the group at once: members forked mid-scan get it too */
   /* A container run: the engine stops the container before anything of ours outside the command's
    * group is signalled (podman's conmon must outlive the container: engine.c). */
   containers_stop(why, grace);
+  st.group_covered = covered;
   int remaining = signal_ours_ex(sig, 1, covered);
   st.stop_signal_in_use = sig;
   event("signalled", "\"signal\":\"%s\",\"remaining\":%d", signal_name(sig), remaining);
@@ -278,6 +339,16 @@ void begin_kill(const char *why) {
 
 void finish(int survivors) {
   containers_last_look(); /* nothing of ours is left but maybe the container (engine.c) */
+#if RK_LINUX
+  if (cg.active) {
+    cgroup_remove(); /* once empty; one still populated stays, named for doctor */
+    char path[PATH_MAX * 2], freeze[sizeof cg.freeze * 2];
+    event("cgroup", "\"path\":\"%s\",\"members\":%d,\"killed\":%s,\"removed\":%s,\"events\":%d,\"outside\":%d,\"freeze\":%s%s%s",
+          json_text(cg.path, path, sizeof path), cg.members, cg.killed ? "true" : "false", cg.removed ? "true" : "false",
+          cg.events, cg.outside, cg.freeze[0] ? "\"" : "", cg.freeze[0] ? json_text(cg.freeze, freeze, sizeof freeze) : "null",
+          cg.freeze[0] ? "\"" : "");
+  }
+#endif
   restore_tty();
   if (!st.main_reaped) {
     int status;
@@ -289,7 +360,10 @@ void finish(int survivors) {
             KILL_CONFIRM_MS);
   }
   int code = ctr.left ? EXIT_CONTAINER_LEFT : st.main_done ? st.exit_code : EXIT_OWN_ERROR;
-  event("exit", "\"code\":%d,\"survivors\":%d", code, survivors);
+  /* procReadsInStop: /proc files read since the stop began (0 on the cgroup's path: nothing scanned) */
+  /* outsideCgroup: children of ours found outside the emptied cgroup, stopped the subreaper's way */
+  event("exit", "\"code\":%d,\"survivors\":%d,\"procReadsInStop\":%ld,\"outsideCgroup\":%d", code, survivors,
+        st.phase == RUNNING ? 0L : proc_reads - st.proc_reads_at_stop, cg.outside);
   exit(code);
 }
 
@@ -321,6 +395,12 @@ void on_signal_received(int sig) {
     /* Already stopping: pass it on all the same, a repeated fault-type signal as what it stands for
      * (the host may send stdin end, then SIGTERM, then SIGINT); the grace is not restarted. */
     event("signal", "\"signal\":\"%s\",\"as\":\"%s\",\"phase\":\"stopping\"", signal_name(sig), signal_name(as));
+#if RK_LINUX
+    if (CGROUP_STOP) {
+      cgroup_signal(as, 0);
+      return;
+    }
+#endif
     if (st.mode == PLAIN && (!st.main_reaped || !scan_ok)) killpg_then_cont(st.main, as);
     else if (st.mode == OUTER && !st.main_reaped) kill_then_cont(st.main, as);
     else if (st.mode == NS_INIT) kill_then_cont(-1, as);

@@ -6,6 +6,8 @@
  *   command.c    fork + exec of the command as a group leader            (POSIX)
  *   tty.c        terminal handover and job control                      (POSIX)
  *   proctable.c  /proc reads and pinned signals                          (Linux)
+ *   cgroup_where.c  where the command gets a cgroup v2 of its own, and its name  (Linux)
+ *   cgroup.c     that cgroup as the unit of the stop: members, cgroup.kill, populated 0  (Linux)
  *   stop.c       the stop machine: reaping, signalling what is ours, grace, exit
  *   host.c       watching the host and the launchers above us            (pidfd, kqueue)
  *   isolate.c    --isolate: a PID namespace under an init of ours        (Linux)
@@ -84,6 +86,7 @@ typedef struct {
   int isolate;
   int verbose;
   int container; /* recognize and end a `docker run`'s container (--no-container: 0) */
+  int cgroup;    /* the command in a cgroup of its own where one is ours (--no-cgroup: 0) */
   char **command;
 } options_t;
 
@@ -98,6 +101,7 @@ extern long long started_ms;
 extern const char *role; /* "supervisor", or "init" inside the namespace of --isolate */
 long long now_ms(void);
 void event(const char *name, const char *fields, ...);
+const char *json_text(const char *s, char *out, size_t size);
 
 /* signals.c */
 enum signal_action { SA_STOP_SAME, SA_STOP_DEFAULT, SA_FORWARD };
@@ -130,6 +134,7 @@ typedef struct {
 extern proc_t *procs;
 extern size_t nprocs;
 extern int scan_ok; /* /proc can be read and is our PID namespace's */
+extern long proc_reads; /* /proc files of other processes (and of our children list) read so far */
 void check_proc(void);
 /* A process stopped by SIGTSTP/SIGSTOP cannot act on a stop signal until it runs again, so every
  * stop signal is followed by SIGCONT to the same target, as systemd does (the signal is delivered
@@ -154,6 +159,40 @@ extern size_t nchildren;
 int read_children(void);
 char *mark_descendants(pid_t self);
 void walk_descendants(void);
+#endif
+
+/* cgroup_where.c, cgroup.c (Linux) */
+typedef struct {
+  int active;           /* the command is in it: every stop takes the cgroup as its unit */
+  int dirfd;            /* its directory, opened at mkdir: every file is opened relative to it */
+  int inotify_fd;       /* a watch on its cgroup.events (-1: none yet, or none to be had) */
+  char path[PATH_MAX];
+  char reason[PATH_MAX + 160]; /* why there is none (for --verbose) */
+  unsigned long long id; /* its directory's inode: the kernel's cgroup id */
+  int members;          /* the most members listed at once during the stop */
+  int killed;           /* cgroup.kill was written */
+  int removed;
+  int events;           /* inotify events cgroup.events gave */
+  int watch_failed;
+  int outside;          /* the most children of ours seen outside it once it was empty (moved out) */
+  char freeze[96];      /* how the stop's first signal was given: "frozen", or why not */
+} cgroup_t;
+extern cgroup_t cg;
+#if RK_LINUX
+int cgroup_make(void);
+int cgroup_join(pid_t pid);
+void cgroup_drop(const char *what);
+int cgroup_signal(int sig, int fresh_only);
+int cgroup_count(void);
+int cgroup_kill(void);
+int cgroup_populated(void);
+int cgroup_watch_fd(void);
+void cgroup_drain(void);
+int cgroup_remove(void);
+int cgroup_outside(int sig, int fresh_only);
+#define CGROUP_STOP (cg.active && st.mode == PLAIN)
+#else
+#define CGROUP_STOP 0
 #endif
 
 /* stop.c */
@@ -193,6 +232,9 @@ typedef struct {
   /* (pid, start) pairs already sent the stop signal, so a rescan does not send it twice */
   proc_t *signalled;
   size_t nsignalled, signalled_cap;
+  int group_covered;       /* begin_stop's killpg reached the command's group */
+  long proc_reads_at_stop; /* proc_reads when the stop began (the exit event says how many since) */
+  unsigned long long stop_tick; /* when the stop began, in the clock ticks of /proc's start times */
 } state_t;
 
 extern state_t st;
