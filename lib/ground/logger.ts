@@ -10,7 +10,8 @@ export interface Logger {
 }
 
 const noop = (): void => {}
-export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop }
+// Frozen: logEvent skips it by identity, so a patched method would silently never be called.
+export const silentLogger: Logger = Object.freeze({ debug: noop, info: noop, warn: noop, error: noop })
 
 /** Logs one lifecycle event; a logger that throws never breaks a stop path. */
 export function logEvent(logger: Logger | undefined, level: keyof Logger, event: string, fields: object = {}): void {

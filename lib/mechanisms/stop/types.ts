@@ -36,7 +36,12 @@ export interface SignalSent {
   signal: NodeJS.Signals
   /** Milliseconds since the call started. */
   atMs: number
-  /** How many processes it was sent to. */
+  /**
+   * How many processes it was sent to. The kill phase's SIGKILL for a child of reapkit's spawn()
+   * goes to its group by the group's id while the child is unreaped (the id is provably its own),
+   * reaching members forked since the last look too: `processes` then counts the pinned members it
+   * reached, and `group` stays unset (it marks the uncertain case below).
+   */
   processes: number
   /**
    * True for one signal to the whole process group by its id, sent when the members could not all
