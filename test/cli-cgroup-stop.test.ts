@@ -10,11 +10,12 @@
 // - a child that moved itself into another cgroup is stopped all the same (the subreaper's way);
 // - the verbose events stay JSON whatever the path, and say why there is no cgroup.
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { canUnshare, DIST, FIXTURES, ROOT, waitFor } from './helpers'
+import { removeCgroups } from './cgroup-lib'
+import { canUnshare, DIST, FIXTURES, ROOT } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
 const SCRIPT = join(FIXTURES, 'wrapper-cgroup-stop.sh')
@@ -34,24 +35,7 @@ function ownCgroupDir(): string {
 
 /** Cgroups to remove after each test (killed first, bounded), deepest first. */
 const made: string[] = []
-afterEach(async () => {
-  for (const path of made.splice(0).reverse()) {
-    if (!existsSync(path)) continue
-    try {
-      writeFileSync(join(path, 'cgroup.kill'), '1')
-    } catch {
-      // removed meanwhile
-    }
-    await waitFor(() => !existsSync(path) || /^populated 0$/m.test(readFileSync(join(path, 'cgroup.events'), 'latin1')), 5000, 'the cgroup to empty')
-    for (const sub of ['n0/n1/n2', 'n0/n1', 'n0', '']) {
-      try {
-        rmdirSync(join(path, sub))
-      } catch {
-        // absent
-      }
-    }
-  }
-})
+afterEach(() => removeCgroups(made.splice(0).reverse()))
 
 /** A cgroup of the test's own, beside the wrapper's (removed after the test). */
 function testCgroup(name: string): string {

@@ -5,10 +5,11 @@
 // private PID namespace (test/fixtures/wrapper-cgroup.sh sends signals): the namespace, and all in
 // it, dies with the script; any cgroup a run left is killed and removed here.
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { removeCgroups } from './cgroup-lib'
 import { canUnshare, DIST, FIXTURES, jsonLines, ROOT, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
@@ -21,22 +22,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 /** Cgroups the runs made: killed and removed after each test whatever happened (bounded). */
 const made: string[] = []
-afterEach(async () => {
-  for (const path of made.splice(0)) {
-    if (!existsSync(path)) continue
-    try {
-      writeFileSync(join(path, 'cgroup.kill'), '1')
-    } catch {
-      // removed meanwhile
-    }
-    await waitFor(() => !existsSync(path) || /^populated 0$/m.test(readFileSync(join(path, 'cgroup.events'), 'latin1')), 5000, 'the cgroup to empty')
-    try {
-      rmdirSync(path)
-    } catch {
-      // removed meanwhile
-    }
-  }
-})
+afterEach(() => removeCgroups(made.splice(0)))
 
 let runs = 0
 /** One run of the fixture: the wrapper's events, the escapees' fate, its trace (STRACE=1). */

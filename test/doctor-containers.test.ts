@@ -6,12 +6,13 @@
 // test's containers are judged. `--containers` reads no process and signals none, so it runs here; the
 // orphaned clients' --stop signals their trees and runs in a private PID namespace.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type ContainerReport, findLeakedContainers, findOrphans, type StoppedContainer, stopLeakedContainers } from '../lib/index'
 import { formatOwner, machineId, ownerOf, ownPidNamespace } from '../lib/mechanisms/container/owner'
+import { removeCgroups } from './cgroup-lib'
 import { conmonsOf, containerState, containersWith, describeWithEngines, engineRun, enginesSkipReason, removeLabelledAndWait, type TestEngine, testEngines, testLabel } from './containers'
 import { canUnshare, DIST, exitOf, FIXTURES, jsonLines, ROOT, spawnGroup, waitFor } from './helpers'
 
@@ -52,6 +53,42 @@ describe('reapkit doctor: container options', () => {
   })
 })
 
+const readOr = (path: string): string => {
+  try {
+    return readFileSync(path, 'utf8').trim()
+  } catch {
+    return '' // gone
+  }
+}
+/** Where the cgroup v2 hierarchy is mounted ('' when it is not). */
+const cgroupHierarchy = readOr('/proc/self/mountinfo').split('\n').find((l) => l.includes(' - cgroup2 ') && l.split(' ')[3] === '/')?.split(' ')[4] ?? ''
+/**
+ * The cgroups process `pid` made as a wrapper, beside its own: their names carry its owner (PID
+ * namespace, pid there, start time), so they are exactly its own even once empty.
+ */
+const cgroupsMadeBy = (pid: string): string[] => {
+  const rel = /^0::(.*)$/m.exec(readOr(`/proc/${pid}/cgroup`))?.[1]
+  const ns = /\[(\d+)\]/.exec(readlinkOr(`/proc/${pid}/ns/pid`))?.[1]
+  const nsPid = /^NSpid:.*\s(\d+)$/m.exec(readOr(`/proc/${pid}/status`))?.[1]
+  const stat = readOr(`/proc/${pid}/stat`)
+  const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+  if (!rel || !cgroupHierarchy || !ns || !nsPid || !start) return []
+  const dir = join(cgroupHierarchy, rel)
+  const owner = `_${ns}_${nsPid}_${start}_`
+  try {
+    return readdirSync(dir).filter((n) => n.startsWith('reapkit-') && n.includes(owner)).map((n) => join(dir, n))
+  } catch {
+    return []
+  }
+}
+const readlinkOr = (path: string): string => {
+  try {
+    return readlinkSync(path)
+  } catch {
+    return ''
+  }
+}
+
 describeWithEngines('reapkit doctor: leaked containers', skip, () => {
   let label = ''
   const started: ChildProcess[] = []
@@ -63,6 +100,7 @@ describeWithEngines('reapkit doctor: leaked containers', skip, () => {
     for (const engine of testEngines()) await removeLabelledAndWait(engine, label, { conmonParents: started.map((h) => h.pid!) })
     for (const c of started) {
       if (c.exitCode !== null || c.signalCode !== null) continue
+      noteCgroups(c)
       try {
         process.kill(-c.pid!, 'SIGKILL') // a group of ours (the namespace's unshare and its PID 1)
       } catch {
@@ -71,7 +109,21 @@ describeWithEngines('reapkit doctor: leaked containers', skip, () => {
     }
     await Promise.all(started.map((c) => exitOf(c)))
     started.length = 0
+    // A wrapper SIGKILLed with its namespace leaves its cgroup (empty) for doctor: removed here, the
+    // exact ones its tree was in before the kill.
+    const cgroups = [...wrapperCgroups]
+    wrapperCgroups.clear()
+    if (cgroups.length > 0) await removeCgroups(cgroups)
   })
+  /** The cgroups the wrappers under each `unshare` made (paths), found by their owner before the kill. */
+  const wrapperCgroups = new Set<string>()
+  const noteCgroups = (started: ChildProcess): void => {
+    const walk = (pid: string, depth: number): void => {
+      for (const path of cgroupsMadeBy(pid)) wrapperCgroups.add(path)
+      if (depth < 6) for (const child of readOr(`/proc/${pid}/task/${pid}/children`).split(' ').filter(Boolean)) walk(child, depth + 1)
+    }
+    walk(String(started.pid), 0)
+  }
 
   /** A process of ours, started (and, unless `keep`, SIGKILLed and reaped): its owner label value. */
   async function owner(keep: boolean): Promise<string> {
