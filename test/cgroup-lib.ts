@@ -64,3 +64,18 @@ export function cleanupAfterEach(): { made: Set<string>; strays: Set<number> } {
   })
   return { made, strays }
 }
+
+/**
+ * The native wrapper's `--verbose` events a run wrote to `out/events` (its JSON lines), and the
+ * cgroup its `start` event names recorded in `made`, for the file's cleanup.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- events of several shapes, read as JSON.parse gives them
+export function wrapperEvents(out: string, made: string[]): { events: any[]; start: any } {
+  const events = readFileSync(join(out, 'events'), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l))
+  const start = events.find((e) => e.event === 'start')
+  if (typeof start?.cgroup === 'string') made.push(start.cgroup)
+  return { events, start }
+}

@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { removeCgroups } from './cgroup-lib'
+import { removeCgroups, wrapperEvents } from './cgroup-lib'
 import { canUnshare, DIST, FIXTURES, ROOT } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
@@ -55,12 +55,7 @@ function run(cmd: string, options: string[], env: Record<string, string> = {}) {
     timeout: 90_000,
     env: { ...process.env, ...env, CMD: `export OUT=${out}; ${cmd}` },
   })
-  const events = readFileSync(join(out, 'events'), 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l))
-  const start = events.find((e) => e.event === 'start')
-  if (typeof start?.cgroup === 'string') made.push(start.cgroup)
+  const { events, start } = wrapperEvents(out, made)
   const status = Number(r.stdout.match(/^status (\d+)$/m)?.[1])
   const procs = Object.fromEntries([...r.stdout.matchAll(/^proc (\S+) \d+ (\S+)$/gm)].map((m) => [m[1], m[2]]))
   const ev = (name: string) => events.find((e) => e.event === name)

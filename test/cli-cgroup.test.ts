@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { removeCgroups } from './cgroup-lib'
+import { removeCgroups, wrapperEvents } from './cgroup-lib'
 import { canUnshare, DIST, FIXTURES, jsonLines, ROOT, waitFor } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
@@ -34,12 +34,7 @@ function run(options: string[], strace = false, obey = false) {
     timeout: 60_000,
     env: { ...process.env, STRACE: strace ? '1' : '', OBEY: obey ? '1' : '' },
   })
-  const events = readFileSync(join(out, 'events'), 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l))
-  const start = events.find((e) => e.event === 'start')
-  if (typeof start?.cgroup === 'string') made.push(start.cgroup)
+  const { events, start } = wrapperEvents(out, made)
   const escapees = r.stdout.split('\n').filter((l) => l.startsWith('escapee ')).map((l) => l.split(' ')[2])
   const trace = strace ? readFileSync(join(out, 'strace'), 'utf8') : ''
   return { r, events, start, escapees, trace, stop: events.find((e) => e.event === 'stop'), exit: events.find((e) => e.event === 'exit'), cg: events.find((e) => e.event === 'cgroup') }
