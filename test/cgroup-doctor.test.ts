@@ -26,8 +26,10 @@ async function inNamespace(extra: string): Promise<Record<string, any>> {
   })
   let out = ''
   child.stdout!.on('data', (d: Buffer) => (out += String(d)))
-  await exitOf(child, 120_000)
-  const r = JSON.parse(out.trim().split('\n').at(-1)!)
+  const end = await exitOf(child, 120_000)
+  const last = out.trim().split('\n').at(-1)!
+  if (!last.startsWith('{')) throw new Error(`the namespace driver said nothing (exit ${end.code ?? end.signal}); stdout: ${JSON.stringify(out)}`)
+  const r = JSON.parse(last)
   for (const p of r.made) made.add(p) // removed by the driver; by the cleanup if it could not
   if (r.error) throw new Error(r.error)
   return r
