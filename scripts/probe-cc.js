@@ -27,30 +27,20 @@ const { delimiter, isAbsolute, join } = require('node:path')
 
 const cc = process.env.CC || 'cc'
 const [what, arg] = process.argv.slice(2)
-let ok = false
-if (what === 'header' && arg && /^[\w./-]+$/.test(arg)) {
-  const r = spawnSync(cc, ['-E', '-x', 'c', '-'], {
-    input: `#include <${arg}>\n`,
-    stdio: ['pipe', 'ignore', 'ignore'],
-    timeout: 30000,
-  })
-  ok = r.status === 0
-} else if (what === 'static' && process.platform === 'linux') {
-  const dir = mkdtempSync(join(tmpdir(), 'reapkit-probe-'))
-  try {
-    const r = spawnSync(cc, ['-static', '-x', 'c', '-', '-o', join(dir, 'a.out')], {
-      input: '#include <signal.h>\nint main(void) { return sigaction(SIGTERM, 0, 0); }\n',
+if (what === 'musl-cc') {
+  process.stdout.write(process.platform === 'linux' ? muslCc(arg) : '')
+} else {
+  let ok = false
+  if (what === 'header' && arg && /^[\w./-]+$/.test(arg)) {
+    const r = spawnSync(cc, ['-E', '-x', 'c', '-'], {
+      input: `#include <${arg}>\n`,
       stdio: ['pipe', 'ignore', 'ignore'],
       timeout: 30000,
     })
     ok = r.status === 0
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
+  } else if (what === 'static' && process.platform === 'linux') {
+    ok = linksStatic(cc)
   }
-}
-if (what === 'musl-cc') {
-  process.stdout.write(process.platform === 'linux' ? muslCc(arg) : '')
-} else {
   process.stdout.write(ok ? '1' : '0')
 }
 
@@ -66,14 +56,14 @@ function onPath(name) {
   return null
 }
 
-/** Whether `compiler` links a static program that execs and forks (what the helper does). */
+/** Whether `compiler` links a static program that forks, execs and sets a signal action (what the helpers do). */
 function linksStatic(compiler) {
   const dir = mkdtempSync(join(tmpdir(), 'reapkit-probe-'))
   try {
     const r = spawnSync(compiler, ['-static', '-x', 'c', '-', '-o', join(dir, 'a.out')], {
-      input: '#include <unistd.h>\n#include <signal.h>\nint main(int c, char **v) { if (c > 5) execve(v[0], v, 0); return sigaction(SIGTERM, 0, 0) + (int)fork() * 0; }\n',
+      input: '#include <unistd.h>\n#include <signal.h>\nint main(int c, char **v) { if (c > 5) execve(v[0], v, 0); if (c > 6) fork(); return sigaction(SIGTERM, 0, 0); }\n',
       stdio: ['pipe', 'ignore', 'ignore'],
-      timeout: 120000,
+      timeout: 120000, // Zig compiles musl's libc.a on its first use
     })
     return r.status === 0
   } finally {

@@ -147,6 +147,10 @@ function helperBuild(zig, dir, cpu) {
   const started = Date.now()
   const env = { ...gypEnv(cc, cc), REAPKIT_MUSL_CC: toolchain(zig, CACHE, musl.zig).cc }
   step(name, work, env, process.execPath, [GYP, 'configure', '--release', `--arch=${cpu}`])
+  // binding.gyp falls back to the gcc (glibc) link when the musl compiler fails its probe: not for a release.
+  if (!readFileSync(join(work, 'build', 'reapkit-exec.target.mk'), 'utf8').includes('reapkit_exec_musl_static')) {
+    throw new Error(`${name}: binding.gyp did not take Zig's musl cc for reapkit-exec (its probe failed: node scripts/probe-cc.js musl-cc ${cpu} with REAPKIT_MUSL_CC=${env.REAPKIT_MUSL_CC})`)
+  }
   step(name, work, env, 'make', ['-C', 'build', 'BUILDTYPE=Release', '-j', JOBS, ...POSIX_HELPERS])
   console.error(`== ${name}: reapkit-exec static with Zig's musl (${musl.zig}), reapkit-supervise static with ${cc}, in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   return join(work, 'build', 'Release', 'helper')
