@@ -119,39 +119,82 @@
         "targets": [
           {
             "target_name": "reapkit-exec",
-            "type": "executable",
-            "product_dir": "<(PRODUCT_DIR)/helper",
-            "sources": [
-              "native/exec_helper.c",
-              "native/exec_pidns.c"
-            ],
-            "cflags": [
-              "-O2",
-              "-Wall",
-              "-Wextra"
-            ],
+            "variables": {
+              "exec_musl_cc": "<!(node scripts/probe-cc.js musl-cc <(target_arch))"
+            },
             "conditions": [
               [
-                "OS=='linux'",
+                "OS=='linux' and exec_musl_cc!=''",
                 {
-                  "ldflags": [
-                    "-s"
+                  "type": "none",
+                  "actions": [
+                    {
+                      "action_name": "reapkit_exec_musl_static",
+                      "inputs": [
+                        "native/exec_helper.c",
+                        "native/exec_pidns.c",
+                        "native/exec_search.c",
+                        "native/exec_pidns.h",
+                        "native/exec_search.h"
+                      ],
+                      "outputs": [
+                        "<(PRODUCT_DIR)/helper/reapkit-exec"
+                      ],
+                      "action": [
+                        "<(exec_musl_cc)",
+                        "-O2",
+                        "-Wall",
+                        "-Wextra",
+                        "-static",
+                        "-s",
+                        "-o",
+                        "<(PRODUCT_DIR)/helper/reapkit-exec",
+                        "native/exec_helper.c",
+                        "native/exec_pidns.c",
+                        "native/exec_search.c"
+                      ],
+                      "message": "reapkit-exec: linked statically against musl (<(exec_musl_cc))"
+                    }
                   ]
-                }
-              ],
-              [
-                "OS=='linux' and '<!(node scripts/probe-cc.js static)'=='1'",
+                },
                 {
-                  "ldflags": [
-                    "-static"
-                  ]
+                  "type": "executable",
+                  "product_dir": "<(PRODUCT_DIR)/helper",
+                  "sources": [
+                    "native/exec_helper.c",
+                    "native/exec_pidns.c",
+                    "native/exec_search.c"
+                  ],
+                  "cflags": [
+                    "-O2",
+                    "-Wall",
+                    "-Wextra"
+                  ],
+                  "conditions": [
+                    [
+                      "OS=='linux'",
+                      {
+                        "ldflags": [
+                          "-s"
+                        ]
+                      }
+                    ],
+                    [
+                      "OS=='linux' and '<!(node scripts/probe-cc.js static)'=='1'",
+                      {
+                        "ldflags": [
+                          "-static"
+                        ]
+                      }
+                    ]
+                  ],
+                  "xcode_settings": {
+                    "MACOSX_DEPLOYMENT_TARGET": "10.15",
+                    "DEAD_CODE_STRIPPING": "YES"
+                  }
                 }
               ]
-            ],
-            "xcode_settings": {
-              "MACOSX_DEPLOYMENT_TARGET": "10.15",
-              "DEAD_CODE_STRIPPING": "YES"
-            }
+            ]
           },
           {
             "target_name": "reapkit-supervise",

@@ -24,6 +24,7 @@ export default defineConfig({
       'test/spawn-startup.test.ts', // native/exec_report.cc and the exec helper's report
       'test/prototype-pollution.test.ts',
       'test/terminal-foreground.test.ts', // native/terminal.cc and the helper's hand-over (GROUP 2)
+      'test/exec-search.test.ts', // the exec helper's PATH search (native/exec_search.c), run directly
       'test/cgroup-spawn.test.ts', // the exec helper's cgroup join (--cgroup) and its failure report
       'test/cgroup-stop.test.ts', // escapees in the child's cgroup, through the sanitized helper
       'test/control-socket.test.ts', // native/peer_cred.cc on every connection, and its errors

@@ -23,7 +23,8 @@
  * PARENT  the pid the parent had when it spawned us. Checked after arming: if the parent is
  *         already gone, the kernel would never send the signal, so we deliver it ourselves.
  * REPORT  the fd of the write end of the parent's report pipe (native/exec_report.cc), or -1.
- * FILE    the program to exec (PATH-searched as execvp does); ARGV0 its argv[0].
+ * FILE    the program to exec, PATH-searched by glibc's execvp rules (native/exec_search.c, whatever
+ *         libc this helper is linked with); ARGV0 its argv[0].
  *
  * The report: once the group is formed and the death signal armed, one byte 'R'. Then the exec:
  * the report fd is close-on-exec, so a successful exec closes it and the parent reads EOF. On a
@@ -49,6 +50,7 @@
 #endif
 
 #include "exec_pidns.h" /* the steps' letters too */
+#include "exec_search.h"
 /* A failure record: 'F', the step, two bytes of padding, the errno as a native int32. */
 #define REPORT_RECORD 8
 
@@ -119,12 +121,6 @@ static int join_cgroup(const char *dir) {
   int err = w == (ssize_t)len ? 0 : (w < 0 ? errno : EIO);
   close(fd);
   return err;
-}
-
-/* The errors on which glibc's execvp goes on to the next PATH entry (posix/execvpe.c); any other
- * ends its search with that error (ELOOP, E2BIG, ENOMEM...). */
-static int execvp_skips(int err) {
-  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ESTALE || err == ENODEV || err == ETIMEDOUT;
 }
 
 /* Gives the terminal on fd 0 to our new group, if the parent's group is its foreground
@@ -201,9 +197,9 @@ int main(int argc, char **argv) {
   char *file = argv[5];
   if (pid_namespace) run_in_pid_namespace(fd, file, argv + 6, fail); /* does not return */
   if (found != NULL) {
-    execvp(found, argv + 6); /* a path (it has a slash): one execve, or /bin/sh for a script without #! */
-    if (!execvp_skips(errno)) return fail(fd, STEP_EXEC, errno, file);
+    exec_search(found, argv + 6); /* a path (it has a slash): one execve, or /bin/sh for a script without #! */
+    if (!exec_search_skips(errno)) return fail(fd, STEP_EXEC, errno, file);
   }
-  execvp(file, argv + 6); /* argv[6] is argv0 exactly as the caller gave it, even "" */
+  exec_search(file, argv + 6); /* argv[6] is argv0 exactly as the caller gave it, even "" */
   return fail(fd, STEP_EXEC, errno, file);
 }

@@ -34,6 +34,7 @@
  */
 #define _GNU_SOURCE
 #include "exec_pidns.h"
+#include "exec_search.h"
 
 #include <errno.h>
 #include <unistd.h>
@@ -339,7 +340,7 @@ run_init(int report, int from_outside, int to_outside, const char *file, char **
   if (command == 0) {
     setsid(); /* a group of its own: see the top of this file */
     sigprocmask(SIG_SETMASK, original, NULL);
-    execvp(file, argv);
+    exec_search(file, argv);
     _exit(fail(report, STEP_EXEC, errno, file));
   }
   if (report >= 0) close(report); /* the command's exec closes the last copy: the report's EOF */

@@ -8,33 +8,73 @@
 //                                    where it can: about half the resident memory, and they run
 //                                    on any libc; Debian has libc.a in libc6-dev, other
 //                                    distributions may not)
+//   probe-cc.js musl-cc ARCH         the C compiler that links the exec helper statically against
+//                                    musl for ARCH (node-gyp's target_arch), or nothing. A static
+//                                    glibc program costs ~0.3 ms more to start than a static musl
+//                                    one (its startup, not the exec: bench/spawn-cost.mjs shows it
+//                                    per spawn), and every spawn() starts the helper. Its search of
+//                                    PATH is written out (native/exec_search.c), so it does what
+//                                    glibc's execvp does with either libc. The compiler:
+//                                    $REAPKIT_MUSL_CC if set (an absolute path; the prebuilds set
+//                                    Zig's musl cc for the target; empty: none), else Debian's
+//                                    musl-gcc (musl-tools) when ARCH is this machine's. Prints the
+//                                    compiler's absolute path, or nothing; never fails.
 'use strict'
 const { spawnSync } = require('node:child_process')
-const { mkdtempSync, rmSync } = require('node:fs')
+const { accessSync, constants, mkdtempSync, rmSync } = require('node:fs')
 const { tmpdir } = require('node:os')
-const { join } = require('node:path')
+const { delimiter, isAbsolute, join } = require('node:path')
 
 const cc = process.env.CC || 'cc'
 const [what, arg] = process.argv.slice(2)
-let ok = false
-if (what === 'header' && arg && /^[\w./-]+$/.test(arg)) {
-  const r = spawnSync(cc, ['-E', '-x', 'c', '-'], {
-    input: `#include <${arg}>\n`,
-    stdio: ['pipe', 'ignore', 'ignore'],
-    timeout: 30000,
-  })
-  ok = r.status === 0
-} else if (what === 'static' && process.platform === 'linux') {
-  const dir = mkdtempSync(join(tmpdir(), 'reapkit-probe-'))
-  try {
-    const r = spawnSync(cc, ['-static', '-x', 'c', '-', '-o', join(dir, 'a.out')], {
-      input: '#include <signal.h>\nint main(void) { return sigaction(SIGTERM, 0, 0); }\n',
+if (what === 'musl-cc') {
+  process.stdout.write(process.platform === 'linux' ? muslCc(arg) : '')
+} else {
+  let ok = false
+  if (what === 'header' && arg && /^[\w./-]+$/.test(arg)) {
+    const r = spawnSync(cc, ['-E', '-x', 'c', '-'], {
+      input: `#include <${arg}>\n`,
       stdio: ['pipe', 'ignore', 'ignore'],
       timeout: 30000,
     })
     ok = r.status === 0
+  } else if (what === 'static' && process.platform === 'linux') {
+    ok = linksStatic(cc)
+  }
+  process.stdout.write(ok ? '1' : '0')
+}
+
+/** The absolute path of an executable `name` on PATH, or null. */
+function onPath(name) {
+  for (const dir of (process.env.PATH || '').split(delimiter)) {
+    if (!isAbsolute(dir)) continue // never a compiler from the current directory
+    try {
+      accessSync(join(dir, name), constants.X_OK)
+      return join(dir, name)
+    } catch {}
+  }
+  return null
+}
+
+/** Whether `compiler` links a static program that forks, execs and sets a signal action (what the helpers do). */
+function linksStatic(compiler) {
+  const dir = mkdtempSync(join(tmpdir(), 'reapkit-probe-'))
+  try {
+    const r = spawnSync(compiler, ['-static', '-x', 'c', '-', '-o', join(dir, 'a.out')], {
+      input: '#include <unistd.h>\n#include <signal.h>\nint main(int c, char **v) { if (c > 5) execve(v[0], v, 0); if (c > 6) fork(); return sigaction(SIGTERM, 0, 0); }\n',
+      stdio: ['pipe', 'ignore', 'ignore'],
+      timeout: 120000, // Zig compiles musl's libc.a on its first use
+    })
+    return r.status === 0
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 }
-process.stdout.write(ok ? '1' : '0')
+
+function muslCc(targetArch) {
+  const given = process.env.REAPKIT_MUSL_CC
+  if (given !== undefined) return given !== '' && isAbsolute(given) && linksStatic(given) ? given : ''
+  if (targetArch !== process.arch) return '' // a cross build names its compiler
+  const found = onPath('musl-gcc')
+  return found && linksStatic(found) ? found : ''
+}

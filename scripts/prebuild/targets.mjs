@@ -6,7 +6,7 @@
 // machine's libc over an untagged one (reapkit.musl.node on Alpine), and an untagged one where the
 // tag does not match (reapkit.node on glibc). prebuildify's --tag-libc names files the same way.
 // Both Linux addons of one arch share the folder, so they share its helpers: those are linked
-// statically against musl (no libc needed at run time) and run on glibc and musl systems alike.
+// statically (the exec helper against musl, the native supervisor against glibc) and run on glibc and musl systems alike.
 
 /** The oldest glibc the gnu builds load on: RHEL 8 / Rocky 8 (Debian 10 had 2.28 too). Node 20's own binary needs the same. */
 export const GLIBC_BASELINE = '2.28'
