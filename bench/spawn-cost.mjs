@@ -15,6 +15,7 @@ import os from 'node:os'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { helperStart, helperStartMarkdown } from './helper-start.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const reapkit = createRequire(import.meta.url)(process.env.REAPKIT_DIST ?? join(here, '..', 'dist', 'cjs', 'index.js')) // REAPKIT_DIST: another build, for a before/after
@@ -130,6 +131,7 @@ export async function spawnCostFigures(N = 200) {
   }
   const cpu = await cpuPerSpawn(N)
   const starts = await startsInALoop(N >= 200 ? 2000 : 500)
+  const helper = await helperStart(reapkit, N)
   let formed = 0
   let killable = 0
   for (let i = 0; i < N; i++) {
@@ -142,7 +144,7 @@ export async function spawnCostFigures(N = 200) {
     child.kill('SIGKILL')
     await exitOf(child)
   }
-  return { n: N, rows, cpu, starts, machine: machineStamp(load0), formed, killable, cgroupReason: cgroup.available ? null : cgroup.reason, pidnsReason: pidns.available ? null : pidns.reason }
+  return { n: N, rows, cpu, starts, helper, machine: machineStamp(load0), formed, killable, cgroupReason: cgroup.available ? null : cgroup.reason, pidnsReason: pidns.available ? null : pidns.reason }
 }
 
 const fmt = (x) => x.toFixed(2)
@@ -185,6 +187,7 @@ then waits (one bounded poll) for the helper's report, i.e. for the target's own
 call. Parent CPU is \`process.cpuUsage()\` over each chunk (user + system, this process only), the reap and reapkit's
 look at the exit included.
 
+${helperStartMarkdown(d.helper)}
 Right after \`spawn('sleep')\` returned, the child led its own group in ${d.formed} of ${d.n} spawns; \`kill(-pid, 0)\` found it in ${d.killable} of ${d.n}.
 `
 }
