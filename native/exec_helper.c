@@ -74,13 +74,15 @@ static void write_all(int fd, const char *buf, size_t len) {
 
 /* Reports a failed step (to the pipe if there is one, else to stderr) and returns the exit code. */
 static int fail(int report, char step, int err, const char *what) {
+  if (err == 0) err = EIO; /* never "no error": the parent reports it as the spawn's error */
   if (report >= 0) {
     char record[REPORT_RECORD] = {'F', step, 0, 0};
     int32_t e = (int32_t)err;
     memcpy(record + 4, &e, sizeof e);
     write_all(report, record, sizeof record);
   } else {
-    fprintf(stderr, "reapkit-exec: %s: %s\n", what, strerror(err));
+    /* The number too: the text is the C library's (musl's and glibc's differ). */
+    fprintf(stderr, "reapkit-exec: %s: %s (errno %d)\n", what, strerror(err), err);
   }
   if (step == STEP_EXEC) return err == ENOENT ? 127 : 126;
   return 126;

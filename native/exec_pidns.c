@@ -155,19 +155,15 @@ int enter_pid_namespace(int *through_user) {
 
 static int to_init = -1; /* write end (non-blocking) of the pipe OUTSIDE forwards signals through */
 
-static int is_fault(int sig) {
-  return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;
+/* Every signal, 1 to 64, in a mask: musl's sigfillset leaves out 32-34 (its own) and glibc's 32-33,
+ * but a command may be sent any of them (34 is glibc's SIGRTMIN). The kernel ignores SIGKILL and
+ * SIGSTOP in a mask. Both libcs pass the set to rt_sigprocmask and signalfd as it is. */
+static void fill_every_signal(sigset_t *set) {
+  memset(set, 0xff, sizeof *set);
 }
 
-static void on_signal(int sig, siginfo_t *si, void *uctx) {
-  (void)uctx;
-  int saved = errno;
-  if (si != NULL && si->si_code > 0 && is_fault(sig)) {
-    /* Raised by the kernel for this very process (a bug of ours), not sent: let it end us. */
-    signal(sig, SIG_DFL);
-    errno = saved;
-    return;
-  }
+/* Forwards one signal to INIT; a job-control stop stops us too (see relay_signals). */
+static void relay(int sig) {
   unsigned char b = (unsigned char)sig;
   ssize_t n = write(to_init, &b, 1); /* a full pipe (thousands pending) drops it */
   (void)n;
@@ -175,21 +171,34 @@ static void on_signal(int sig, siginfo_t *si, void *uctx) {
    * default); so do we, so that whoever stopped us sees the job stopped. SIGCONT continues us, and is
    * forwarded in turn; INIT continues us itself if the command ends while we are stopped. */
   if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) raise(SIGSTOP);
-  errno = saved;
 }
 
-static void handle_every_signal(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigfillset(&sa.sa_mask);
-  for (int sig = 1; sig < NSIG; sig++) {
-    if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD) continue;
-    /* SIGPIPE: our write to a gone INIT must not raise a signal we would forward again. */
-    if (sig == SIGPIPE) signal(sig, SIG_IGN);
-    else sigaction(sig, &sa, NULL); /* fails for the C library's own real-time signals: fine */
+/* Reads every signal sent to us from a signalfd (all are blocked: see fill_every_signal; handlers
+ * would not do, musl's sigaction refuses 32-34) and forwards it to INIT, until INIT has exited;
+ * returns its wait status. A fault the kernel raises for our own code is not blocked by the mask
+ * (the kernel forces it), so a bug of ours still ends us rather than being forwarded. SIGPIPE
+ * stays ignored: our write to a gone INIT must not raise a signal we would forward again. */
+static int relay_signals(pid_t init) {
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t every;
+  fill_every_signal(&every);
+  sigdelset(&every, SIGPIPE);
+  int sfd = signalfd(-1, &every, SFD_CLOEXEC);
+  int ws = 0;
+  for (;;) {
+    if (waitpid(init, &ws, WNOHANG) == init) break; /* before each read: a SIGCHLD may be merged */
+    if (sfd < 0) { /* no signalfd (out of descriptors): wait without forwarding, as a last resort */
+      while (waitpid(init, &ws, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    struct signalfd_siginfo si;
+    ssize_t n = read(sfd, &si, sizeof si);
+    if (n != (ssize_t)sizeof si) continue; /* EINTR (a stop and continue) */
+    if ((int)si.ssi_signo != SIGCHLD) relay((int)si.ssi_signo);
   }
+  if (sfd >= 0) close(sfd);
+  return ws;
 }
 
 /* Ends this process as the command ended: the same code, or killed by the same signal. */
@@ -198,10 +207,12 @@ static void __attribute__((noreturn)) end_like(int status) {
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
   struct rlimit none = {0, 0};
   setrlimit(RLIMIT_CORE, &none); /* the command dumped its own core, if it did; no second one of ours */
-  signal(sig, SIG_DFL);
+  signal(sig, SIG_DFL); /* SIGPIPE was ignored; the rest were never caught (musl refuses 32-34 here: fine) */
   sigset_t one;
   sigemptyset(&one);
-  sigaddset(&one, sig);
+  /* The bit itself: musl's sigaddset refuses 32-34. Both libcs lay a sigset_t out as the kernel does. */
+  unsigned long *words = (unsigned long *)(void *)&one;
+  words[(sig - 1) / (8 * sizeof(unsigned long))] |= 1UL << ((sig - 1) % (8 * sizeof(unsigned long)));
   sigprocmask(SIG_UNBLOCK, &one, NULL);
   kill(getpid(), sig);
   _exit(128 + sig); /* not reached for a signal whose default is to end the process */
@@ -375,7 +386,7 @@ run_init(int report, int from_outside, int to_outside, const char *file, char **
 
 void run_in_pid_namespace(int report, const char *file, char **argv, report_failure fail) {
   sigset_t all, original;
-  sigfillset(&all);
+  fill_every_signal(&all);
   /* Until the handlers are in place, a signal waits (pending) rather than ends us. */
   sigprocmask(SIG_SETMASK, &all, &original);
   int to[2], back[2];
@@ -396,11 +407,7 @@ void run_in_pid_namespace(int report, const char *file, char **argv, report_fail
   int keep[2] = {to[1], back[0]};
   sort_fds(keep, 2);
   drop_inherited_fds(keep, 2);
-  handle_every_signal();
-  sigprocmask(SIG_SETMASK, &original, NULL);
-  int ws = 0;
-  while (waitpid(init, &ws, 0) < 0 && errno == EINTR) {
-  }
+  int ws = relay_signals(init); /* every signal stays blocked: they are read, not delivered */
   int status;
   ssize_t n;
   do n = read(back[0], &status, sizeof status);

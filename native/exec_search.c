@@ -1,14 +1,16 @@
 /* execvp's search, written out so that the exec helper behaves as Node's own spawn does on a glibc
  * system whatever libc it is linked with. The helper is linked statically against musl where it can
- * be (a static glibc program costs ~0.3 ms more to start: measured in bench/spawn-cost.mjs), and
- * musl's execvp differs from glibc's in what users meet:
+ * be (a static glibc program starts slower: bench/helper-start.mjs, in `npm run bench`'s spawn
+ * section, times both), and musl's execvp differs from glibc's in what users meet:
  *   - an executable without a #! line: glibc runs it with /bin/sh (ENOEXEC), musl fails;
  *   - PATH unset: glibc searches /bin:/usr/bin (confstr's _CS_PATH), musl /usr/local/bin:/bin:/usr/bin.
- * The rules below are glibc's (posix/execvpe.c): a name with a '/' is exec'd as it is; else each
- * PATH entry in turn, an empty entry meaning the current directory; ENOENT, ENOTDIR, ESTALE,
+ * The rules below are glibc 2.36's (posix/execvpe.c): a name with a '/' is exec'd as it is; else
+ * each PATH entry in turn, an empty entry meaning the current directory; ENOENT, ENOTDIR, ESTALE,
  * ENODEV and ETIMEDOUT go on to the next entry, EACCES too but is remembered and is the error if
- * nothing runs (else the last entry's error is); any other error ends the search with it. ENOEXEC (no #! line, not a binary) runs
- * the same file with /bin/sh, the file's path as $0 and the rest of argv after it. */
+ * nothing runs (else the last entry's error is); any other error ends the search with it. ENOEXEC
+ * (no #! line, not a binary) runs the same file with /bin/sh, the file's path as $0 and the rest of
+ * argv after it. One difference, on purpose: an entry PATH_MAX long or longer is passed over,
+ * where glibc then also tries the name in the current directory. */
 #include "exec_search.h"
 
 #include <errno.h>
@@ -55,26 +57,30 @@ void exec_search(const char *file, char *const argv[]) {
     exec_one(file, argv);
     return;
   }
-  /* A name past NAME_MAX is left to the kernel, as glibc does: its error depends on the entry
-   * (ENOENT where the directory is missing, ENAMETOOLONG where it exists). */
-  size_t file_len = strlen(file);
-  if (file_len >= PATH_MAX) {
-    errno = ENAMETOOLONG;
-    return;
-  }
+  /* A name past NAME_MAX: glibc takes its first NAME_MAX + 1 bytes, a component the kernel refuses
+   * when it reaches it (ENAMETOOLONG where the entry's directory exists, ENOENT where it does not,
+   * so the search goes on past a missing one). The same here, without reading past them. */
+  size_t file_len = strnlen(file, NAME_MAX + 1);
   const char *path = getenv("PATH");
   if (path == NULL) path = DEFAULT_PATH;
+  /* glibc passes over an entry at least as long as PATH_MAX (only a PATH that long has one). */
+  size_t longest = strnlen(path, PATH_MAX - 1) + 1;
   int saw_eacces = 0;
-  char candidate[PATH_MAX];
+  errno = ENOENT; /* the error when no entry is tried */
+  char candidate[PATH_MAX + NAME_MAX + 2];
   for (const char *entry = path;; entry++) {
     const char *end = strchr(entry, ':');
     size_t dir_len = end != NULL ? (size_t)(end - entry) : strlen(entry);
-    /* An entry too long for a path is skipped, as glibc skips one it cannot fit. */
-    if (dir_len + 1 + file_len < sizeof candidate) {
+    if (dir_len < longest) {
       memcpy(candidate, entry, dir_len);
       size_t at = dir_len;
       if (dir_len > 0) candidate[at++] = '/'; /* an empty entry: the current directory */
-      memcpy(candidate + at, file, file_len + 1);
+      memcpy(candidate + at, file, file_len);
+      candidate[at + file_len] = '\0';
+      if (at + file_len >= PATH_MAX) {
+        errno = ENAMETOOLONG; /* what the kernel says of a path this long: it ends the search */
+        return;
+      }
       exec_one(candidate, argv);
       if (errno == EACCES) saw_eacces = 1;
       if (!exec_search_skips(errno)) return;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Build-time probes of the C compiler, for binding.gyp (CMakeLists.txt has its own equivalents).
-// Prints 1 or 0, never fails:
+// Build-time probes of the C compiler, for binding.gyp (CMakeLists.txt has its own equivalents of
+// the first two). Prints 1 or 0 (musl-cc: a path or nothing), never fails:
 //   probe-cc.js header sys/event.h   can the compiler include the header? (picks the kqueue exit
 //                                    watcher by the header's presence rather than by OS name)
 //   probe-cc.js static               can it link a fully static executable? (both helpers, the
@@ -24,6 +24,10 @@ const { spawnSync } = require('node:child_process')
 const { accessSync, constants, mkdtempSync, rmSync } = require('node:fs')
 const { tmpdir } = require('node:os')
 const { delimiter, isAbsolute, join } = require('node:path')
+
+const STATIC_PROGRAM = '#include <unistd.h>\n#include <signal.h>\nint main(int c, char **v) { if (c > 5) execve(v[0], v, 0); if (c > 6) fork(); return sigaction(SIGTERM, 0, 0); }\n'
+/** The same, refused by a compiler whose C library is glibc (musl defines no macro of its own). */
+const MUSL_PROGRAM = `#include <unistd.h>\n#if defined(__GLIBC__) || defined(__APPLE__)\n#error not musl\n#endif\n${STATIC_PROGRAM.replace('#include <unistd.h>\n', '')}`
 
 const cc = process.env.CC || 'cc'
 const [what, arg] = process.argv.slice(2)
@@ -56,12 +60,12 @@ function onPath(name) {
   return null
 }
 
-/** Whether `compiler` links a static program that forks, execs and sets a signal action (what the helpers do). */
-function linksStatic(compiler) {
+/** Whether `compiler` links `program` statically: by default one that forks, execs and sets a signal action (what the helpers do). */
+function linksStatic(compiler, program = STATIC_PROGRAM) {
   const dir = mkdtempSync(join(tmpdir(), 'reapkit-probe-'))
   try {
     const r = spawnSync(compiler, ['-static', '-x', 'c', '-', '-o', join(dir, 'a.out')], {
-      input: '#include <unistd.h>\n#include <signal.h>\nint main(int c, char **v) { if (c > 5) execve(v[0], v, 0); if (c > 6) fork(); return sigaction(SIGTERM, 0, 0); }\n',
+      input: program,
       stdio: ['pipe', 'ignore', 'ignore'],
       timeout: 120000, // Zig compiles musl's libc.a on its first use
     })
@@ -73,8 +77,14 @@ function linksStatic(compiler) {
 
 function muslCc(targetArch) {
   const given = process.env.REAPKIT_MUSL_CC
-  if (given !== undefined) return given !== '' && isAbsolute(given) && linksStatic(given) ? given : ''
+  if (given !== undefined) {
+    if (given === '') return ''
+    if (isAbsolute(given) && linksStatic(given, MUSL_PROGRAM)) return given
+    // binding.gyp then links the helper against glibc: say so (node-gyp shows a probe's stderr).
+    process.stderr.write(`reapkit: REAPKIT_MUSL_CC=${given} is not an absolute path to a C compiler that links a static musl program: the exec helper is linked as without it\n`)
+    return ''
+  }
   if (targetArch !== process.arch) return '' // a cross build names its compiler
   const found = onPath('musl-gcc')
-  return found && linksStatic(found) ? found : ''
+  return found && linksStatic(found, MUSL_PROGRAM) ? found : ''
 }

@@ -139,7 +139,7 @@ describe.skipIf(!available)("spawn({ pidNamespace }): the command's stdio and IP
     // Each drops them just after its fork: the command may run before they have (bounded wait).
     const clean = (pid: number) => {
       const held = fds(pid)
-      return held.every(([fd, target]) => (fd > 2 || target === '/dev/null') && !commandPipes.has(target)) && held.length <= (pid === init ? 6 : 5)
+      return held.every(([fd, target]) => (fd > 2 || target === '/dev/null') && !commandPipes.has(target)) && held.length <= 6 // 0-2, two pipes, a signalfd
     }
     await waitFor(() => clean(child.pid!) && clean(init), 10_000, 'the helper and the init to hold none of the child\'s descriptors')
     for (const pid of [child.pid!, init]) expect(fds(pid).filter(([fd]) => fd <= 2).map(([, target]) => target)).toEqual(['/dev/null', '/dev/null', '/dev/null'])

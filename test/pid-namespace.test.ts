@@ -180,6 +180,27 @@ describe.skipIf(!available)('spawn({ pidNamespace }): the child as its host sees
     expect(JSON.parse(r.stdout.trim())).toEqual({ ownProc: false, state: 'T' })
   })
 
+  // Review of the musl-linked helper: musl's sigaction refuses 32-34, so the helper took 34 (glibc's
+  // SIGRTMIN) to its default action and died with the tree instead of passing it on.
+  it.runIf(spawnSync('python3', ['--version'], { stdio: 'ignore' }).status === 0)('real-time signals reach the command: 34 (glibc\'s SIGRTMIN) and 64', async () => {
+    const script = [
+      'import signal, sys, time',
+      "signal.signal(34, lambda s, f: print('got 34', flush=True))",
+      "signal.signal(64, lambda s, f: (print('got 64', flush=True), sys.exit(5)))",
+      "print('ready', flush=True)",
+      'time.sleep(30)',
+    ].join('\n')
+    const child = track(spawn('python3', ['-c', script], { pidNamespace: true, stdio: ['ignore', 'pipe', 'inherit'] }))
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+    await waitFor(() => out.includes('ready\n'), 10_000, 'the command to be ready')
+    process.kill(child.pid!, 34)
+    await waitFor(() => out.includes('got 34\n'), 10_000, 'signal 34 to reach the command')
+    process.kill(child.pid!, 64)
+    expect(await exitOf(child)).toEqual({ code: 5, signal: null })
+    expect(out).toBe('ready\ngot 34\ngot 64\n')
+  })
+
   it('a signal to the whole group reaches the command once (the init and the helper pass it on, never twice)', async () => {
     // It says "term" at each SIGTERM; once the test has seen the first, a SIGUSR2 (through the same
     // path, after it) asks for the count: a second SIGTERM, if any, would have come with the first.

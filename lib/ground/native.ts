@@ -340,7 +340,10 @@ function shippedExecutable(name: string): string | null {
   let found: string | null = null
   const { dir } = loadedAddon()
   if (dir) {
-    for (const candidate of [join(dir, name), join(dir, 'helper', name)]) {
+    // helper/ first: a local build's own place. node-gyp's link of a helper also leaves a copy beside
+    // the addon, which a later build of it by another route (reapkit-exec's musl action) does not
+    // replace: that copy would be stale. A prebuild folder has no helper/.
+    for (const candidate of [join(dir, 'helper', name), join(dir, name)]) {
       if (existsSync(candidate)) {
         found = candidate
         break
