@@ -64,6 +64,8 @@ export interface Binding {
   setpgid(pid: number, pgid: number): void
   kill(pid: number, signal: number): void
   killpg(pgid: number, signal: number): void
+  /** kill(-pgid, 0)'s errno, returned rather than thrown: 0, ESRCH (no process has the id) or EPERM (native/group.cc). */
+  groupProbe?: (pgid: number) => number
   getppid(): number
   groupMembers(pgid: number): number[]
   groupTable(): Int32Array
