@@ -16,7 +16,14 @@
 //   step   null, or which step failed: 'cgroup' | 'setpgid' | 'prctl' | 'unshare' | 'fork' | 'exec'
 //          (the errno is the helper's; unshare and fork: spawn({ pidNamespace }), native/exec_pidns.c)
 // When `done` is false (the deadline passed first), the read end stays open and is the caller's.
+//
+//   execvpSearch(pathList, cwd, command) -> index | -1 | -2
+//
+// The PATH look-up that decides whether spawn() goes through the helper and which file it execs
+// (lib/mechanisms/spawn-args.ts, resolveLikeExecvp, has the rule): in one call, where the same
+// look-up in JavaScript cost a Stats object and an fs call per entry (about ten on a usual PATH).
 #include <napi.h>
+#include <sys/stat.h>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -26,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "errors.h"
 #include "reapkit.h"
@@ -162,10 +170,50 @@ static Napi::Value ExecReportClose(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// stat errors on a PATH entry that glibc's execvp skips (its execve's errors: it goes on to the
+// next entry); spawn-args.ts's EXECVP_SKIPS, the same list.
+static bool ExecvpSkips(int err) {
+  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ESTALE || err == ENODEV || err == ETIMEDOUT;
+}
+
+// execvpSearch(pathList, cwd, command): the index of the first entry of pathList (split on ':',
+// empty entries kept, as String.prototype.split keeps them) that holds `command` as a regular file
+// we may execute (stat, then access X_OK); -1 when none does; -2 when an entry's stat fails with
+// an error execvp does not skip (ELOOP, ENAMETOOLONG...): execvp would stop there. An entry not
+// starting with '/' is under `cwd` (`${cwd}/${entry || '.'}/${command}`, joined as strings).
+static Napi::Value ExecvpSearch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString()) {
+    return ThrowTypeError(env, "execvpSearch(pathList, cwd, command) takes three strings");
+  }
+  const std::string list = info[0].As<Napi::String>().Utf8Value();
+  const std::string cwd = info[1].As<Napi::String>().Utf8Value();
+  const std::string command = info[2].As<Napi::String>().Utf8Value();
+  std::string file;
+  int32_t index = 0;
+  for (size_t start = 0;; index++) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string dir = list.substr(start, end - start);
+    if (!dir.empty() && dir[0] == '/') file = dir + "/" + command;
+    else file = cwd + "/" + (dir.empty() ? std::string(".") : dir) + "/" + command;
+    struct stat st;
+    if (stat(file.c_str(), &st) != 0) {
+      if (!ExecvpSkips(errno)) return Napi::Number::New(env, -2);
+    } else if (S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) {
+      return Napi::Number::New(env, index);
+    }
+    if (end == list.size()) break;
+    start = end + 1;
+  }
+  return Napi::Number::New(env, -1);
+}
+
 void InitExecReport(Napi::Env env, Napi::Object exports) {
   exports.Set("execReportClose", Napi::Function::New(env, ExecReportClose, "execReportClose"));
   exports.Set("execReportPipe", Napi::Function::New(env, ExecReportPipe, "execReportPipe"));
   exports.Set("execReportWait", Napi::Function::New(env, ExecReportWait, "execReportWait"));
+  exports.Set("execvpSearch", Napi::Function::New(env, ExecvpSearch, "execvpSearch"));
 }
 
 }  // namespace reapkit

@@ -94,6 +94,12 @@ export interface Binding {
   execReportWait(fd: number, timeoutMs: number): ExecReport
   /** Closes a report descriptor (natively: a worker's fs.closeSync warns for descriptors it did not open). */
   execReportClose(fd: number): void
+  /**
+   * spawn()'s PATH look-up in one call (native/exec_report.cc): the index of the first entry of
+   * `pathList` (split on ':') holding `command` as an executable regular file, -1 for none, -2 where
+   * execvp would stop (a stat error it does not skip). spawn-args.ts's resolveLikeExecvp has the rule.
+   */
+  execvpSearch?: (pathList: string, cwd: string, command: string) => number
   /** POSIX (native/terminal.cc): the foreground process group of the terminal on `fd` (ENOTTY if it is not our controlling terminal). */
   tcgetpgrp?: (fd: number) => number
   /** POSIX: makes `pgid` the terminal's foreground group, with SIGTTOU blocked for the call (so a background caller is not stopped). */
