@@ -3,6 +3,7 @@
 //
 //   execReportPipe()              -> [readFd, writeFd], both close-on-exec
 //   execReportWait(readFd, ms)    -> { ready, done, step, errno }
+//   execReportWaitCode(readFd, ms) -> the same, packed in an int32 (spawn()'s own, see below)
 //
 // The write end goes to the child through one extra stdio entry (lib/mechanisms/spawn.ts); the
 // parent closes its copy right after Node's spawn returns. Close-on-exec on both ends means a child
@@ -158,6 +159,26 @@ static Napi::Value ExecReportWait(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// execReportWaitCode(readFd, ms): the same wait, its answer packed in one int32 rather than an
+// object, whose named properties cost spawn() more than the poll itself (a key string made and set
+// per property, at every spawn): bit 0 ready, bit 1 done, bit 2 ownProc said, bit 3 its value,
+// bits 8-15 the failed step's letter (0: none), bits 16-30 its errno. lib/mechanisms/exec-report.ts
+// unpacks it.
+static Napi::Value ExecReportWaitCode(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int32_t fd, ms;
+  if (!ArgInt(info, 0, "fd", &fd) || !ArgInt(info, 1, "timeoutMs", &ms)) return env.Undefined();
+  if (fd < 0 || ms < 0) return ThrowSystemError(env, EINVAL, "poll");
+  Report r;
+  int err = WaitForReport(fd, ms, &r);
+  if (err != 0) return ThrowSystemError(env, err, "poll");
+  if (r.done) close(fd);
+  const bool failed = StepName(r.step) != nullptr;
+  int32_t code = (r.ready ? 1 : 0) | (r.done ? 2 : 0) | (r.own_proc >= 0 ? 4 : 0) | (r.own_proc == 1 ? 8 : 0);
+  if (failed) code |= (static_cast<int32_t>(static_cast<unsigned char>(r.step)) << 8) | ((r.err & 0x7fff) << 16);
+  return Napi::Number::New(env, code);
+}
+
 // execReportClose(fd): closes a report descriptor natively. Node's fs.closeSync would do, but a
 // worker_thread warns for every descriptor it did not open itself ("closed but not opened in
 // unmanaged mode"), and these are the addon's.
@@ -213,6 +234,7 @@ void InitExecReport(Napi::Env env, Napi::Object exports) {
   exports.Set("execReportClose", Napi::Function::New(env, ExecReportClose, "execReportClose"));
   exports.Set("execReportPipe", Napi::Function::New(env, ExecReportPipe, "execReportPipe"));
   exports.Set("execReportWait", Napi::Function::New(env, ExecReportWait, "execReportWait"));
+  exports.Set("execReportWaitCode", Napi::Function::New(env, ExecReportWaitCode, "execReportWaitCode"));
   exports.Set("execvpSearch", Napi::Function::New(env, ExecvpSearch, "execvpSearch"));
 }
 

@@ -92,6 +92,8 @@ export interface Binding {
    * `done` (EOF: exec'd or exited; the fd is then closed), the failed `step` and its `errno`.
    */
   execReportWait(fd: number, timeoutMs: number): ExecReport
+  /** The same wait, its answer packed in an int32 (native/exec_report.cc has the bits; exec-report.ts unpacks it). */
+  execReportWaitCode?: (fd: number, timeoutMs: number) => number
   /** Closes a report descriptor (natively: a worker's fs.closeSync warns for descriptors it did not open). */
   execReportClose(fd: number): void
   /**

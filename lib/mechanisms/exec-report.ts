@@ -166,11 +166,26 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
 
 /** The bounded wait; a failed poll counts as a timeout (the fd stays ours, read on in the background). */
 function waitForReport(fd: number): ExecReport {
+  const binding = nativeBinding()!
   try {
-    return nativeBinding()!.execReportWait(fd, spawnReportMs())
+    // The packed answer where the addon has it (no object built natively at every spawn).
+    if (typeof binding.execReportWaitCode === 'function') return unpackReport(binding.execReportWaitCode(fd, spawnReportMs()))
+    return binding.execReportWait(fd, spawnReportMs())
   } catch {
     return { ready: false, done: false, step: null, errno: 0 }
   }
+}
+
+/** The failed step by its letter (native/exec_report.cc's StepName). */
+const STEPS: Readonly<Record<string, ExecReport['step']>> = { c: 'cgroup', g: 'setpgid', p: 'prctl', n: 'unshare', f: 'fork', e: 'exec' }
+
+/** execReportWaitCode's int32 as the ExecReport execReportWait gives: see native/exec_report.cc for the bits. */
+export function unpackReport(code: number): ExecReport {
+  const letter = (code >> 8) & 0xff
+  const step = letter === 0 ? null : (STEPS[String.fromCharCode(letter)] ?? null)
+  const report: ExecReport = { ready: (code & 1) !== 0, done: (code & 2) !== 0, step, errno: step === null ? 0 : code >>> 16 }
+  if ((code & 4) !== 0) report.ownProc = (code & 8) !== 0
+  return report
 }
 
 /**
