@@ -444,6 +444,15 @@ export function nativeCapabilities(): Capabilities {
   return { ...caps, missing: [...caps.missing] }
 }
 
+/**
+ * @internal nativeCapabilities() without its copy, for reapkit's own reads at every spawn (spawn(),
+ * openProcess(), each ProcessHandle): read only, never handed to a caller.
+ */
+export function nativeCapabilitiesShared(): Readonly<Capabilities> {
+  if (!caps) nativeCapabilities()
+  return caps!
+}
+
 // Once per thread, across every copy of reapkit's JavaScript that the program loaded (the CJS and
 // ESM entries, two versions in one dependency tree): a registry symbol on the global object.
 const WARNED = Symbol.for('reapkit.noNativeWarning')

@@ -33,7 +33,7 @@ import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_
 import { typeError } from '../ground/errors'
 import { type GroupListing, groupListingSoon } from './group'
 import { foregroundTerminal, followForeground } from './terminal'
-import { type ProcessHandle, openProcess } from './handle'
+import { type ProcessHandle, openProcess, openSpawnedChild } from './handle'
 import win32SpawnPart from './lazy/spawn-win32'
 import containerPart from './lazy/containers'
 import { engineOf } from './container/engine-name'
@@ -44,7 +44,7 @@ import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
 import pidNamespacePart from './lazy/pid-namespace'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
-import { nativeBinding, nativeCapabilities as capabilities, execHelperPath, warnNoNative } from '../ground/native'
+import { nativeBinding, nativeCapabilitiesShared as capabilities, execHelperPath, warnNoNative } from '../ground/native'
 import { isSupervisor } from './supervisor-command'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -218,7 +218,9 @@ function pinWitnesses(info: SpawnedInfo, pgid: number, members: number[], leader
 function declareGone(info: SpawnedInfo): void {
   info.groupGone = true
   unknown.delete(info)
-  for (const handle of witnesses.get(info)?.values() ?? []) handle.close()
+  const pinned = witnesses.get(info)
+  if (pinned === undefined) return // the usual case at the reap: no member was ever pinned
+  for (const handle of pinned.values()) handle.close()
   witnesses.delete(info)
 }
 
@@ -515,8 +517,8 @@ function pinAndRegister(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle'
   if (child.pid !== undefined) {
     // Synchronously, before the event loop can run libuv's reaping: the pid is still this child.
     try {
-      // allowSelf: a child's pid is never one of this process's threads, so that look in /proc is skipped.
-      handle = openProcess(child.pid, { allowSelf: true })
+      // Without openProcess's checks: a pid Node's spawn just gave, never this process or a thread of it.
+      handle = openSpawnedChild(child.pid)
     } catch {
       handle = null // exited and reaped already? then nothing can be signalled by pid anyway
     }
