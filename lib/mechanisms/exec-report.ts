@@ -78,6 +78,10 @@ interface Request {
 
 const STDIO_NAMES = new Set(['pipe', 'ignore', 'inherit', 'overlapped'])
 
+// This process's pid as the helper's argument: process.pid is a getpid() at every read.
+let pidText: string | undefined
+const ownPid = (): string => (pidText ??= String(process.pid))
+
 /**
  * The caller's stdio as an array, or null when it is not one we can extend (an invalid value: Node
  * then throws its own error, without the report).
@@ -120,12 +124,16 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
   // Past the caller's entries; Node fills the gap up to 3 with its defaults ('pipe'), as it would.
   const index = Math.max(3, stdio.length)
   while (stdio.length < index) stdio.push(undefined)
+  stdio.push(pipe[1]) // (stdio is stdioArray's own copy)
   let child: ChildProcess
   try {
-    const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
-    const join = [...(req.cgroup !== undefined ? ['--cgroup', req.cgroup] : []), ...(req.pidNamespace ? ['--pid-namespace'] : [])]
-    const found = req.path !== undefined && req.path !== req.file ? ['--found', req.path] : []
-    const args = [...join, ...found, req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
+    const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: stdio as StdioOptions }
+    const args: string[] = []
+    if (req.cgroup !== undefined) args.push('--cgroup', req.cgroup)
+    if (req.pidNamespace) args.push('--pid-namespace')
+    if (req.path !== undefined && req.path !== req.file) args.push('--found', req.path)
+    args.push(req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), ownPid(), String(index), req.file, req.argv0)
+    for (const arg of req.argv) args.push(arg)
     child = nodeSpawn(req.helper, args, options)
   } catch (err) {
     closeFd(pipe[0])

@@ -349,8 +349,11 @@ export function trackChild(child: ChildProcess): SpawnedInfo | undefined {
   return register(child, { pgid, parentDeathSignal: null, startup: 'none' }, handle)
 }
 
+/** `applied` becomes the child's info (every caller passes a fresh object): completed in place, not copied. */
 function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>, handle: ProcessHandle | null): SpawnedInfo {
-  const info: SpawnedInfo = { ...applied, handle, groupGone: false }
+  const info = applied as SpawnedInfo
+  info.handle = handle
+  info.groupGone = false
   spawned.set(child, info)
   if (child.pid !== undefined) {
     child.once('exit', () => {
@@ -497,9 +500,15 @@ function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined, p
     else child.once('exit', release)
   }
   if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
-  const inNamespace = pidNamespace ? { pidNamespace: true, ...(started.ownProc !== undefined ? { ownProc: started.ownProc } : {}) } : {}
-  const notContained = uncontained !== null ? { cgroupUnavailable: uncontained } : {}
-  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}), ...inNamespace, ...notContained })
+  // Built by assignment, in the order the fields are listed: no object spread per spawn.
+  const applied: Omit<SpawnedInfo, 'handle' | 'groupGone'> = { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup }
+  if (cgroup !== undefined) applied.cgroup = cgroup
+  if (pidNamespace) {
+    applied.pidNamespace = true
+    if (started.ownProc !== undefined) applied.ownProc = started.ownProc
+  }
+  if (uncontained !== null) applied.cgroupUnavailable = uncontained
+  pinAndRegister(child, applied)
   const info = spawned.get(child)!
   if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => cgroupPart().isCgroupRemoved(cgroup), enumerable: true })
   started.onLate?.((late) => {
