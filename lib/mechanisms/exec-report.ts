@@ -161,15 +161,17 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
     failLikeNode(child, report, req.cgroup)
     return { child, pgid: null, parentDeathSignal: null, startup: 'exec' }
   }
-  const ownProc = report.ownProc !== undefined ? { ownProc: report.ownProc } : {}
-  if (report.done) return { child, ...applied(report.ready), ...ownProc, startup: 'exec' }
-  return {
-    child,
-    ...applied(report.ready),
-    ...ownProc,
-    startup: 'timeout',
-    onLate: (confirm) => readLate(pipe[0], child, report.ready, (ready, ownProc) => confirm({ ...applied(ready), ...(ownProc !== undefined ? { ownProc } : {}) })),
+  // Built by assignment (no spreads): this is every spawn's path.
+  const started: HelperSpawn = { child, pgid: null, parentDeathSignal: null, startup: report.done ? 'exec' : 'timeout' }
+  if (report.ready) {
+    if (req.group) started.pgid = child.pid
+    if (req.sig > 0) started.parentDeathSignal = signalName(req.sig)
   }
+  if (report.ownProc !== undefined) started.ownProc = report.ownProc
+  if (!report.done) {
+    started.onLate = (confirm) => readLate(pipe[0], child, report.ready, (ready, ownProc) => confirm({ ...applied(ready), ...(ownProc !== undefined ? { ownProc } : {}) }))
+  }
+  return started
 }
 
 /** The bounded wait; a failed poll counts as a timeout (the fd stays ours, read on in the background). */

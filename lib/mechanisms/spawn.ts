@@ -367,6 +367,9 @@ function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'gr
   return info
 }
 
+/** The options spawn() consumes itself: Node's spawn never sees them. */
+const OWN_OPTIONS = ['group', 'foreground', 'parentDeathSignal', 'container', 'cgroup', 'pidNamespace'] as const
+
 export function spawn(command: string, options?: SpawnOptions): ChildProcess
 export function spawn(command: string, args?: readonly string[], options?: SpawnOptions): ChildProcess
 export function spawn(
@@ -387,18 +390,28 @@ export function spawn(
   if (!Array.isArray(argsOrOptions) && argsOrOptions != null && typeof argsOrOptions !== 'object') {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "args" argument must be an array or an options object. Received ${describe(argsOrOptions)}`)
   }
-  args.forEach((arg, i) => refuseNulLikeNode(arg, `args[${i}]`))
+  // (The argument's name is made only for the error: it cost a string per argument at every spawn.)
+  args.forEach((arg, i) => typeof arg === 'string' && arg.includes('\u0000') && refuseNulLikeNode(arg, `args[${i}]`))
   const options: SpawnOptions = validateOptions(
     Array.isArray(argsOrOptions) || argsOrOptions == null ? maybeOptions : (argsOrOptions as SpawnOptions),
   )
+  // reapkit's own options, each defaulted where undefined (as destructuring defaults would), then
+  // removed from `options`, which is left as Node's: validateOptions's copy of the caller's own
+  // properties on a null prototype, so that an option set on Object.prototype (shell, uid,
+  // argv0...) is never read below. (A rest destructuring made that copy again, and cost several
+  // times these deletes.)
+  const explicitSignal = options.parentDeathSignal
   // The native supervisor (the `reapkit` command) watches its host itself and stops the whole tree
   // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
   // is therefore no death signal; an explicit option still wins.
-  const defaultDeathSignal = isSupervisor(command) ? false : 'SIGKILL'
-  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, container = true, cgroup = false, pidNamespace = false, ...nodeOptions } = options
-  // The rest is a plain object again: own properties only, as validateOptions made them, so that an
-  // option set on Object.prototype (shell, uid, argv0...) is never read below.
-  Object.setPrototypeOf(nodeOptions, null)
+  const parentDeathSignal = explicitSignal === undefined ? (isSupervisor(command) ? false : 'SIGKILL') : explicitSignal
+  const group = options.group === undefined ? true : options.group
+  const handOver = options.foreground === undefined ? true : options.foreground
+  const container = options.container === undefined ? true : options.container
+  const cgroup = options.cgroup === undefined ? false : options.cgroup
+  const pidNamespace = options.pidNamespace === undefined ? false : options.pidNamespace
+  for (const key of OWN_OPTIONS) if (key in options) delete options[key]
+  const nodeOptions: NodeSpawnOptions = options
   validateConsumedOptionsLikeNode(nodeOptions)
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   if (typeof handOver !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "foreground" option must be a boolean')
@@ -407,7 +420,7 @@ export function spawn(
   if (typeof pidNamespace !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "pidNamespace" option must be a boolean. Received ${describe(pidNamespace)}`)
   // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
   const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
-  if (pidNamespace) pidNamespacePart().refusePidNamespace({ explicitSignal: options.parentDeathSignal, asOtherUser })
+  if (pidNamespace) pidNamespacePart().refusePidNamespace({ explicitSignal, asOtherUser })
   const wanted = pidNamespace ? 9 : parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = pidNamespace || capabilities().pdeathsig ? wanted : 0 // (the namespace's guarantee rests on it: Linux has it)
   if (!nativeBinding()) {
