@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "errors.h"
 #include "reapkit.h"
@@ -117,12 +118,34 @@ static int WaitForReport(int fd, int32_t ms, Report* r) {
   while (!r->done) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left < 0) left = 0;
+#if defined(__linux__)
+    // Linux reports POLLHUP on a pipe's read end once no writer is left, whatever the events asked
+    // for (fs/pipe.c, pipe_poll). Asking for none, the wait sleeps through the helper's 'R' and
+    // wakes once, at its exec (or exit), where a wait for POLLIN woke for 'R' and again for EOF
+    // (two polls and two reads a spawn); what was written is read after, and no read can block
+    // then. At the deadline, what is there is read without blocking, as the loop below would have.
+    struct pollfd p = {fd, 0, 0};
+    int n = poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) {
+      struct pollfd q = {fd, POLLIN, 0};
+      while (!r->done && poll(&q, 1, 0) == 1) {
+        if (!ReadSome(fd, r)) return errno;
+      }
+      break;  // the deadline passed
+    }
+    while (!r->done) {
+      if (!ReadSome(fd, r)) return errno;
+    }
+#else
     struct pollfd p = {fd, POLLIN, 0};
     int n = poll(&p, 1, static_cast<int>(left));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno;
     if (n == 0) break;  // the deadline passed
     if (!ReadSome(fd, r)) return errno;
+#endif
   }
   Decode(r);
   return 0;
@@ -201,7 +224,8 @@ static bool ExecvpSkips(int err) {
 // empty entries kept, as String.prototype.split keeps them) that holds `command` as a regular file
 // we may execute (stat, then access X_OK); -1 when none does; -2 when an entry's stat fails with
 // an error execvp does not skip (ELOOP, ENAMETOOLONG...): execvp would stop there. An entry not
-// starting with '/' is under `cwd` (`${cwd}/${entry || '.'}/${command}`, joined as strings).
+// starting with '/' is under `cwd` (`${cwd}/${entry || '.'}/${command}`, joined as strings). An
+// entry that appeared earlier in the list is not looked at again (PATHs often repeat one).
 static Napi::Value ExecvpSearch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 3 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString()) {
@@ -211,11 +235,20 @@ static Napi::Value ExecvpSearch(const Napi::CallbackInfo& info) {
   const std::string cwd = info[1].As<Napi::String>().Utf8Value();
   const std::string command = info[2].As<Napi::String>().Utf8Value();
   std::string file;
+  std::vector<std::string> seen;  // an entry met again is skipped: its stat was its answer a moment ago
   int32_t index = 0;
   for (size_t start = 0;; index++) {
     size_t end = list.find(':', start);
     if (end == std::string::npos) end = list.size();
     const std::string dir = list.substr(start, end - start);
+    bool again = false;
+    for (const std::string& earlier : seen) again = again || earlier == dir;
+    if (again) {
+      if (end == list.size()) break;
+      start = end + 1;
+      continue;
+    }
+    seen.push_back(dir);
     if (!dir.empty() && dir[0] == '/') file = dir + "/" + command;
     else file = cwd + "/" + (dir.empty() ? std::string(".") : dir) + "/" + command;
     struct stat st;

@@ -51,6 +51,7 @@ describe.runIf(linux)('the PATH look-up in one native call', () => {
     const cases: Array<[string, string | undefined]> = [
       [`${at('d-dir')}:${at('d-noexec')}:${at('d-good')}:${at('d-later')}`, undefined],
       [`${at('d-missing')}:${at('d-later')}`, undefined],
+      [`${at('d-dir')}:${at('d-noexec')}:${at('d-dir')}:${at('d-later')}`, undefined], // an entry repeated (looked at once)
       [`${at('d-loop')}:${at('d-good')}`, undefined], // the bare name: the helper's execvp stops with ELOOP
       [`${at('d-dir')}::${at('d-good')}`, cwd], // an empty entry is the cwd
       [`${at('d-dir')}:`, cwd], // so is a trailing one
@@ -66,6 +67,7 @@ describe.runIf(linux)('the PATH look-up in one native call', () => {
     for (const [native, js] of answers) expect(native).toBe(js)
     expect(answers.map(([native]) => native)).toEqual([
       at('d-good/rk-ps'),
+      at('d-later/rk-ps'),
       at('d-later/rk-ps'),
       'rk-ps',
       `${cwd}/./rk-ps`,
