@@ -434,8 +434,9 @@ export function spawn(
   if (run) args = run.args
   if (pidNamespace && run?.record.engine === 'podman') throw pidNamespacePart().podmanRefused()
   const withContainer = (child: ChildProcess): ChildProcess => {
+    if (!run) return child // (most spawns: no look-up of the child's info)
     const info = spawned.get(child)
-    if (run && info && child.pid !== undefined) containerPart().attachContainer(child, (info.container = run.record))
+    if (info && child.pid !== undefined) containerPart().attachContainer(child, (info.container = run.record))
     return child
   }
 
