@@ -3,6 +3,7 @@
 //
 //   execReportPipe()              -> [readFd, writeFd], both close-on-exec
 //   execReportWait(readFd, ms)    -> { ready, done, step, errno }
+//   execReportWaitCode(readFd, ms) -> the same, packed in an int32 (spawn()'s own, see below)
 //
 // The write end goes to the child through one extra stdio entry (lib/mechanisms/spawn.ts); the
 // parent closes its copy right after Node's spawn returns. Close-on-exec on both ends means a child
@@ -16,7 +17,14 @@
 //   step   null, or which step failed: 'cgroup' | 'setpgid' | 'prctl' | 'unshare' | 'fork' | 'exec'
 //          (the errno is the helper's; unshare and fork: spawn({ pidNamespace }), native/exec_pidns.c)
 // When `done` is false (the deadline passed first), the read end stays open and is the caller's.
+//
+//   execvpSearch(pathList, cwd, command) -> index | -1 | -2
+//
+// The PATH look-up that decides whether spawn() goes through the helper and which file it execs
+// (lib/mechanisms/spawn-args.ts, resolveLikeExecvp, has the rule): in one call, where the same
+// look-up in JavaScript cost a Stats object and an fs call per entry (about ten on a usual PATH).
 #include <napi.h>
+#include <sys/stat.h>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -26,6 +34,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "errors.h"
 #include "reapkit.h"
@@ -108,12 +118,34 @@ static int WaitForReport(int fd, int32_t ms, Report* r) {
   while (!r->done) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left < 0) left = 0;
+#if defined(__linux__)
+    // Linux reports POLLHUP on a pipe's read end once no writer is left, whatever the events asked
+    // for (fs/pipe.c, pipe_poll). Asking for none, the wait sleeps through the helper's 'R' and
+    // wakes once, at its exec (or exit), where a wait for POLLIN woke for 'R' and again for EOF
+    // (two polls and two reads a spawn); what was written is read after, and no read can block
+    // then. At the deadline, what is there is read without blocking, as the loop below would have.
+    struct pollfd p = {fd, 0, 0};
+    int n = poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) {
+      struct pollfd q = {fd, POLLIN, 0};
+      while (!r->done && poll(&q, 1, 0) == 1) {
+        if (!ReadSome(fd, r)) return errno;
+      }
+      break;  // the deadline passed
+    }
+    while (!r->done) {
+      if (!ReadSome(fd, r)) return errno;
+    }
+#else
     struct pollfd p = {fd, POLLIN, 0};
     int n = poll(&p, 1, static_cast<int>(left));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno;
     if (n == 0) break;  // the deadline passed
     if (!ReadSome(fd, r)) return errno;
+#endif
   }
   Decode(r);
   return 0;
@@ -150,6 +182,26 @@ static Napi::Value ExecReportWait(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// execReportWaitCode(readFd, ms): the same wait, its answer packed in one int32 rather than an
+// object, whose named properties cost spawn() more than the poll itself (a key string made and set
+// per property, at every spawn): bit 0 ready, bit 1 done, bit 2 ownProc said, bit 3 its value,
+// bits 8-15 the failed step's letter (0: none), bits 16-30 its errno. lib/mechanisms/exec-report.ts
+// unpacks it.
+static Napi::Value ExecReportWaitCode(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int32_t fd, ms;
+  if (!ArgInt(info, 0, "fd", &fd) || !ArgInt(info, 1, "timeoutMs", &ms)) return env.Undefined();
+  if (fd < 0 || ms < 0) return ThrowSystemError(env, EINVAL, "poll");
+  Report r;
+  int err = WaitForReport(fd, ms, &r);
+  if (err != 0) return ThrowSystemError(env, err, "poll");
+  if (r.done) close(fd);
+  const bool failed = StepName(r.step) != nullptr;
+  int32_t code = (r.ready ? 1 : 0) | (r.done ? 2 : 0) | (r.own_proc >= 0 ? 4 : 0) | (r.own_proc == 1 ? 8 : 0);
+  if (failed) code |= (static_cast<int32_t>(static_cast<unsigned char>(r.step)) << 8) | ((r.err & 0x7fff) << 16);
+  return Napi::Number::New(env, code);
+}
+
 // execReportClose(fd): closes a report descriptor natively. Node's fs.closeSync would do, but a
 // worker_thread warns for every descriptor it did not open itself ("closed but not opened in
 // unmanaged mode"), and these are the addon's.
@@ -162,10 +214,61 @@ static Napi::Value ExecReportClose(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// stat errors on a PATH entry that glibc's execvp skips (its execve's errors: it goes on to the
+// next entry); spawn-args.ts's EXECVP_SKIPS, the same list.
+static bool ExecvpSkips(int err) {
+  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ESTALE || err == ENODEV || err == ETIMEDOUT;
+}
+
+// execvpSearch(pathList, cwd, command): the index of the first entry of pathList (split on ':',
+// empty entries kept, as String.prototype.split keeps them) that holds `command` as a regular file
+// we may execute (stat, then access X_OK); -1 when none does; -2 when an entry's stat fails with
+// an error execvp does not skip (ELOOP, ENAMETOOLONG...): execvp would stop there. An entry not
+// starting with '/' is under `cwd` (`${cwd}/${entry || '.'}/${command}`, joined as strings). An
+// entry that appeared earlier in the list is not looked at again (PATHs often repeat one).
+static Napi::Value ExecvpSearch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString()) {
+    return ThrowTypeError(env, "execvpSearch(pathList, cwd, command) takes three strings");
+  }
+  const std::string list = info[0].As<Napi::String>().Utf8Value();
+  const std::string cwd = info[1].As<Napi::String>().Utf8Value();
+  const std::string command = info[2].As<Napi::String>().Utf8Value();
+  std::string file;
+  std::vector<std::string> seen;  // an entry met again is skipped: its stat was its answer a moment ago
+  int32_t index = 0;
+  for (size_t start = 0;; index++) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string dir = list.substr(start, end - start);
+    bool again = false;
+    for (const std::string& earlier : seen) again = again || earlier == dir;
+    if (again) {
+      if (end == list.size()) break;
+      start = end + 1;
+      continue;
+    }
+    seen.push_back(dir);
+    if (!dir.empty() && dir[0] == '/') file = dir + "/" + command;
+    else file = cwd + "/" + (dir.empty() ? std::string(".") : dir) + "/" + command;
+    struct stat st;
+    if (stat(file.c_str(), &st) != 0) {
+      if (!ExecvpSkips(errno)) return Napi::Number::New(env, -2);
+    } else if (S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) {
+      return Napi::Number::New(env, index);
+    }
+    if (end == list.size()) break;
+    start = end + 1;
+  }
+  return Napi::Number::New(env, -1);
+}
+
 void InitExecReport(Napi::Env env, Napi::Object exports) {
   exports.Set("execReportClose", Napi::Function::New(env, ExecReportClose, "execReportClose"));
   exports.Set("execReportPipe", Napi::Function::New(env, ExecReportPipe, "execReportPipe"));
   exports.Set("execReportWait", Napi::Function::New(env, ExecReportWait, "execReportWait"));
+  exports.Set("execReportWaitCode", Napi::Function::New(env, ExecReportWaitCode, "execReportWaitCode"));
+  exports.Set("execvpSearch", Napi::Function::New(env, ExecvpSearch, "execvpSearch"));
 }
 
 }  // namespace reapkit

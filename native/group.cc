@@ -52,6 +52,17 @@ static Napi::Value KillPg(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// groupProbe(pgid): kill(-pgid, 0)'s errno, returned, not thrown: 0 (some process has the id, a
+// zombie included), ESRCH (none) or EPERM (only another user's). spawn() asks it once at every
+// child's reap (lib/mechanisms/spawn.ts, groupEmptyAtReap), where the usual answer is ESRCH and an
+// Error built for it (process.kill's, its stack captured) cost several times the syscall.
+static Napi::Value GroupProbe(const Napi::CallbackInfo& info) {
+  int32_t pgrp;
+  if (!ArgInt(info, 0, "pgid", &pgrp)) return info.Env().Undefined();
+  if (pgrp <= 1) return ThrowSystemError(info.Env(), EINVAL, "kill");
+  return Napi::Number::New(info.Env(), kill(-pgrp, 0) == 0 ? 0 : errno);
+}
+
 static Napi::Value GetPpid(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), getppid());
 }
@@ -151,6 +162,7 @@ void InitGroup(Napi::Env env, Napi::Object exports) {
   exports.Set("setpgid", Napi::Function::New(env, SetPgid, "setpgid"));
   exports.Set("kill", Napi::Function::New(env, Kill, "kill"));
   exports.Set("killpg", Napi::Function::New(env, KillPg, "killpg"));
+  exports.Set("groupProbe", Napi::Function::New(env, GroupProbe, "groupProbe"));
   exports.Set("getppid", Napi::Function::New(env, GetPpid, "getppid"));
 }
 

@@ -64,6 +64,8 @@ export interface Binding {
   setpgid(pid: number, pgid: number): void
   kill(pid: number, signal: number): void
   killpg(pgid: number, signal: number): void
+  /** kill(-pgid, 0)'s errno, returned rather than thrown: 0, ESRCH (no process has the id) or EPERM (native/group.cc). */
+  groupProbe?: (pgid: number) => number
   getppid(): number
   groupMembers(pgid: number): number[]
   groupTable(): Int32Array
@@ -90,8 +92,16 @@ export interface Binding {
    * `done` (EOF: exec'd or exited; the fd is then closed), the failed `step` and its `errno`.
    */
   execReportWait(fd: number, timeoutMs: number): ExecReport
+  /** The same wait, its answer packed in an int32 (native/exec_report.cc has the bits; exec-report.ts unpacks it). */
+  execReportWaitCode?: (fd: number, timeoutMs: number) => number
   /** Closes a report descriptor (natively: a worker's fs.closeSync warns for descriptors it did not open). */
   execReportClose(fd: number): void
+  /**
+   * spawn()'s PATH look-up in one call (native/exec_report.cc): the index of the first entry of
+   * `pathList` (split on ':') holding `command` as an executable regular file, -1 for none, -2 where
+   * execvp would stop (a stat error it does not skip). spawn-args.ts's resolveLikeExecvp has the rule.
+   */
+  execvpSearch?: (pathList: string, cwd: string, command: string) => number
   /** POSIX (native/terminal.cc): the foreground process group of the terminal on `fd` (ENOTTY if it is not our controlling terminal). */
   tcgetpgrp?: (fd: number) => number
   /** POSIX: makes `pgid` the terminal's foreground group, with SIGTTOU blocked for the call (so a background caller is not stopped). */
@@ -435,6 +445,15 @@ export function nativeCapabilities(): Capabilities {
   }
   caps.missing = missingGuarantees(caps)
   return { ...caps, missing: [...caps.missing] }
+}
+
+/**
+ * @internal nativeCapabilities() without its copy, for reapkit's own reads at every spawn (spawn(),
+ * openProcess(), each ProcessHandle): read only, never handed to a caller.
+ */
+export function nativeCapabilitiesShared(): Readonly<Capabilities> {
+  if (!caps) nativeCapabilities()
+  return caps!
 }
 
 // Once per thread, across every copy of reapkit's JavaScript that the program loaded (the CJS and

@@ -78,6 +78,10 @@ interface Request {
 
 const STDIO_NAMES = new Set(['pipe', 'ignore', 'inherit', 'overlapped'])
 
+// This process's pid as the helper's argument: process.pid is a getpid() at every read.
+let pidText: string | undefined
+const ownPid = (): string => (pidText ??= String(process.pid))
+
 /**
  * The caller's stdio as an array, or null when it is not one we can extend (an invalid value: Node
  * then throws its own error, without the report).
@@ -120,12 +124,16 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
   // Past the caller's entries; Node fills the gap up to 3 with its defaults ('pipe'), as it would.
   const index = Math.max(3, stdio.length)
   while (stdio.length < index) stdio.push(undefined)
+  stdio.push(pipe[1]) // (stdio is stdioArray's own copy)
   let child: ChildProcess
   try {
-    const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: [...stdio, pipe[1]] as StdioOptions }
-    const join = [...(req.cgroup !== undefined ? ['--cgroup', req.cgroup] : []), ...(req.pidNamespace ? ['--pid-namespace'] : [])]
-    const found = req.path !== undefined && req.path !== req.file ? ['--found', req.path] : []
-    const args = [...join, ...found, req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), String(process.pid), String(index), req.file, req.argv0, ...req.argv]
+    const options: NodeSpawnOptions = { ...req.nodeOptions, shell: false, argv0: undefined, stdio: stdio as StdioOptions }
+    const args: string[] = []
+    if (req.cgroup !== undefined) args.push('--cgroup', req.cgroup)
+    if (req.pidNamespace) args.push('--pid-namespace')
+    if (req.path !== undefined && req.path !== req.file) args.push('--found', req.path)
+    args.push(req.group ? (req.foreground ? '2' : '1') : '0', String(req.sig), ownPid(), String(index), req.file, req.argv0)
+    for (const arg of req.argv) args.push(arg)
     child = nodeSpawn(req.helper, args, options)
   } catch (err) {
     closeFd(pipe[0])
@@ -153,24 +161,41 @@ export function spawnThroughHelper(nodeSpawn: SpawnFunction, req: Request): Help
     failLikeNode(child, report, req.cgroup)
     return { child, pgid: null, parentDeathSignal: null, startup: 'exec' }
   }
-  const ownProc = report.ownProc !== undefined ? { ownProc: report.ownProc } : {}
-  if (report.done) return { child, ...applied(report.ready), ...ownProc, startup: 'exec' }
-  return {
-    child,
-    ...applied(report.ready),
-    ...ownProc,
-    startup: 'timeout',
-    onLate: (confirm) => readLate(pipe[0], child, report.ready, (ready, ownProc) => confirm({ ...applied(ready), ...(ownProc !== undefined ? { ownProc } : {}) })),
+  // Built by assignment (no spreads): this is every spawn's path.
+  const started: HelperSpawn = { child, pgid: null, parentDeathSignal: null, startup: report.done ? 'exec' : 'timeout' }
+  if (report.ready) {
+    if (req.group) started.pgid = child.pid
+    if (req.sig > 0) started.parentDeathSignal = signalName(req.sig)
   }
+  if (report.ownProc !== undefined) started.ownProc = report.ownProc
+  if (!report.done) {
+    started.onLate = (confirm) => readLate(pipe[0], child, report.ready, (ready, ownProc) => confirm({ ...applied(ready), ...(ownProc !== undefined ? { ownProc } : {}) }))
+  }
+  return started
 }
 
 /** The bounded wait; a failed poll counts as a timeout (the fd stays ours, read on in the background). */
 function waitForReport(fd: number): ExecReport {
+  const binding = nativeBinding()!
   try {
-    return nativeBinding()!.execReportWait(fd, spawnReportMs())
+    // The packed answer where the addon has it (no object built natively at every spawn).
+    if (typeof binding.execReportWaitCode === 'function') return unpackReport(binding.execReportWaitCode(fd, spawnReportMs()))
+    return binding.execReportWait(fd, spawnReportMs())
   } catch {
     return { ready: false, done: false, step: null, errno: 0 }
   }
+}
+
+/** The failed step by its letter (native/exec_report.cc's StepName). */
+const STEPS: Readonly<Record<string, ExecReport['step']>> = { c: 'cgroup', g: 'setpgid', p: 'prctl', n: 'unshare', f: 'fork', e: 'exec' }
+
+/** execReportWaitCode's int32 as the ExecReport execReportWait gives: see native/exec_report.cc for the bits. */
+export function unpackReport(code: number): ExecReport {
+  const letter = (code >> 8) & 0xff
+  const step = letter === 0 ? null : (STEPS[String.fromCharCode(letter)] ?? null)
+  const report: ExecReport = { ready: (code & 1) !== 0, done: (code & 2) !== 0, step, errno: step === null ? 0 : code >>> 16 }
+  if ((code & 4) !== 0) report.ownProc = (code & 8) !== 0
+  return report
 }
 
 /**

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs'
 import { envMs, EXIT_POLL_MS_DEFAULT } from '../ground/config'
 import { ReapkitError, rangeError, systemError } from '../ground/errors'
-import { nativeAddonFile, nativeBinding, nativeCapabilities as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
+import { nativeAddonFile, nativeBinding, nativeCapabilitiesShared as capabilities, type NativeProcessHandle, warnNoNative } from '../ground/native'
 import { isSelf, type SignalLike, signalName, signalNumber, validatePid, validateOptions } from '../ground/validate'
 
 /** What is known about a process's end. `code`/`signal` are null where the kernel does not say. */
@@ -390,6 +390,19 @@ export function openProcess(pid: number, options: OpenProcessOptions = {}): Proc
   if (options.allowSelf !== true && isSelf(p)) {
     throw rangeError('ERR_REAPKIT_SELF', `Refusing a handle on this process itself (pid ${p}); pass { allowSelf: true }`)
   }
+  return openChecked(p)
+}
+
+/**
+ * @internal openProcess() for a pid spawn() has just been given by Node's spawn: a valid pid, our
+ * unreaped child, never this process, so without openProcess's checks (its options copied, the
+ * pid validated), which every spawn paid.
+ */
+export function openSpawnedChild(pid: number): ProcessHandle {
+  return openChecked(pid)
+}
+
+function openChecked(p: number): ProcessHandle {
   const caps = capabilities()
   const binding = nativeBinding()
   if (binding && (caps.pidfd || caps.kqueue || caps.exitWatch === 'handle')) {

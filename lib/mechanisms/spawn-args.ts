@@ -10,6 +10,7 @@ import { delimiter } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { inspect } from 'node:util'
 import { typeError } from '../ground/errors'
+import { nativeBinding } from '../ground/native'
 
 /** Node's wording of a wrong value in ERR_INVALID_ARG_TYPE messages ("Received type number (1)"); exec.ts and fork.ts use it too. */
 export function receivedLikeNode(value: unknown): string {
@@ -60,6 +61,23 @@ export function validateConsumedOptionsLikeNode(options: { argv0?: unknown; shel
 /** stat errors on a PATH entry that glibc's execvp skips (its execve's errors: it goes on to the next entry). */
 const EXECVP_SKIPS = new Set(['ENOENT', 'ENOTDIR', 'EACCES', 'ESTALE', 'ENODEV', 'ETIMEDOUT'])
 
+const STOP = Symbol('execvp stops here')
+
+/** Whether execve could run `file` (a regular file we may execute), or STOP: execvp would stop at its stat error. */
+function executable(file: string): boolean | typeof STOP {
+  try {
+    if (statSync(file, { throwIfNoEntry: false })?.isFile() !== true) return false
+  } catch (err) {
+    return EXECVP_SKIPS.has((err as NodeJS.ErrnoException).code ?? '') ? false : STOP
+  }
+  try {
+    accessSync(file, fsConstants.X_OK)
+    return true
+  } catch {
+    return false // EACCES: execve fails alike, and execvp skips it
+  }
+}
+
 /**
  * What the exec helper should exec for `command`, or null when execvp would find nothing to run
  * (spawn() then leaves the failure to Node's spawn). The helper's first exec is this string, with
@@ -82,26 +100,24 @@ export function resolveLikeExecvp(command: string, options: NodeSpawnOptions): s
   const given = typeof options.cwd === 'string' ? options.cwd : options.cwd ? fileURLToPath(options.cwd) : undefined
   // The child's cwd as the kernel will reach it: chdir(given) from ours, joined by string.
   const cwd = given === undefined || given === '' ? process.cwd() : given.startsWith('/') ? given : `${process.cwd()}/${given}`
-  const stop = Symbol('execvp stops here')
-  const executable = (file: string): boolean | typeof stop => {
-    try {
-      if (statSync(file, { throwIfNoEntry: false })?.isFile() !== true) return false
-    } catch (err) {
-      return EXECVP_SKIPS.has((err as NodeJS.ErrnoException).code ?? '') ? false : stop
-    }
-    try {
-      accessSync(file, fsConstants.X_OK)
-      return true
-    } catch {
-      return false // EACCES: execve fails alike, and execvp skips it
-    }
-  }
   if (command.includes('/')) return executable(command.startsWith('/') ? command : `${cwd}/${command}`) === true ? command : null
   const path = (options.env ?? process.env).PATH ?? '/bin:/usr/bin' // glibc's default when PATH is unset
+  // The same walk in one native call where the addon has it (no Stats object, no fs call per
+  // entry): only the entry's index comes back, and the file is joined here as below. Not for a
+  // PATH or cwd that is no string or holds a NUL byte, which the walk below meets as Node's fs does
+  // (a NUL: an error execvp does not skip, then Node's own refusal of the env or cwd).
+  const search = nativeBinding()?.execvpSearch
+  if (typeof search === 'function' && delimiter === ':' && typeof path === 'string' && !path.includes('\u0000') && !cwd.includes('\u0000')) {
+    const index = search(path, cwd, command)
+    if (index === -2) return command
+    if (index < 0) return null
+    const dir = path.split(delimiter)[index]!
+    return dir.startsWith('/') ? `${dir}/${command}` : `${cwd}/${dir || '.'}/${command}`
+  }
   for (const dir of path.split(delimiter)) {
     const file = dir.startsWith('/') ? `${dir}/${command}` : `${cwd}/${dir || '.'}/${command}`
     const found = executable(file)
-    if (found === stop) return command
+    if (found === STOP) return command
     if (found) return file
   }
   return null

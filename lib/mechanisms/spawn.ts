@@ -33,7 +33,7 @@ import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from 'node:child_
 import { typeError } from '../ground/errors'
 import { type GroupListing, groupListingSoon } from './group'
 import { foregroundTerminal, followForeground } from './terminal'
-import { type ProcessHandle, openProcess } from './handle'
+import { type ProcessHandle, openProcess, openSpawnedChild } from './handle'
 import win32SpawnPart from './lazy/spawn-win32'
 import containerPart from './lazy/containers'
 import { engineOf } from './container/engine-name'
@@ -44,7 +44,7 @@ import cgroupPart from './lazy/cgroup'
 import { loadStopsSoon } from './load-stops'
 import pidNamespacePart from './lazy/pid-namespace'
 import { heldNodeSpawn, nodeSpawn, spawnReentered } from './node-spawn'
-import { nativeBinding, nativeCapabilities as capabilities, execHelperPath, warnNoNative } from '../ground/native'
+import { nativeBinding, nativeCapabilitiesShared as capabilities, execHelperPath, warnNoNative } from '../ground/native'
 import { isSupervisor } from './supervisor-command'
 import { describe, type SignalLike, signalNumber, validateOptions } from '../ground/validate'
 
@@ -175,6 +175,10 @@ const unknown = new WeakMap<SpawnedInfo, Error>()
 const reapScan = new WeakMap<SpawnedInfo, number>()
 const FAILED_SCAN = -2
 const isGoneError = (err: unknown): boolean => (err as { code?: unknown })?.code === 'ESRCH'
+// ESRCH's number, read at the first exit: node:os is not loaded with reapkit (about 0.1 ms).
+let esrch: number | undefined
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const esrchNumber = (): number => (esrch ??= (require('node:os') as typeof import('node:os')).constants.errno.ESRCH)
 
 function isReaped(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null
@@ -214,7 +218,9 @@ function pinWitnesses(info: SpawnedInfo, pgid: number, members: number[], leader
 function declareGone(info: SpawnedInfo): void {
   info.groupGone = true
   unknown.delete(info)
-  for (const handle of witnesses.get(info)?.values() ?? []) handle.close()
+  const pinned = witnesses.get(info)
+  if (pinned === undefined) return // the usual case at the reap: no member was ever pinned
+  for (const handle of pinned.values()) handle.close()
   witnesses.delete(info)
 }
 
@@ -226,6 +232,16 @@ function declareGone(info: SpawnedInfo): void {
  * (another user's member) goes on to the scan, which pins witnesses.
  */
 function groupEmptyAtReap(pgid: number): boolean {
+  // The addon's probe returns the errno: the usual answer here is ESRCH, and process.kill's Error
+  // for it (its stack captured) cost several times the syscall, at every child's exit.
+  const probe = nativeBinding()?.groupProbe
+  if (typeof probe === 'function') {
+    try {
+      return probe(pgid) === esrchNumber()
+    } catch {
+      return false // (EINVAL for pgid <= 1: never a spawned child's) not proven empty: the scan decides
+    }
+  }
   try {
     process.kill(-pgid, 0)
     return false
@@ -333,8 +349,11 @@ export function trackChild(child: ChildProcess): SpawnedInfo | undefined {
   return register(child, { pgid, parentDeathSignal: null, startup: 'none' }, handle)
 }
 
+/** `applied` becomes the child's info (every caller passes a fresh object): completed in place, not copied. */
 function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'groupGone'>, handle: ProcessHandle | null): SpawnedInfo {
-  const info: SpawnedInfo = { ...applied, handle, groupGone: false }
+  const info = applied as SpawnedInfo
+  info.handle = handle
+  info.groupGone = false
   spawned.set(child, info)
   if (child.pid !== undefined) {
     child.once('exit', () => {
@@ -347,6 +366,9 @@ function register(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle' | 'gr
   }
   return info
 }
+
+/** The options spawn() consumes itself: Node's spawn never sees them. */
+const OWN_OPTIONS = ['group', 'foreground', 'parentDeathSignal', 'container', 'cgroup', 'pidNamespace'] as const
 
 export function spawn(command: string, options?: SpawnOptions): ChildProcess
 export function spawn(command: string, args?: readonly string[], options?: SpawnOptions): ChildProcess
@@ -368,18 +390,28 @@ export function spawn(
   if (!Array.isArray(argsOrOptions) && argsOrOptions != null && typeof argsOrOptions !== 'object') {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "args" argument must be an array or an options object. Received ${describe(argsOrOptions)}`)
   }
-  args.forEach((arg, i) => refuseNulLikeNode(arg, `args[${i}]`))
+  // (The argument's name is made only for the error: it cost a string per argument at every spawn.)
+  args.forEach((arg, i) => typeof arg === 'string' && arg.includes('\u0000') && refuseNulLikeNode(arg, `args[${i}]`))
   const options: SpawnOptions = validateOptions(
     Array.isArray(argsOrOptions) || argsOrOptions == null ? maybeOptions : (argsOrOptions as SpawnOptions),
   )
+  // reapkit's own options, each defaulted where undefined (as destructuring defaults would), then
+  // removed from `options`, which is left as Node's: validateOptions's copy of the caller's own
+  // properties on a null prototype, so that an option set on Object.prototype (shell, uid,
+  // argv0...) is never read below. (A rest destructuring made that copy again, and cost several
+  // times these deletes.)
+  const explicitSignal = options.parentDeathSignal
   // The native supervisor (the `reapkit` command) watches its host itself and stops the whole tree
   // when the host dies: a kernel SIGKILL on that death would stop it before it could. Its default
   // is therefore no death signal; an explicit option still wins.
-  const defaultDeathSignal = isSupervisor(command) ? false : 'SIGKILL'
-  const { group = true, foreground: handOver = true, parentDeathSignal = defaultDeathSignal, container = true, cgroup = false, pidNamespace = false, ...nodeOptions } = options
-  // The rest is a plain object again: own properties only, as validateOptions made them, so that an
-  // option set on Object.prototype (shell, uid, argv0...) is never read below.
-  Object.setPrototypeOf(nodeOptions, null)
+  const parentDeathSignal = explicitSignal === undefined ? (isSupervisor(command) ? false : 'SIGKILL') : explicitSignal
+  const group = options.group === undefined ? true : options.group
+  const handOver = options.foreground === undefined ? true : options.foreground
+  const container = options.container === undefined ? true : options.container
+  const cgroup = options.cgroup === undefined ? false : options.cgroup
+  const pidNamespace = options.pidNamespace === undefined ? false : options.pidNamespace
+  for (const key of OWN_OPTIONS) if (key in options) delete options[key]
+  const nodeOptions: NodeSpawnOptions = options
   validateConsumedOptionsLikeNode(nodeOptions)
   if (typeof group !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "group" option must be a boolean')
   if (typeof handOver !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', 'The "foreground" option must be a boolean')
@@ -388,7 +420,7 @@ export function spawn(
   if (typeof pidNamespace !== 'boolean') throw typeError('ERR_INVALID_ARG_TYPE', `The "pidNamespace" option must be a boolean. Received ${describe(pidNamespace)}`)
   // With uid/gid the helper runs as that user, who may not reach the package folder: use Node's own.
   const asOtherUser = nodeOptions.uid !== undefined || nodeOptions.gid !== undefined
-  if (pidNamespace) pidNamespacePart().refusePidNamespace({ explicitSignal: options.parentDeathSignal, asOtherUser })
+  if (pidNamespace) pidNamespacePart().refusePidNamespace({ explicitSignal, asOtherUser })
   const wanted = pidNamespace ? 9 : parentDeathSignal === false || parentDeathSignal === null ? 0 : signalNumber(parentDeathSignal, { allowZero: false })
   const sig = pidNamespace || capabilities().pdeathsig ? wanted : 0 // (the namespace's guarantee rests on it: Linux has it)
   if (!nativeBinding()) {
@@ -402,8 +434,9 @@ export function spawn(
   if (run) args = run.args
   if (pidNamespace && run?.record.engine === 'podman') throw pidNamespacePart().podmanRefused()
   const withContainer = (child: ChildProcess): ChildProcess => {
+    if (!run) return child // (most spawns: no look-up of the child's info)
     const info = spawned.get(child)
-    if (run && info && child.pid !== undefined) containerPart().attachContainer(child, (info.container = run.record))
+    if (info && child.pid !== undefined) containerPart().attachContainer(child, (info.container = run.record))
     return child
   }
 
@@ -481,9 +514,15 @@ function registerHelperSpawn(started: HelperSpawn, cgroup: string | undefined, p
     else child.once('exit', release)
   }
   if (child.pid === undefined) return child // failed (its 'error' event says why): nothing to pin or register
-  const inNamespace = pidNamespace ? { pidNamespace: true, ...(started.ownProc !== undefined ? { ownProc: started.ownProc } : {}) } : {}
-  const notContained = uncontained !== null ? { cgroupUnavailable: uncontained } : {}
-  pinAndRegister(child, { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup, ...(cgroup !== undefined ? { cgroup } : {}), ...inNamespace, ...notContained })
+  // Built by assignment, in the order the fields are listed: no object spread per spawn.
+  const applied: Omit<SpawnedInfo, 'handle' | 'groupGone'> = { pgid: started.pgid, parentDeathSignal: started.parentDeathSignal, startup: started.startup }
+  if (cgroup !== undefined) applied.cgroup = cgroup
+  if (pidNamespace) {
+    applied.pidNamespace = true
+    if (started.ownProc !== undefined) applied.ownProc = started.ownProc
+  }
+  if (uncontained !== null) applied.cgroupUnavailable = uncontained
+  pinAndRegister(child, applied)
   const info = spawned.get(child)!
   if (cgroup !== undefined) Object.defineProperty(info, 'cgroupRemoved', { get: () => cgroupPart().isCgroupRemoved(cgroup), enumerable: true })
   started.onLate?.((late) => {
@@ -501,8 +540,8 @@ function pinAndRegister(child: ChildProcess, applied: Omit<SpawnedInfo, 'handle'
   if (child.pid !== undefined) {
     // Synchronously, before the event loop can run libuv's reaping: the pid is still this child.
     try {
-      // allowSelf: a child's pid is never one of this process's threads, so that look in /proc is skipped.
-      handle = openProcess(child.pid, { allowSelf: true })
+      // Without openProcess's checks: a pid Node's spawn just gave, never this process or a thread of it.
+      handle = openSpawnedChild(child.pid)
     } catch {
       handle = null // exited and reaped already? then nothing can be signalled by pid anyway
     }

@@ -25,8 +25,9 @@ function realOwnPath(file: string | null): string | null {
 
 /** Is `command` the native supervisor (by path), or the package's `reapkit` launcher? */
 export function isSupervisor(command: string): boolean {
+  if (!command.includes('/')) return false // a bare name: not resolved here (nor the package's paths looked up)
   const supervisor = realOwnPath(supervisorPath())
-  if (supervisor === null || !command.includes('/')) return false // a bare name: not resolved here
+  if (supervisor === null) return false
   try {
     const real = realpathSync(command)
     return real === supervisor || real === realOwnPath(launcherPath())
