@@ -14,11 +14,10 @@ import { writeFakeEngine } from './fake-engine'
 import { exitOf, jsonLines, ROOT, spawnGroup, trackGroup } from './helpers'
 
 const BIN = join(ROOT, 'bin', 'reapkit')
-const engine = testEngines()[0]
-const skip = enginesSkipReason() ?? (engine ? null : 'no container engine')
+const skip = enginesSkipReason()
 const ENGINE_BOUND = 30_000 // a container to start, or to be gone, on a busy two-core machine
 
-describeWithEngines('reapkit -- <engine> run: the client has the stop signal before the engine\'s stop', skip, () => {
+for (const engine of skip === null ? testEngines() : [undefined]) describeWithEngines(`reapkit -- ${engine?.name ?? '<engine>'} run: the client has the stop signal before the engine's stop`, skip, () => {
   let label = ''
   beforeEach(() => {
     label = testLabel()
