@@ -11,6 +11,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ownerTag, removeOwnedCgroups } from './cgroups.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..')
@@ -60,14 +61,22 @@ export async function residentMemory() {
     ['nodeWrapper', process.execPath, [NODE_WRAPPER, 'sleep', '30']],
   ]) {
     const c = spawn(cmd, args, { stdio: 'ignore', detached: true })
+    const h = reapkit.openProcess(c.pid)
+    const tag = name === 'reapkit' ? ownerTag(c.pid) : null
     try {
       await sleep(500)
       out[name] = rssKb(c.pid)
     } finally {
-      process.kill(-c.pid, 'SIGKILL') // its own group: detached
-      const h = reapkit.openProcess(c.pid)
+      // The wrapper is stopped as a host stops it (SIGTERM: it stops its command and removes its
+      // cgroup); a SIGKILL would leave its cgroup behind. Then the group, whatever is left of it.
+      if (name === 'reapkit') {
+        try { h.signal('SIGTERM') } catch {} // (gone already)
+        await Promise.race([h.exited, sleep(5000)])
+      }
+      try { process.kill(-c.pid, 'SIGKILL') } catch {} // its own group: detached
       await Promise.race([h.exited, sleep(5000)])
       h.close()
+      await removeOwnedCgroups(tag) // (none when it stopped in time)
     }
   }
   return out
@@ -115,8 +124,11 @@ export async function survivorsAfterHostKill(rounds) {
             env: { ...process.env, PIDFILE: pidfile },
           })
           const handles = []
+          let wrapperTag = null
           try {
-            await new Promise((resolve) => host.stdout.once('data', resolve))
+            // The host says its child's pid: the wrapper, when wrapped (its cgroup's owner).
+            const child = await new Promise((resolve) => host.stdout.once('data', (d) => resolve(Number(String(d).trim()))))
+            if (wrapped) wrapperTag = ownerTag(child)
             // Up: the server wrote its pid (and the helper its own) to the pid file.
             const deadline = Date.now() + 10_000
             while (Date.now() < deadline) {
@@ -147,6 +159,8 @@ export async function survivorsAfterHostKill(rounds) {
               await Promise.race([h.exited, sleep(5000)])
               h.close()
             }
+            // A wrapper still stopping at the sweep (a busy machine) was SIGKILLed: its cgroup stays.
+            await removeOwnedCgroups(wrapperTag)
           }
         }
         rows.push({ scenario, wrapped, rounds, processes, survivors, settleMs })

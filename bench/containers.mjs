@@ -15,6 +15,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ownerTag, removeOwnedCgroups } from './cgroups.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..')
@@ -84,6 +85,9 @@ async function hostKill(env, image, how, i) {
   const run = ['run', '-i', '--rm', ...(how === 'init' ? ['--init'] : []), '--label', LABEL, '--label', `reapkit.bench.tag=${tag}`, image, 'sleep', '1000']
   const argv = how === 'reapkit' ? [BIN, '--close-timeout', '500', '--grace', '2000', '--', 'docker', ...run] : ['docker', ...run]
   const { host, client } = await startHost(argv, env)
+  // With reapkit the host's child is the wrapper: pinned, and its cgroup's owner read, while it lives.
+  const wrapper = how === 'reapkit' ? reapkit.openProcess(client) : null
+  const owner = wrapper ? ownerTag(client) : null
   try {
     if (!(await until(() => (listed(env, tag, false) ?? []).length === 1, 20_000))) throw new Error(`bench: the ${how} container did not start`)
     const t0 = now()
@@ -91,7 +95,15 @@ async function hostKill(env, image, how, i) {
     const gone = await until(() => (listed(env, tag) ?? ['?']).length === 0, BOUND_MS)
     return { ms: gone ? now() - t0 : null, survived: !gone }
   } finally {
+    // The wrapper goes on after its container is gone (its last look, its cgroup's removal): it is
+    // given the time to end on its own before the SIGKILL, which would leave its cgroup behind.
+    if (wrapper) await Promise.race([wrapper.exited, sleep(10_000)])
     killPid(client) // the client we started (a no-op once gone)
+    if (wrapper) {
+      await Promise.race([wrapper.exited, sleep(5000)])
+      wrapper.close()
+      await removeOwnedCgroups(owner) // (none when it ended on its own)
+    }
     const ids = listed(env, tag) ?? []
     if (ids.length > 0) docker(env, ['rm', '-f', ...ids])
   }

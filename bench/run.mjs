@@ -8,7 +8,11 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { enterBenchCgroup } from './cgroups.mjs'
 
+// First, before anything makes a cgroup: every cgroup a bench makes is made inside the run's own,
+// and the run fails if one is left at the end (bench/cgroups.mjs).
+const benchCgroup = enterBenchCgroup()
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..')
 const DIST = join(root, 'dist', 'cjs', 'index.js')
@@ -237,6 +241,7 @@ const containers = process.platform === 'linux' ? await containersBench.containe
 const doctor = await doctorBench.doctorFigures(quick ? 200 : 2000, quick ? 5 : 20)
 const windows = await windowsBench.windowsFigures(quick)
 killAll()
+const cgroupsLeft = await benchCgroup.leftovers()
 
 const stat = (xs) => ({ n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) })
 const E = { alone: stat(exit.alone), reapkit: stat(exit.reapkit), poll10: stat(exit.poll10), poll100: stat(exit.poll100) }
@@ -582,4 +587,12 @@ writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ quick, machine, exit
 console.log(md)
 // A full run also rewrites the figures table of docs/figures.md from this very run (bench/readme.mjs).
 if (!quick) (await import('./readme.mjs')).writeReadme(join(outDir, 'latest.json'))
+benchCgroup.leave()
+// A cgroup left by a bench (a wrapper it SIGKILLed: it could not remove its own) fails the run:
+// removed above, named here. Where no cgroup is ours, no bench made one: nothing to check.
+if (benchCgroup.path === null) console.error(`bench: the cgroup check was not made: ${benchCgroup.why}`)
+if (cgroupsLeft.length > 0) {
+  console.error(`bench: cgroups left behind by a bench (removed now):\n  ${cgroupsLeft.join('\n  ')}`)
+  process.exit(1)
+}
 process.exit(0)

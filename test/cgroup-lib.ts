@@ -18,21 +18,52 @@ function populated(path: string): boolean {
   }
 }
 
-/** Kills whatever is left in each cgroup (cgroup.kill) and removes it, bounded; throws if one stays. */
+const gone = (err: unknown): boolean => (err as NodeJS.ErrnoException).code === 'ENOENT'
+
+/** The cgroups inside `path` ([] once it is gone: its maker may remove it, and those in it, meanwhile). */
+function cgroupsIn(path: string): string[] {
+  let names: string[]
+  try {
+    names = readdirSync(path)
+  } catch (err) {
+    if (gone(err)) return []
+    throw err
+  }
+  return names
+    .map((n) => join(path, n))
+    .filter((p) => {
+      try {
+        return statSync(p).isDirectory()
+      } catch (err) {
+        if (gone(err)) return false
+        throw err
+      }
+    })
+}
+
+/**
+ * Kills whatever is left in each cgroup (cgroup.kill) and removes it, bounded; throws if one stays.
+ * Any of them may be removed by its maker (a wrapper, a library host) while this runs: a cgroup or
+ * file gone meanwhile is done, not an error.
+ */
 export async function removeCgroups(paths: Iterable<string>): Promise<void> {
   const stuck: string[] = []
   for (const path of paths) {
     if (!existsSync(path)) continue
     // Child cgroups first (a delegated test cgroup holds the ones its process made).
-    const inner = readdirSync(path).map((n) => join(path, n)).filter((p) => statSync(p).isDirectory())
+    const inner = cgroupsIn(path)
     if (inner.length > 0) await removeCgroups(inner)
-    if (populated(path)) writeFileSync(join(path, 'cgroup.kill'), '1')
+    try {
+      if (populated(path)) writeFileSync(join(path, 'cgroup.kill'), '1')
+    } catch (err) {
+      if (!gone(err)) throw err
+    }
     const deadline = Date.now() + 5000
     while (populated(path) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
     try {
       rmdirSync(path)
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') stuck.push(`${path}: ${(err as Error).message}`)
+      if (!gone(err)) stuck.push(`${path}: ${(err as Error).message}`)
     }
   }
   if (stuck.length > 0) throw new Error(`cgroups left behind: ${stuck.join('; ')}`)

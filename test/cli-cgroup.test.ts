@@ -56,7 +56,9 @@ describe.runIf(process.platform === 'linux')('reapkit -- command, its cgroup', (
     expect(stop.unit).toBe('cgroup')
     expect(escapees).toEqual(['gone', 'gone'])
     expect(cg).toMatchObject({ path: start.cgroup, killed: true, removed: true }) // the daemon ignored SIGTERM: cgroup.kill
-    expect(cg.members).toBeGreaterThanOrEqual(4) // the command, the setsid child, the daemon (and its sleep)
+    // The command, the setsid child, the daemon; and the daemon's `sleep 0.2` only when one runs at
+    // the listing: between two, on a busy machine, the daemon has no child (3 members, seen once).
+    expect(cg.members, JSON.stringify(cg)).toBeGreaterThanOrEqual(3)
     expect(exit).toMatchObject({ code: 143, survivors: 0, procReadsInStop: 0 })
     expect(existsSync(start.cgroup)).toBe(false)
   })

@@ -130,8 +130,9 @@ for (const engine of testEngines()) {
       const t0 = performance.now()
       w.kill('SIGTERM')
       const { code } = await exitOf(w, ENGINE_BOUND)
-      expect(out.seen.map((m) => m.raw)).toContain('drained')
-      expect(code).toBe(0)
+      const said = `the wrapper's events: ${JSON.stringify(events.seen)}; its stdout: ${JSON.stringify(out.seen.map((m) => m.raw))}`
+      expect(out.seen.map((m) => m.raw), said).toContain('drained')
+      expect(code, said).toBe(0)
       expect(performance.now() - t0, 'not the grace').toBeLessThan(30_000)
       expect(containersWith(engine, label)).toEqual([])
       // the engine's own stop was sent (the client's signal proxy is not all there is)

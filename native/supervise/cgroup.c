@@ -293,6 +293,14 @@ int cgroup_signal(int sig, int fresh_only) {
   return sent;
 }
 
+/* The stop's signal to the command alone, ahead of the rest (stop.c: a container run's client,
+ * before the engine's stop). Our unreaped child: its pid is exact. Marked, so the cgroup's first
+ * signal does not give it a second one. */
+void cgroup_signal_command(pid_t pid, int sig) {
+  mark_signalled(pid);
+  kill_then_cont(pid, sig);
+}
+
 /* Our live children once the cgroup is empty: descendants that moved themselves into another
  * cgroup (cgexec, runc, conmon do), re-parented to us, the subreaper; the cgroup's stop cannot
  * reach them. `sig` to each (fresh_only: each once per stop). An unreaped child's pid cannot be

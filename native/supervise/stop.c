@@ -320,6 +320,13 @@ void begin_stop(int sig, const char *why) {
   int covered = 0;
   if (st.mode == PLAIN && scan_ok && !st.main_reaped && !CGROUP_STOP)
     covered = killpg_then_cont(st.main, sig) == 0; /* the group at once: members forked mid-scan get it too */
+#if RK_LINUX
+  /* The cgroup's path, a container run: the client has the signal before the engine's stop, as the
+   * group has it on the tree's path (its signal proxy passes it on while the container runs). Sent
+   * only after the engine's stop, it would reach a client finishing on its own, its container
+   * gone: a podman client then died of it (143) where its container had drained and exited 0. */
+  if (CGROUP_STOP && ctr.active && !st.main_reaped) cgroup_signal_command(st.main, sig);
+#endif
   /* A container run: the engine stops the container before anything of ours outside the command's
    * group is signalled (podman's conmon must outlive the container: engine.c). */
   containers_stop(why, grace);

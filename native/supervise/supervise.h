@@ -183,6 +183,7 @@ int cgroup_make(void);
 int cgroup_join(pid_t pid);
 void cgroup_drop(const char *what);
 int cgroup_signal(int sig, int fresh_only);
+void cgroup_signal_command(pid_t pid, int sig);
 int cgroup_count(void);
 int cgroup_kill(void);
 int cgroup_populated(void);
