@@ -24,7 +24,7 @@ export interface Core {
   readonly outputSource: OutputSource
   /** No shutdownAll() is running and the supervisor is not disposed: an exit may be restarted. */
   restartsAllowed(): boolean
-  /** Counts the event, then emits it; a listener's throw does not break the bookkeeping. */
+  /** Counts the event, then emits it; give it the live record: listeners get a copy (made only when there are any). A listener's throw does not break the bookkeeping. */
   event<K extends keyof SupervisorEvents>(name: K, ...args: SupervisorEvents[K]): void
   /** An incarnation ended other than by terminate() or shutdownAll() (restart-flow.ts decides what follows). */
   ended(entry: Entry, end: End): void

@@ -20,7 +20,7 @@ export function startHealthChecks(core: Core, entry: Entry): void {
     context: () => ({ child, record: copyRecord(entry.record) }),
     failed: (error, inARow) => {
       logEvent(core.logger, 'warn', 'process.health-fail', { pid: child.pid, requestId: entry.record.requestId, inARow, error: String(error) })
-      core.event('health-fail', copyRecord(entry.record), error, inARow)
+      core.event('health-fail', entry.record, error, inARow)
     },
     unhealthy: () => stopUnhealthy(core, entry, child),
   })

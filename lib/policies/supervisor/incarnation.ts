@@ -53,8 +53,8 @@ const followExit: IncarnationStep = (core, entry) => {
     }
     core.state?.remove(pid)
     recordExit(record, code, signal)
-    core.event('exit', copyRecord(record))
-    if (notReady) core.event('start-failed', copyRecord(record), notReady)
+    core.event('exit', record)
+    if (notReady) core.event('start-failed', record, notReady)
     // A stop the supervisor makes settles the status itself (or, its own, hands it on when over).
     if (entry.stopping === 0) core.ended(entry, { kind: 'exit', code, signal })
   })
@@ -77,15 +77,15 @@ const startWhenReady: IncarnationStep = (core, entry) => {
       record.status = 'running'
       record.error = null
       logEvent(core.logger, 'info', 'process.ready', { pid: child.pid, requestId: record.requestId, afterMs: Date.now() - record.startedAt.getTime() })
-      core.event('ready', copyRecord(record))
-      core.event('status', copyRecord(record))
+      core.event('ready', record)
+      core.event('status', record)
       startHealthChecks(core, entry)
     },
     notReady: (error) => {
       ready.wait = null
       if (entry.stopping > 0 || entry.child !== child) return
       record.error = { code: 'ERR_REAPKIT_NOT_READY', message: error.message }
-      core.event('start-failed', copyRecord(record), error)
+      core.event('start-failed', record, error)
       stopFor(core, entry, 'not-ready')
     },
   })
@@ -130,8 +130,8 @@ export function registerChild(
   const entry = core.registry.add(record, child, handle, plan)
   if (!exited) watchIncarnation(core, entry, spawnedWithToken)
   if (pid !== undefined) logEvent(core.logger, 'info', 'process.started', { pid, pgid: record.pgid, requestId, command })
-  if (!exited) core.event('spawn', copyRecord(record), child)
-  core.event('status', copyRecord(record))
+  if (!exited) core.event('spawn', record, child)
+  core.event('status', record)
   core.registry.prune()
   return entry
 }

@@ -10,7 +10,7 @@ import { type KillResult, killProcessGracefully } from '../../mechanisms/kill'
 import { spawn, spawnedInfo } from '../../mechanisms/spawn'
 import type { Core, End } from './core'
 import { watchIncarnation } from './incarnation'
-import { copyRecord, type ProcessStatus, startIncarnation } from './record'
+import { type ProcessStatus, startIncarnation } from './record'
 import { type Entry, live } from './registry'
 import type { RestartDecision, StartReason } from './restart'
 import { announceStop, settle, stoppedStatus } from './settle'
@@ -57,7 +57,7 @@ function restartLater(core: Core, entry: Entry, delayMs: number, reason: Restart
   record.status = 'restarting'
   record.nextStartAt = new Date(Date.now() + delayMs)
   logEvent(core.logger, 'info', 'process.restarting', { pid: record.pid, requestId: record.requestId, ...endFields(end), delayMs, reason })
-  core.event('status', copyRecord(record))
+  core.event('status', record)
   core.state?.noteRestarts(record.requestId, entry.restart!.restarter.recent(), entry.restart!.restarter.spec.windowMs)
   // What the last incarnation left in its group is stopped before the next one starts (a child
   // that never ran left nothing).
@@ -92,9 +92,9 @@ function restartNow(core: Core, entry: Entry, delayMs: number, reason: RestartRe
   watchIncarnation(core, entry, core.state !== null)
   core.state?.flush() // now: a crash right after must not hide this incarnation from the next supervisor
   logEvent(core.logger, 'info', 'process.restarted', { pid: record.pid, requestId: record.requestId, restarts: record.restarts })
-  core.event('restart', copyRecord(record), child)
-  core.event('spawn', copyRecord(record), child)
-  core.event('status', copyRecord(record))
+  core.event('restart', record, child)
+  core.event('spawn', record, child)
+  core.event('status', record)
 }
 
 /**
@@ -105,7 +105,7 @@ function restartNow(core: Core, entry: Entry, delayMs: number, reason: RestartRe
  */
 function restartAttempted(core: Core, entry: Entry, child: ChildProcess | null): void {
   entry.record.restarts++
-  core.event('restart', copyRecord(entry.record), child)
+  core.event('restart', entry.record, child)
 }
 
 /**
@@ -126,7 +126,7 @@ function startFailed(core: Core, entry: Entry, error: Error): void {
   const code = (error as NodeJS.ErrnoException).code ?? null
   record.error = { code: typeof code === 'string' ? code : null, message: error.message }
   logEvent(core.logger, 'warn', 'process.start-failed', { requestId: record.requestId, command: record.command, code, error: error.message })
-  core.event('start-failed', copyRecord(record), error)
+  core.event('start-failed', record, error)
   afterEnd(core, entry, { kind: 'start-failed', error })
 }
 
@@ -134,5 +134,5 @@ function giveUp(core: Core, entry: Entry, end: End): void {
   const { record } = entry
   logEvent(core.logger, 'warn', 'process.given-up', { pid: record.pid, requestId: record.requestId, restarts: record.restarts, ...endFields(end) })
   settle(core, entry, 'given-up', end.kind === 'stopped' ? end.stop : undefined)
-  core.event('give-up', copyRecord(record))
+  core.event('give-up', record)
 }

@@ -38,7 +38,7 @@ export async function restartRequested(core: Core, entry: Entry, options: SpawnO
   try {
     if (record.status !== 'restarting') {
       record.status = 'restarting'
-      core.event('status', copyRecord(record))
+      core.event('status', record)
     }
     stop = await joinUnderWay(await killProcessGracefully(entry.child, { graceMs, logger: core.logger }))
   } finally {
@@ -68,8 +68,8 @@ export async function restartRequested(core: Core, entry: Entry, options: SpawnO
   watchIncarnation(core, entry, core.state !== null)
   core.state?.flush()
   logEvent(core.logger, 'info', 'process.restarted', { pid: record.pid, requestId: record.requestId, restarts: record.restarts })
-  core.event('restart', copyRecord(record), child)
-  core.event('spawn', copyRecord(record), child)
-  core.event('status', copyRecord(record))
+  core.event('restart', record, child)
+  core.event('spawn', record, child)
+  core.event('status', record)
   return { stop, record: copyRecord(record) }
 }

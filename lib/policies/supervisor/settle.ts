@@ -5,7 +5,7 @@
  */
 import { logEvent } from '../../ground/logger'
 import type { Core, Stop } from './core'
-import { copyRecord, type ProcessStatus } from './record'
+import type { ProcessStatus } from './record'
 import { type Entry, exited, live } from './registry'
 
 /**
@@ -18,15 +18,15 @@ export function settle(core: Core, entry: Entry, status: ProcessStatus, stop?: S
   entry.record.exitedAt ??= new Date()
   entry.record.nextStartAt = null
   logEvent(core.logger, 'info', 'process.status', { pid: entry.record.pid, requestId: entry.record.requestId, status })
-  core.event('status', copyRecord(entry.record))
+  core.event('status', entry.record)
   if (stop) announceStop(core, entry, stop)
   core.registry.finish(entry)
 }
 
 /** A stop the supervisor made ended an incarnation: 'terminate', and 'escalate' when it needed SIGKILL. */
 export function announceStop(core: Core, entry: Entry, { report, reason }: Stop): void {
-  core.event('terminate', copyRecord(entry.record), report, reason)
-  if (report.escalated) core.event('escalate', copyRecord(entry.record), report, reason)
+  core.event('terminate', entry.record, report, reason)
+  if (report.escalated) core.event('escalate', entry.record, report, reason)
 }
 
 /** The status a stop the supervisor made leaves, whatever the child did meanwhile. */

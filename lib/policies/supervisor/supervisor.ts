@@ -421,10 +421,17 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.#core.state?.close()
   }
 
-  /** Counts it, then emits it. A listener's error must not break the bookkeeping: it is rethrown on the next tick. */
+  /**
+   * Counts it, then emits it, the record as a copy (the supervisor's own keeps changing): made here,
+   * once per event and only when someone listens, not at each call site (a crash-looping child's
+   * record holds up to 100 incarnations). A listener's error must not break the bookkeeping: it is
+   * rethrown on the next tick.
+   */
   #event<K extends keyof SupervisorEvents>(name: K, ...args: SupervisorEvents[K]): void {
     this.#metrics.observe(name, args)
     if (name === 'status') this.#core?.output.pokeAll() // a follow of that child may be over (one hook, not a listener per follower)
+    if (this.listenerCount(name) === 0) return
+    if (name !== 'output') args = [copyRecord(args[0] as ProcessRecord), ...args.slice(1)] as SupervisorEvents[K]
     try {
       ;(this.emit as (name: K, ...args: SupervisorEvents[K]) => boolean)(name, ...args)
     } catch (err) {
