@@ -348,6 +348,10 @@ void finish(int survivors) {
   containers_last_look(); /* nothing of ours is left but maybe the container (engine.c) */
 #if RK_LINUX
   if (cg.active) {
+    /* The events the loop did not read: the last change (populated 0) may have come with the
+     * command's own exit, which woke the loop first and ended it. Counted before the removal (whose
+     * own IN_IGNORED is no change of cgroup.events). */
+    if (cg.inotify_fd >= 0) cgroup_drain();
     cgroup_remove(); /* once empty; one still populated stays, named for doctor */
     char path[PATH_MAX * 2], freeze[sizeof cg.freeze * 2];
     event("cgroup", "\"path\":\"%s\",\"members\":%d,\"killed\":%s,\"removed\":%s,\"events\":%d,\"outside\":%d,\"freeze\":%s%s%s",
