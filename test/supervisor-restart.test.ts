@@ -406,4 +406,23 @@ describe('restart policy arithmetic', () => {
     expect(new Restarter(spec).decide(0, null, true, 0, () => 0)).toEqual({ action: 'restart', delayMs: 100, reason: 'unhealthy' })
     expect(restartSpec({})).toBeNull()
   })
+
+  // A crash loop under a large maxRestarts: each decision walked (and copied) the whole window, so
+  // 60,000 restarts in one window took seconds and grew with their square.
+  it('a decision costs what leaves the window, not the window: 60,000 in one, then a window that slides', () => {
+    const big = restartSpec({ restart: 'on-failure', backoff: { initialMs: 0 }, intensity: { maxRestarts: 2 ** 31 - 1, windowMs: 60_000 } })!
+    const r = new Restarter(big)
+    let restarts = 0
+    const t0 = performance.now()
+    for (let t = 0; t < 60_000; t++) if (r.decide(1, null, false, t, () => 0).action === 'restart') restarts++
+    expect(performance.now() - t0).toBeLessThan(3000) // ~10 ms here; the walk of the window took seconds
+    expect(restarts).toBe(60_000)
+    expect(r.recent(59_999)).toHaveLength(60_000)
+    r.decide(1, null, false, 70_000, () => 0) // 0 .. 10,000 left the window
+    expect(r.recent(70_000)).toHaveLength(50_000)
+    expect(r.recent(70_000)[0]).toBe(10_001)
+    // The clock stepped back: what is now in the future is dropped, the order stays.
+    expect(r.decide(1, null, false, 50_000, () => 0).action).toBe('restart')
+    expect(r.recent(50_000)).toEqual([...Array.from({ length: 40_000 }, (_, i) => 10_001 + i), 50_000])
+  })
 })

@@ -121,8 +121,24 @@ export class Restarter {
    * time in the future (the clock was stepped back) is dropped: it would stay in the window forever.
    */
   recent(now = Date.now()): number[] {
-    this.#recent = this.#recent.filter((t) => withinWindow(t, now, this.spec.windowMs))
+    this.#prune(now)
     return [...this.#recent]
+  }
+
+  /**
+   * Drops the restarts that left the window, in place. The times are in order (each is pushed as
+   * `now` after every later one was dropped), so the expired ones are at the head: a crash loop under
+   * a large maxRestarts pays for what leaves, not a walk over the whole window at every restart.
+   */
+  #prune(now: number): void {
+    const times = this.#recent
+    if (times.length > 0 && times[times.length - 1]! > now) {
+      this.#recent = times.filter((t) => withinWindow(t, now, this.spec.windowMs)) // the clock was stepped back
+      return
+    }
+    let expired = 0
+    while (expired < times.length && !withinWindow(times[expired]!, now, this.spec.windowMs)) expired++
+    if (expired > 0) times.splice(0, expired)
   }
 
   get pending(): boolean {
@@ -138,11 +154,12 @@ export class Restarter {
     const cause = stoppedFor === true ? 'unhealthy' : stoppedFor || null
     const failed = cause !== null || isFailure(code, signal)
     if (this.spec.policy === 'on-failure' && !failed) return { action: 'none' }
-    const recent = this.recent(now)
-    if (recent.length >= this.spec.maxRestarts) return { action: 'give-up' }
+    this.#prune(now)
+    const inWindow = this.#recent.length
+    if (inWindow >= this.spec.maxRestarts) return { action: 'give-up' }
     this.#recent.push(now)
     const reason = cause ?? (failed ? 'failure' : 'exit')
-    return { action: 'restart', delayMs: backoffMs(this.spec, recent.length, random), reason }
+    return { action: 'restart', delayMs: backoffMs(this.spec, inWindow, random), reason }
   }
 
   /** Runs `start` after `delayMs` and after `before` settles, unless cancel() comes first. */
