@@ -29,10 +29,18 @@ afterEach(() => {
 })
 
 /** Collects a child's stdout as text. */
+/** What it wrote by its exit (a member it left may hold its stdout open long after). */
 function output(child: ReturnType<typeof spawn>): Promise<string> {
   let out = ''
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d))
   return exitOf(child).then(() => out)
+}
+
+/** All it wrote: at 'close' (its stdout ended); 'exit' may come before the last data. */
+function wholeOutput(child: ReturnType<typeof spawn>): Promise<string> {
+  let out = ''
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d))
+  return new Promise((resolve) => child.once('close', () => resolve(out)))
 }
 
 describe.runIf(posix)('the look right after the reap', () => {
@@ -79,7 +87,7 @@ describe.runIf(linux)('the exec helper runs the file spawn() found', () => {
     expect(ours.spawnfile).toBe('rk-which')
     expect(ours.spawnargs).toEqual(['rk-which'])
     const theirs = nodeSpawn('rk-which', [], { env, stdio: ['ignore', 'pipe', 'ignore'] })
-    const [a, b] = await Promise.all([output(ours), output(theirs)])
+    const [a, b] = await Promise.all([wholeOutput(ours), wholeOutput(theirs)])
     expect(a).toBe(b) // the same file, as Node's execvp would run it
     expect(a.startsWith('c ')).toBe(true)
   })

@@ -188,8 +188,12 @@ describe.runIf(linux)('spawn: a failed exec is reported as Node reports it', () 
     process.env.REAPKIT_SPAWN_REPORT_MS = '0'
     try {
       let timedOut = 0
+      // The target's exec made slow enough to lose to the poll: 1 MB of arguments for the kernel to
+      // copy again (the helper itself is a static musl program, whose exec of a plain `sleep` now
+      // usually beat the poll).
+      const ballast = Array.from({ length: 1000 }, () => 'x'.repeat(1000))
       for (let i = 0; i < 20; i++) {
-        const child = spawnTracked('sleep', ['5'])
+        const child = spawnTracked('sh', ['-c', 'exec sleep 5', 'sh', ...ballast])
         const info = spawnedInfo(child)!
         expect(['exec', 'timeout']).toContain(info.startup) // 'exec' when the helper was faster than the poll
         if (info.startup === 'timeout') timedOut++
