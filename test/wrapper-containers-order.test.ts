@@ -26,18 +26,24 @@ for (const engine of skip === null ? testEngines() : [undefined]) describeWithEn
     await removeLabelledAndWait(engine!, label)
   })
 
-  for (const path of ['cgroup', 'tree'] as const) {
-    it(`on the ${path}'s path`, async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'reapkit-order-engine-'))
-      const log = join(dir, 'order')
-      // The run: the real client in the background (its stdin the wrapper's, kept through fd 3), the
-      // SIGTERM this shell gets logged and passed on to it, its status passed on.
-      const run = `exec 3<&0
+  // The run: the real client in the background (its stdin the wrapper's, kept through fd 3), the
+  // SIGTERM this shell gets logged and passed on to it, its status passed on.
+  const direct = (log: string) => `exec 3<&0
     trap 'echo client-term >> ${log}; kill -TERM $c 2>/dev/null' TERM
     "$real" "$@" <&3 3<&- &
     c=$!
     while :; do wait $c; s=$?; kill -0 $c 2>/dev/null || exit $s; done`
-      const fake = writeFakeEngine(dir, { bin: engine!.bin, passTo: engine!, calls: { run: { sh: run }, stop: { sh: `echo engine-stop >> ${log}` } } })
+  // Review: the same below a shim that neither execs nor passes signals on (the command is the shim,
+  // the client its child, in its group): the client must still have the signal first. On the
+  // cgroup's path only the command's own pid had it, and this client never got it.
+  const shim = (log: string) => `exec 3<&0
+    sh -c 'trap "echo client-term >> ${log}; kill -TERM $c 2>/dev/null" TERM; "$0" "$@" <&3 3<&- & c=$!; while :; do wait $c; s=$?; kill -0 $c 2>/dev/null || exit $s; done' "$real" "$@"
+    exit $?`
+  for (const [path, how, run] of [['cgroup', 'directly', direct], ['tree', 'directly', direct], ['cgroup', 'below a shim', shim], ['tree', 'below a shim', shim]] as const) {
+    it(`on the ${path}'s path, the client run ${how}`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'reapkit-order-engine-'))
+      const log = join(dir, 'order')
+      const fake = writeFakeEngine(dir, { bin: engine!.bin, passTo: engine!, calls: { run: { sh: run(log) }, stop: { sh: `echo engine-stop >> ${log}` } } })
       try {
         const drain = 'trap "echo drained; exit 0" TERM; echo ready; while :; do sleep 0.1; done'
         const args = ['--verbose', '--grace', '20000', ...(path === 'tree' ? ['--no-cgroup'] : []), '--', engine!.bin, 'run', '-i', '--rm', '--label', label, engine!.image, 'sh', '-c', drain]

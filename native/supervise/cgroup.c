@@ -213,6 +213,16 @@ static int signal_batch(const pid_t *pids, size_t n, int sig, int mark, size_t *
   return sent;
 }
 
+/* The command's group when cgroup_signal_command signalled it whole (0: not): the frozen listing
+ * skips its members then, which the group's signal reached (a fork races no group signal: the
+ * kernel restarts a fork that a pending signal meets). */
+static pid_t group_signalled = 0;
+
+/* Whether the stop's first signal already reached `pid` (fresh_only passes). */
+static int had_first_signal(pid_t pid) {
+  return is_signalled(pid) || (group_signalled > 0 && getpgid(pid) == group_signalled);
+}
+
 /* `sig` once to each member listed now (fresh_only: to those that have not had this stop's
  * signal yet). Returns how many got it; *listed: how many were new. */
 static int signal_listed(int sig, int fresh_only, size_t *listed) {
@@ -223,7 +233,7 @@ static int signal_listed(int sig, int fresh_only, size_t *listed) {
   if (todo == NULL) return 0;
   size_t ntodo = 0;
   for (size_t i = 0; i < nlist; i++)
-    if (!fresh_only || !is_signalled(list[i])) todo[ntodo++] = list[i];
+    if (!fresh_only || !had_first_signal(list[i])) todo[ntodo++] = list[i];
   size_t room = pin_room();
   int sent = 0;
   for (size_t at = 0; at < ntodo;) {
@@ -293,13 +303,20 @@ int cgroup_signal(int sig, int fresh_only) {
   return sent;
 }
 
-/* The stop's signal to the command alone, ahead of the rest (stop.c: a container run's client,
- * before the engine's stop). Our unreaped child: its pid is exact. Marked, so the cgroup's first
- * signal does not give it a second one. */
+/* The stop's signal to the command's group, ahead of the rest (stop.c: a container run's client,
+ * before the engine's stop), as the tree's path gives it: a client run by a shim that does not exec
+ * is a member of that group, not the command. The command leads its group, our unreaped child: the
+ * id is exact. Where it does not lead one, the command alone, marked, so the cgroup's first signal
+ * does not give it a second one. */
 void cgroup_signal_command(pid_t pid, int sig) {
+  if (getpgid(pid) == pid && killpg_then_cont(pid, sig) == 0) {
+    group_signalled = pid;
+    return;
+  }
   mark_signalled(pid);
   kill_then_cont(pid, sig);
 }
+
 
 /* Our live children once the cgroup is empty: descendants that moved themselves into another
  * cgroup (cgexec, runc, conmon do), re-parented to us, the subreaper; the cgroup's stop cannot
