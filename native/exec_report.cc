@@ -35,7 +35,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <vector>
+#include <unordered_set>
 
 #include "errors.h"
 #include "reapkit.h"
@@ -198,7 +198,10 @@ static Napi::Value ExecReportWaitCode(const Napi::CallbackInfo& info) {
   if (r.done) close(fd);
   const bool failed = StepName(r.step) != nullptr;
   int32_t code = (r.ready ? 1 : 0) | (r.done ? 2 : 0) | (r.own_proc >= 0 ? 4 : 0) | (r.own_proc == 1 ? 8 : 0);
-  if (failed) code |= (static_cast<int32_t>(static_cast<unsigned char>(r.step)) << 8) | ((r.err & 0x7fff) << 16);
+  // An errno that does not fit (or is not one: <= 0) is sent as EIO, as the helper never sends 0:
+  // truncated, it would name another error; a failure never reads as "no error".
+  const int32_t helper_errno = r.err > 0 && r.err <= 0x7fff ? r.err : EIO;
+  if (failed) code |= (static_cast<int32_t>(static_cast<unsigned char>(r.step)) << 8) | (helper_errno << 16);
   return Napi::Number::New(env, code);
 }
 
@@ -235,20 +238,19 @@ static Napi::Value ExecvpSearch(const Napi::CallbackInfo& info) {
   const std::string cwd = info[1].As<Napi::String>().Utf8Value();
   const std::string command = info[2].As<Napi::String>().Utf8Value();
   std::string file;
-  std::vector<std::string> seen;  // an entry met again is skipped: its stat was its answer a moment ago
+  // An entry met again is skipped: its stat was its answer a moment ago. A set, not a walk over the
+  // entries seen: a PATH of thousands of entries costs the walk of it, not its square.
+  std::unordered_set<std::string> seen;
   int32_t index = 0;
   for (size_t start = 0;; index++) {
     size_t end = list.find(':', start);
     if (end == std::string::npos) end = list.size();
-    const std::string dir = list.substr(start, end - start);
-    bool again = false;
-    for (const std::string& earlier : seen) again = again || earlier == dir;
-    if (again) {
+    std::string dir = list.substr(start, end - start);
+    if (!seen.insert(dir).second) {
       if (end == list.size()) break;
       start = end + 1;
       continue;
     }
-    seen.push_back(dir);
     if (!dir.empty() && dir[0] == '/') file = dir + "/" + command;
     else file = cwd + "/" + (dir.empty() ? std::string(".") : dir) + "/" + command;
     struct stat st;

@@ -4,7 +4,7 @@
 // report for every shape (success, a failure record with its step and errno, the PID namespace
 // init's /proc word, a timeout before EOF).
 import { writeSync } from 'node:fs'
-import { endianness } from 'node:os'
+import { constants as osConstants, endianness } from 'node:os'
 import { describe, expect, it } from 'vitest'
 import { nativeBinding } from '../lib/ground/native'
 import { unpackReport } from '../lib/mechanisms/exec-report'
@@ -64,5 +64,16 @@ describe.runIf(posix)('the packed exec report', () => {
     const { object, packed } = readBoth(bytes, keepOpen)
     expect(object).toEqual(expected)
     expect(packed).toEqual(object)
+  })
+
+  // Review: the packed errno has 15 bits; a record with a negative or larger one (not our helper's,
+  // whose fail() never sends 0: a changed wire or another writer) became another, positive errno.
+  it.each([
+    ['a negative errno', -5],
+    ['an errno past 15 bits', 40_000],
+    ['errno 0', 0],
+  ] as const)('%s in a failure record reads as EIO, never as another error or none', (_name, errno) => {
+    const { packed } = readBoth(Buffer.concat([Buffer.from('R'), failure('e', errno)]), false)
+    expect(packed).toEqual({ ready: true, done: true, step: 'exec', errno: osConstants.errno.EIO })
   })
 })

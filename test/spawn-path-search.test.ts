@@ -79,6 +79,19 @@ describe.runIf(linux)('the PATH look-up in one native call', () => {
     ])
   })
 
+  // Review: a repeated entry is looked at once, but each entry was compared with every earlier one
+  // (20,000 entries: 252 ms, growing with their square). Every entry distinct, the file in the last.
+  it('a PATH of 100,000 entries costs its walk, not its square, and finds the file in the last', () => {
+    mkdirSync(join(dir, 'd-last'), { recursive: true })
+    script(join(dir, 'd-last', 'rk-far'), 'echo far')
+    const entries = Array.from({ length: 100_000 }, (_, i) => `/nonexistent-${i}`)
+    const env = { PATH: [...entries, join(dir, 'd-last')].join(':') }
+    const t0 = performance.now()
+    const found = resolveLikeExecvp('rk-far', { env, cwd: dir })
+    expect(performance.now() - t0).toBeLessThan(5000) // ~0.2 s here; the square took over 10 s
+    expect(found).toBe(join(dir, 'd-last', 'rk-far'))
+  })
+
   it('keeps no answer between spawns: a file added earlier on PATH runs next, and after its removal the later one again', async () => {
     const [early, late] = [join(dir, 'early'), join(dir, 'late')]
     mkdirSync(early)
