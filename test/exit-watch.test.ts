@@ -31,6 +31,15 @@ describe('capabilities', () => {
       expect(caps).toMatchObject({ pidfd: true, pdeathsig: true, subreaper: true, kqueue: false, exitWatch: 'pidfd', parentWatch: 'pidfd' })
     }
   })
+
+  // Review: from the second call on, every caller got the one cached `missing` array.
+  it('gives each caller its own copy: a change to one is not what the next call returns', () => {
+    const before = capabilities().missing.length
+    capabilities().missing.push('changed by a caller')
+    capabilities().missing.length = 0
+    expect(capabilities().missing).toHaveLength(before)
+    expect(capabilities().missing).not.toContain('changed by a caller')
+  })
 })
 
 describe('watchExit', () => {

@@ -62,6 +62,13 @@ describe.runIf(linux)('spawn, case by case, as Node spawns', () => {
     expect(seen.events.map((e: { event: string }) => e.event)).toEqual(['spawn', 'exit'])
   })
 
+  // Review: a PATH that is not a string threw `path.split is not a function` from reapkit's spawn;
+  // Node writes it into the child's environment as `${value}`.
+  it('a PATH that is not a string: searched as Node writes it into the environment', () => {
+    expect(expectSame(['true', [], { ...piped, env: { PATH: ['/usr/bin'] } }]).events.map((e: { event: string }) => e.event)).toEqual(['spawn', 'exit'])
+    expect(expectSame(['true', [], { ...piped, env: { PATH: 5 } }]).events[0]).toMatchObject({ event: 'error', code: 'ENOENT' })
+  })
+
   it("shell: true: the same spawnfile and spawnargs ('/bin/sh', ['/bin/sh', '-c', line])", () => {
     const seen = expectSame(['echo', ['$((1+2))', 'x'], { ...piped, shell: true }])
     expect(seen).toMatchObject({ spawnfile: '/bin/sh', spawnargs: ['/bin/sh', '-c', 'echo $((1+2)) x'], stdout: '3 x\n' })

@@ -110,6 +110,37 @@ describe('Supervisor', () => {
     expect(seen.map((r) => `${r.requestId}:${r.status}`)).toEqual(['req-a:running', '7:running', '7:exited', 'req-a:terminated'])
   })
 
+  // Events carry a copy of the record, made only when someone listens (a crash loop copied each
+  // record four times a start for nobody); review: an emit of a subclass or a tracer still sees
+  // every event, and each listener gets a copy, not the supervisor's own record.
+  it("events: a listener gets a copy, not the record; an emit of a subclass's own sees every event without listeners", async () => {
+    const emitted: string[] = []
+    const traced = new Supervisor({ graceMs: 2000, backstop: false })
+    const own = traced.emit.bind(traced) as (n: string | symbol, ...a: unknown[]) => boolean
+    // A tracer's patch of emit (as a subclass's override would be): the instance's own property.
+    ;(traced as unknown as { emit: (n: string | symbol, ...a: unknown[]) => boolean }).emit = (name, ...args) => {
+      emitted.push(String(name))
+      return own(name, ...args)
+    }
+    const child = traced.spawn('sh', ['-c', 'exit 0'], { stdio: 'ignore' })
+    trackGroup(child.pid!)
+    await waitFor(() => traced.list()[0]?.status === 'exited', 5000, 'the exit to be recorded')
+    expect(emitted).toEqual(expect.arrayContaining(['spawn', 'status', 'exit']))
+
+    const sup = new Supervisor({ graceMs: 2000, backstop: false })
+    const got: ProcessRecord[] = []
+    sup.on('status', (r) => {
+      got.push(r)
+      r.args.push('changed by a listener')
+    })
+    const c = sup.spawn('sh', ['-c', 'exit 0'], { requestId: 'copied', stdio: 'ignore' })
+    trackGroup(c.pid!)
+    await waitFor(() => sup.get('copied')?.status === 'exited', 5000, 'the exit to be recorded')
+    expect(got.length).toBeGreaterThanOrEqual(2)
+    expect(new Set(got).size).toBe(got.length) // a copy for each event
+    expect(sup.get('copied')!.args).toEqual(['-c', 'exit 0'])
+  })
+
   it('changes() ends when the supervisor is disposed, after the changes already queued; started later, at once', async () => {
     const sup = new Supervisor({ closeTimeoutMs: 300, graceMs: 2000, backstop: false })
     const seen: string[] = []

@@ -422,7 +422,7 @@ let caps: Capabilities | undefined
  * here, since both sit in one bundle and a clash would rename the public one's `.name`.
  */
 export function nativeCapabilities(): Capabilities {
-  if (caps) return { ...caps }
+  if (caps) return { ...caps, missing: [...caps.missing] } // a copy the caller may change, as the first one
   const { binding, error } = loadedAddon()
   const native = binding?.capabilities
   const pidfd = native?.pidfd === true

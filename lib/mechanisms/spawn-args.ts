@@ -101,7 +101,10 @@ export function resolveLikeExecvp(command: string, options: NodeSpawnOptions): s
   // The child's cwd as the kernel will reach it: chdir(given) from ours, joined by string.
   const cwd = given === undefined || given === '' ? process.cwd() : given.startsWith('/') ? given : `${process.cwd()}/${given}`
   if (command.includes('/')) return executable(command.startsWith('/') ? command : `${cwd}/${command}`) === true ? command : null
-  const path = (options.env ?? process.env).PATH ?? '/bin:/usr/bin' // glibc's default when PATH is unset
+  // As Node's spawn writes the child's environment: a value that is not a string is `${value}`, an
+  // undefined one is left out (then glibc's default).
+  const raw: unknown = (options.env ?? process.env).PATH
+  const path = raw === undefined ? '/bin:/usr/bin' : String(raw)
   // The same walk in one native call where the addon has it (no Stats object, no fs call per
   // entry): only the entry's index comes back, and the file is joined here as below. Not for a
   // PATH or cwd that is no string or holds a NUL byte, which the walk below meets as Node's fs does

@@ -430,7 +430,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   #event<K extends keyof SupervisorEvents>(name: K, ...args: SupervisorEvents[K]): void {
     this.#metrics.observe(name, args)
     if (name === 'status') this.#core?.output.pokeAll() // a follow of that child may be over (one hook, not a listener per follower)
-    if (this.listenerCount(name) === 0) return
+    // Nobody listens: no copy, no emit; unless emit is not EventEmitter's own (a subclass's or a
+    // tracer's), which then sees every event as before.
+    if (this.listenerCount(name) === 0 && this.emit === EventEmitter.prototype.emit) return
     if (name !== 'output') args = [copyRecord(args[0] as ProcessRecord), ...args.slice(1)] as SupervisorEvents[K]
     try {
       ;(this.emit as (name: K, ...args: SupervisorEvents[K]) => boolean)(name, ...args)
