@@ -318,6 +318,27 @@ void cgroup_signal_command(pid_t pid, int sig) {
 }
 
 
+/* A member that is exiting leaves its cgroup (populated 0) before it becomes a zombie (do_exit:
+ * cgroup_exit, then exit_notify): in between, our last child of the cgroup is neither a member nor
+ * one to reap, and a look for children outside it would read /proc for nothing (once in a CI run).
+ * So, once per stop, that moment is given up to 20 ms: 0 if a child is still alive and unexited
+ * after it (one outside the cgroup: it is listed), 1 once one is to reap (its SIGCHLD wakes the
+ * loop), -1 once we have none. */
+static int exit_window_passed(void) {
+  static int waited = 0;
+  if (waited) return 0;
+  waited = 1;
+  for (int i = 0; i < 40; i++) {
+    struct timespec t = {0, 500 * 1000L};
+    nanosleep(&t, NULL);
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0) return -1; /* ECHILD */
+    if (si.si_pid != 0) return 1;
+  }
+  return 0;
+}
+
 /* Our live children once the cgroup is empty: descendants that moved themselves into another
  * cgroup (cgexec, runc, conmon do), re-parented to us, the subreaper; the cgroup's stop cannot
  * reach them. `sig` to each (fresh_only: each once per stop). An unreaped child's pid cannot be
@@ -328,6 +349,8 @@ int cgroup_outside(int sig, int fresh_only) {
   memset(&si, 0, sizeof si);
   if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0) return 0; /* ECHILD: none */
   if (si.si_pid != 0) return 1; /* one to reap: its SIGCHLD wakes the loop, which looks again */
+  int window = exit_window_passed();
+  if (window != 0) return window > 0 ? 1 : 0;
   pid_t *kids = NULL;
   size_t nkids = 0;
   if (st.children_ok && read_children()) {
