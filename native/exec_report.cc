@@ -163,15 +163,25 @@ static const char* StepName(char step) {
   }
 }
 
-static Napi::Value ExecReportWait(const Napi::CallbackInfo& info) {
+// The wait both forms share, from their arguments (fd, timeoutMs); the read end closed at EOF.
+// false: a JavaScript error is pending (a bad argument, a failed poll or read).
+static bool WaitFromArgs(const Napi::CallbackInfo& info, Report* r) {
   Napi::Env env = info.Env();
   int32_t fd, ms;
-  if (!ArgInt(info, 0, "fd", &fd) || !ArgInt(info, 1, "timeoutMs", &ms)) return env.Undefined();
-  if (fd < 0 || ms < 0) return ThrowSystemError(env, EINVAL, "poll");
+  if (!ArgInt(info, 0, "fd", &fd) || !ArgInt(info, 1, "timeoutMs", &ms)) return false;
+  int err = fd < 0 || ms < 0 ? EINVAL : WaitForReport(fd, ms, r);
+  if (err != 0) {
+    ThrowSystemError(env, err, "poll");
+    return false;
+  }
+  if (r->done) close(fd);
+  return true;
+}
+
+static Napi::Value ExecReportWait(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
   Report r;
-  int err = WaitForReport(fd, ms, &r);
-  if (err != 0) return ThrowSystemError(env, err, "poll");
-  if (r.done) close(fd);
+  if (!WaitFromArgs(info, &r)) return env.Undefined();
   Napi::Object out = Napi::Object::New(env);
   out.Set("ready", Napi::Boolean::New(env, r.ready));
   out.Set("done", Napi::Boolean::New(env, r.done));
@@ -189,13 +199,8 @@ static Napi::Value ExecReportWait(const Napi::CallbackInfo& info) {
 // unpacks it.
 static Napi::Value ExecReportWaitCode(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  int32_t fd, ms;
-  if (!ArgInt(info, 0, "fd", &fd) || !ArgInt(info, 1, "timeoutMs", &ms)) return env.Undefined();
-  if (fd < 0 || ms < 0) return ThrowSystemError(env, EINVAL, "poll");
   Report r;
-  int err = WaitForReport(fd, ms, &r);
-  if (err != 0) return ThrowSystemError(env, err, "poll");
-  if (r.done) close(fd);
+  if (!WaitFromArgs(info, &r)) return env.Undefined();
   const bool failed = StepName(r.step) != nullptr;
   int32_t code = (r.ready ? 1 : 0) | (r.done ? 2 : 0) | (r.own_proc >= 0 ? 4 : 0) | (r.own_proc == 1 ? 8 : 0);
   // An errno that does not fit (or is not one: <= 0) is sent as EIO, as the helper never sends 0:
