@@ -142,7 +142,7 @@ export interface SpawnedInfo {
   ownProc?: boolean
 }
 
-export { spawnedInfo, spawnedGroupMembers, spawnedGroupMembersSync, trackChild } from './spawned'
+export { spawnedInfo } from './spawned'
 
 /** The options spawn() consumes itself: Node's spawn never sees them. */
 const OWN_OPTIONS = ['group', 'foreground', 'parentDeathSignal', 'container', 'cgroup', 'pidNamespace'] as const

@@ -7,7 +7,8 @@
  */
 import { nativeBinding } from '../../ground/native'
 import { groupMembersSoon } from '../group'
-import { type SpawnedInfo, spawnedGroupMembers, spawnedInfo } from '../spawn'
+import type { SpawnedInfo } from '../spawn'
+import { spawnedGroupMembers, spawnedInfo } from '../spawned'
 import type { StopJournal } from './journal'
 import { type PinnedTarget, pinAlive } from './pin'
 

@@ -11,7 +11,7 @@
 import { scanGroups } from '../../mechanisms/group'
 import { openProcess } from '../../mechanisms/handle'
 import { nativeBinding } from '../../ground/native'
-import { spawnedGroupMembersSync, spawnedInfo } from '../../mechanisms/spawn'
+import { spawnedGroupMembersSync, spawnedInfo } from '../../mechanisms/spawned'
 import { killCgroup, killCgroupNow, removeKilledSync, removeWhenEmpty } from '../../mechanisms/cgroup/make'
 import type { Entry } from './registry'
 
