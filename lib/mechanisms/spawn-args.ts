@@ -107,10 +107,10 @@ export function resolveLikeExecvp(command: string, options: NodeSpawnOptions): s
   const path = raw === undefined ? '/bin:/usr/bin' : String(raw)
   // The same walk in one native call where the addon has it (no Stats object, no fs call per
   // entry): only the entry's index comes back, and the file is joined here as below. Not for a
-  // PATH or cwd that is no string or holds a NUL byte, which the walk below meets as Node's fs does
-  // (a NUL: an error execvp does not skip, then Node's own refusal of the env or cwd).
+  // PATH or cwd that holds a NUL byte, which the walk below meets as Node's fs does (an error
+  // execvp does not skip, then Node's own refusal of the env or cwd).
   const search = nativeBinding()?.execvpSearch
-  if (typeof search === 'function' && delimiter === ':' && typeof path === 'string' && !path.includes('\u0000') && !cwd.includes('\u0000')) {
+  if (typeof search === 'function' && delimiter === ':' && !path.includes('\u0000') && !cwd.includes('\u0000')) {
     const index = search(path, cwd, command)
     if (index === -2) return command
     if (index < 0) return null
